@@ -1,0 +1,188 @@
+/* The host table in the control block: who is attached, and are they alive.
+ *
+ * A host is alive when its slot says STARTING/RUNNING/STOPPING and:
+ *  - on this machine (same kernel boot id): its pid exists with the same
+ *    process start time (so a reused pid is not mistaken for it);
+ *  - on another machine of the pod: its heartbeat is younger than
+ *    HEARTBEAT_TIMEOUT_NS (hosts of a pod must keep their clocks in sync
+ *    within that margin, as NTP does). */
+#include <errno.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "cxl/region_priv.h"
+#include "util/log.h"
+
+#define HEARTBEAT_PERIOD_NS (100ull * 1000 * 1000)
+#define HEARTBEAT_TIMEOUT_NS (3ull * 1000 * 1000 * 1000)
+
+uint64_t cxl_now_realtime_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+void cxl_read_boot_id(char out[40])
+{
+    memset(out, 0, 40);
+    FILE *f = fopen("/proc/sys/kernel/random/boot_id", "r");
+    if (!f) return;
+    if (!fgets(out, 40, f)) out[0] = 0;
+    fclose(f);
+    out[strcspn(out, "\n")] = 0;
+}
+
+/* Field 22 of /proc/PID/stat: start time in clock ticks since boot; 0 if gone. */
+static uint64_t proc_start_time(pid_t pid)
+{
+    char path[64], buf[1024];
+    snprintf(path, sizeof path, "/proc/%d/stat", (int)pid);
+    FILE *f = fopen(path, "r");
+    if (!f) return 0;
+    size_t n = fread(buf, 1, sizeof buf - 1, f);
+    fclose(f);
+    buf[n] = 0;
+    char *p = strrchr(buf, ')'); /* the command name may contain spaces */
+    if (!p) return 0;
+    unsigned long long start = 0;
+    /* after ")": state(3) ppid(4) ... starttime(22): skip 19 fields */
+    if (sscanf(p + 1, " %*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %*u %*u %*d %*d %*d %*d "
+                      "%*d %*d %llu", &start) != 1)
+        return 0;
+    return start;
+}
+
+const char *cxl_host_state_name(uint32_t st)
+{
+    switch (st) {
+    case CXL_HOST_FREE: return "free";
+    case CXL_HOST_STARTING: return "starting";
+    case CXL_HOST_RUNNING: return "running";
+    case CXL_HOST_STOPPING: return "stopping";
+    default: return "invalid";
+    }
+}
+
+bool cxl_host_alive(const struct cxl_region *r, int host)
+{
+    if (host < 0 || host >= POD_MAX_HOSTS) return false;
+    const struct cxl_host_slot *s = &r->ctl->hosts[host];
+    uint32_t st = __atomic_load_n(&s->state, __ATOMIC_ACQUIRE);
+    if (st == CXL_HOST_FREE || st > CXL_HOST_STOPPING) return false;
+    if (s->boot_id[0] && strncmp(s->boot_id, r->priv->boot_id, sizeof s->boot_id) == 0) {
+        pid_t pid = s->pid;
+        if (pid <= 0) return false;
+        if (kill(pid, 0) != 0 && errno == ESRCH) return false;
+        return proc_start_time(pid) == s->proc_start;
+    }
+    uint64_t beat = __atomic_load_n(&s->heartbeat_ns, __ATOMIC_ACQUIRE);
+    uint64_t now = cxl_now_realtime_ns();
+    return beat + HEARTBEAT_TIMEOUT_NS > now;
+}
+
+int cxl_live_hosts(const struct cxl_region *r)
+{
+    int n = 0;
+    for (uint32_t h = 0; h < r->sb->nhosts && h < POD_MAX_HOSTS; h++)
+        n += cxl_host_alive(r, (int)h);
+    return n;
+}
+
+int cxl_host_register(struct cxl_region *r, int host, pod_err *err)
+{
+    struct cxl_host_slot *s = &r->ctl->hosts[host];
+    if (cxl_host_alive(r, host)) {
+        pod_err_set(err, "host %d is already running (pid %d%s); a second server for the same "
+                    "host id refuses to start",
+                    host, s->pid,
+                    strncmp(s->boot_id, r->priv->boot_id, sizeof s->boot_id) ? " on another machine"
+                                                                               : "");
+        return -1;
+    }
+    /* The slot is ours: a previous holder is dead. Clear its usage figures. */
+    uint64_t now = cxl_now_realtime_ns();
+    s->pid = (int32_t)getpid();
+    s->proc_start = proc_start_time(getpid());
+    memcpy(s->boot_id, r->priv->boot_id, sizeof s->boot_id);
+    s->attached_ns = now;
+    __atomic_store_n(&s->hwcc_used, 0, __ATOMIC_RELAXED);
+    __atomic_store_n(&s->swcc_used, 0, __ATOMIC_RELAXED);
+    __atomic_store_n(&s->hwcc_objects, 0, __ATOMIC_RELAXED);
+    __atomic_store_n(&s->swcc_objects, 0, __ATOMIC_RELAXED);
+    __atomic_store_n(&s->hwcc_failures, 0, __ATOMIC_RELAXED);
+    __atomic_store_n(&s->swcc_failures, 0, __ATOMIC_RELAXED);
+    __atomic_store_n(&s->heartbeat_ns, now, __ATOMIC_RELAXED);
+    __atomic_fetch_add(&s->heartbeat, 1, __ATOMIC_RELAXED);
+    for (int i = 0; i < CXL_MAX_ROOTS; i++)
+        __atomic_store_n(&r->ctl->roots[host][i], CXL_NULL, __ATOMIC_RELAXED);
+    __atomic_store_n(&s->state, CXL_HOST_STARTING, __ATOMIC_RELEASE);
+    return 0;
+}
+
+void cxl_host_unregister(struct cxl_region *r)
+{
+    if (r->host < 0) return;
+    struct cxl_host_slot *s = &r->ctl->hosts[r->host];
+    if (s->pid == (int32_t)getpid()) __atomic_store_n(&s->state, CXL_HOST_FREE, __ATOMIC_RELEASE);
+}
+
+void cxl_region_set_state(struct cxl_region *r, enum cxl_host_state st)
+{
+    if (r->host < 0) return;
+    __atomic_store_n(&r->ctl->hosts[r->host].state, (uint32_t)st, __ATOMIC_RELEASE);
+}
+
+void cxl_region_heartbeat(struct cxl_region *r)
+{
+    if (r->host < 0) return;
+    struct cxl_host_slot *s = &r->ctl->hosts[r->host];
+    __atomic_store_n(&s->heartbeat_ns, cxl_now_realtime_ns(), __ATOMIC_RELEASE);
+    __atomic_fetch_add(&s->heartbeat, 1, __ATOMIC_RELEASE);
+}
+
+static void *heartbeat_main(void *arg)
+{
+    struct cxl_region *r = arg;
+    struct timespec nap = {0, (long)HEARTBEAT_PERIOD_NS};
+    while (!__atomic_load_n(&r->priv->heartbeat_stop, __ATOMIC_ACQUIRE)) {
+        cxl_region_heartbeat(r);
+        nanosleep(&nap, NULL);
+    }
+    return NULL;
+}
+
+int cxl_heartbeat_start(struct cxl_region *r, pod_err *err)
+{
+    int rc = pthread_create(&r->priv->heartbeat_thread, NULL, heartbeat_main, r);
+    if (rc) {
+        pod_err_set(err, "cannot start the heartbeat thread: %s", strerror(rc));
+        return -1;
+    }
+    r->priv->heartbeat_running = true;
+    return 0;
+}
+
+void cxl_heartbeat_stop(struct cxl_region *r)
+{
+    if (!r->priv->heartbeat_running) return;
+    __atomic_store_n(&r->priv->heartbeat_stop, 1, __ATOMIC_RELEASE);
+    pthread_join(r->priv->heartbeat_thread, NULL);
+    r->priv->heartbeat_running = false;
+}
+
+void cxl_root_publish(struct cxl_region *r, int slot, cxl_off off)
+{
+    if (r->host < 0 || slot < 0 || slot >= CXL_MAX_ROOTS) return;
+    __atomic_store_n(&r->ctl->roots[r->host][slot], off, __ATOMIC_RELEASE);
+}
+
+cxl_off cxl_root_get(const struct cxl_region *r, int host, int slot)
+{
+    if (host < 0 || host >= POD_MAX_HOSTS || slot < 0 || slot >= CXL_MAX_ROOTS) return CXL_NULL;
+    return __atomic_load_n(&r->ctl->roots[host][slot], __ATOMIC_ACQUIRE);
+}

@@ -1,0 +1,779 @@
+/* The strict YAML configuration loader (config.h; docs/configuration.md).
+ *
+ * The text becomes a ynode tree (yaml_tree.c), and the tree is checked against
+ * a table of keys per section: every key must be known and appear once, every
+ * required key must be present, and every value is converted by a getter that
+ * knows its type and range. All messages are "FILE:LINE:COL: KEY: problem
+ * (expectation)", KEY being the dotted path of the key ("hosts[1].workers"). */
+#include "conf/config.h"
+
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/un.h>
+
+#include "conf/values.h"
+#include "conf/yaml_tree.h"
+
+#define MIB (1ULL << 20)
+#define TIB (1ULL << 40)
+#define REGION_MIN_SIZE (128 * MIB)
+#define REGION_MAX_SIZE (64 * TIB)
+#define REGION_PAGE 4096
+#define HWCC_MIN_BUDGET (1 * MIB)
+#define MAX_NUMA_NODE 1023
+#define MAX_EPOCH_MS 10000
+#define MAX_CONFIG_FILE_BYTES (1 << 20)
+#define HOST_PLACEHOLDER "{host}"
+
+/* A Unix socket path must fit sockaddr_un.sun_path with its NUL. */
+#define MAX_SOCKET_PATH_LEN (sizeof(((struct sockaddr_un *)0)->sun_path) - 1)
+
+struct ctx {
+    const char *name; /* file name for messages */
+    pod_err *err;
+};
+
+/* ---- messages ------------------------------------------------------------------ */
+
+static int fail(const struct ctx *c, unsigned line, unsigned col, const char *key,
+                const char *fmt, ...) __attribute__((format(printf, 5, 6)));
+
+/* Sets "NAME:LINE:COL: KEY: what" (no "KEY: " when key is NULL); returns -1. */
+static int fail(const struct ctx *c, unsigned line, unsigned col, const char *key,
+                const char *fmt, ...)
+{
+    char what[sizeof c->err->msg];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(what, sizeof what, fmt, ap);
+    va_end(ap);
+    if (key) pod_err_set(c->err, "%s:%u:%u: %s: %s", c->name, line, col, key, what);
+    else pod_err_set(c->err, "%s:%u:%u: %s", c->name, line, col, what);
+    return -1;
+}
+
+#define fail_node(c, node, key, ...) fail((c), (node)->line, (node)->col, (key), __VA_ARGS__)
+
+/* A scalar as written, for messages: at most ~40 bytes, control bytes as '?'. */
+struct shown {
+    char s[48];
+};
+
+static struct shown show(const struct ynode *n)
+{
+    struct shown out;
+    size_t limit = 40, len = n->len < limit ? n->len : limit;
+    /* Do not cut a UTF-8 sequence in half. */
+    while (len < n->len && len > 0 && ((unsigned char)n->text[len] & 0xC0) == 0x80) len--;
+    for (size_t i = 0; i < len; i++) {
+        unsigned char ch = (unsigned char)n->text[i];
+        out.s[i] = ch < 0x20 || ch == 0x7f ? '?' : (char)ch;
+    }
+    strcpy(out.s + len, len < n->len ? "..." : "");
+    return out;
+}
+
+static const char *kind_phrase(const struct ynode *n)
+{
+    switch (n->kind) {
+    case YN_MAPPING: return "a mapping";
+    case YN_SEQUENCE: return "a sequence";
+    case YN_SCALAR: break;
+    }
+    return "a scalar";
+}
+
+/* YAML's null: an empty plain value, ~ or null. */
+static bool is_null(const struct ynode *n)
+{
+    if (n->kind != YN_SCALAR || !n->plain) return false;
+    return n->len == 0 || strcmp(n->text, "~") == 0 || strcmp(n->text, "null") == 0 ||
+           strcmp(n->text, "Null") == 0 || strcmp(n->text, "NULL") == 0;
+}
+
+/* "is a sequence", "has no value", ... for "KEY: <this> (expected ...)". */
+static const char *node_problem(const struct ynode *n)
+{
+    if (is_null(n)) return "has no value";
+    switch (n->kind) {
+    case YN_MAPPING: return "is a mapping";
+    case YN_SEQUENCE: return "is a sequence";
+    case YN_SCALAR: break;
+    }
+    return "is a scalar";
+}
+
+/* ---- keys of a mapping ------------------------------------------------------------ */
+
+struct key_spec {
+    const char *key;
+    bool required;      /* (for hosts: required after merging host_defaults) */
+    const char *expect; /* what the value should be, for messages */
+};
+
+/* One key of a mapping as found in the file. */
+struct item {
+    const struct key_spec *spec;
+    const struct ynode *key;   /* NULL: the key is absent */
+    const struct ynode *value;
+    char path[64];             /* dotted path for messages: "hosts[3].workers" */
+};
+
+static const char *key_list(const struct key_spec *specs, int n, char *buf, size_t bufsz)
+{
+    size_t used = 0;
+    buf[0] = '\0';
+    for (int i = 0; i < n && used < bufsz; i++)
+        used += (size_t)snprintf(buf + used, bufsz - used, "%s%s", i ? ", " : "", specs[i].key);
+    return buf;
+}
+
+static void join_path(char *buf, size_t bufsz, const char *prefix, const char *key)
+{
+    if (prefix) snprintf(buf, bufsz, "%s.%s", prefix, key);
+    else snprintf(buf, bufsz, "%s", key);
+}
+
+static void init_items(struct item *items, const struct key_spec *specs, int n, const char *prefix)
+{
+    for (int i = 0; i < n; i++) {
+        items[i] = (struct item){.spec = &specs[i]};
+        join_path(items[i].path, sizeof items[i].path, prefix, specs[i].key);
+    }
+}
+
+static int find_key(const struct key_spec *specs, int n, const struct ynode *key)
+{
+    for (int i = 0; i < n; i++)
+        if (strlen(specs[i].key) == key->len && memcmp(specs[i].key, key->text, key->len) == 0)
+            return i;
+    return -1;
+}
+
+/* Fills items[] from `node`, which must be a mapping whose keys are all in
+ * specs[] and appear once. `prefix` names the mapping (NULL: the top level). */
+static int read_mapping(const struct ctx *c, const struct ynode *node, const char *prefix,
+                        const struct key_spec *specs, int n, struct item *items)
+{
+    char keys[256];
+    init_items(items, specs, n, prefix);
+    if (node->kind != YN_MAPPING || is_null(node))
+        return fail_node(c, node, prefix, "%s (expected a mapping with keys: %s)",
+                         node_problem(node),
+                         key_list(specs, n, keys, sizeof keys));
+    for (size_t p = 0; p < node->n; p++) {
+        const struct ynode *key = node->pairs[p].key;
+        if (key->kind != YN_SCALAR)
+            return fail_node(c, key, prefix, "a key is %s (expected a name, one of: %s)",
+                             kind_phrase(key), key_list(specs, n, keys, sizeof keys));
+        int i = find_key(specs, n, key);
+        if (i < 0) {
+            char path[128];
+            join_path(path, sizeof path, prefix, key->len ? show(key).s : "''");
+            return fail_node(c, key, path, "unknown key (expected one of: %s)",
+                             key_list(specs, n, keys, sizeof keys));
+        }
+        if (items[i].key)
+            return fail_node(c, key, items[i].path,
+                             "duplicate key (first at line %u; a key may appear once)",
+                             items[i].key->line);
+        items[i].key = key;
+        items[i].value = node->pairs[p].value;
+    }
+    return 0;
+}
+
+/* Every required key of items[] must be present; `where` is the mapping. */
+static int require_keys(const struct ctx *c, const struct ynode *where, const struct item *items,
+                        int n)
+{
+    for (int i = 0; i < n; i++)
+        if (items[i].spec->required && !items[i].key)
+            return fail_node(c, where, items[i].path, "missing required key (expected %s)",
+                             items[i].spec->expect);
+    return 0;
+}
+
+/* ---- typed getters: each converts items->value or fails with a message ------------ */
+
+/* The value must be a scalar with a value and without NUL bytes. */
+static int want_scalar(const struct ctx *c, const struct item *it)
+{
+    const struct ynode *v = it->value;
+    if (v->kind != YN_SCALAR || is_null(v))
+        return fail_node(c, v, it->path, "%s (expected %s)", node_problem(v), it->spec->expect);
+    if (strlen(v->text) != v->len)
+        return fail_node(c, v, it->path, "contains a NUL character (expected %s)",
+                         it->spec->expect);
+    return 0;
+}
+
+/* Numbers and booleans must be plain: "4" in quotes is a string in YAML. */
+static int want_plain_scalar(const struct ctx *c, const struct item *it)
+{
+    if (want_scalar(c, it) < 0) return -1;
+    if (!it->value->plain)
+        return fail_node(c, it->value, it->path, "'%s' is quoted (expected %s, without quotes)",
+                         show(it->value).s, it->spec->expect);
+    return 0;
+}
+
+static int get_int(const struct ctx *c, const struct item *it, int min, int max, int *out)
+{
+    if (want_plain_scalar(c, it) < 0) return -1;
+    const struct ynode *v = it->value;
+    int64_t n = 0;
+    switch (conf_parse_int(v->text, &n)) {
+    case CONF_INT_OK:
+        break;
+    case CONF_INT_SYNTAX:
+        return fail_node(c, v, it->path, "'%s' is not an integer (expected %s)", show(v).s,
+                         it->spec->expect);
+    case CONF_INT_LEADING_ZERO:
+        return fail_node(c, v, it->path,
+                         "'%s' has a leading zero (expected %s, written without leading zeros)",
+                         show(v).s, it->spec->expect);
+    case CONF_INT_OVERFLOW:
+        return fail_node(c, v, it->path, "%s is out of range (%d..%d)", show(v).s, min, max);
+    }
+    if (n < min || n > max)
+        return fail_node(c, v, it->path, "%s is out of range (%d..%d)", show(v).s, min, max);
+    *out = (int)n;
+    return 0;
+}
+
+static int get_bool(const struct ctx *c, const struct item *it, bool *out)
+{
+    static const char *const yes[] = {"true", "yes", "on"}, *const no[] = {"false", "no", "off"};
+    if (want_plain_scalar(c, it) < 0) return -1;
+    for (size_t i = 0; i < sizeof yes / sizeof yes[0]; i++) {
+        if (strcmp(it->value->text, yes[i]) == 0 || strcmp(it->value->text, no[i]) == 0) {
+            *out = strcmp(it->value->text, yes[i]) == 0;
+            return 0;
+        }
+    }
+    return fail_node(c, it->value, it->path, "'%s' is not a boolean (expected %s)",
+                     show(it->value).s, it->spec->expect);
+}
+
+static int get_enum(const struct ctx *c, const struct item *it, const char *const *names, int n,
+                    int *out)
+{
+    if (want_scalar(c, it) < 0) return -1;
+    for (int i = 0; i < n; i++)
+        if (strcmp(it->value->text, names[i]) == 0) {
+            *out = i;
+            return 0;
+        }
+    return fail_node(c, it->value, it->path, "unknown value '%s' (expected %s)",
+                     show(it->value).s, it->spec->expect);
+}
+
+static int get_size(const struct ctx *c, const struct item *it, uint64_t *out)
+{
+    if (want_scalar(c, it) < 0) return -1;
+    const struct ynode *v = it->value;
+    switch (conf_parse_size(v->text, out)) {
+    case CONF_SIZE_OK:
+        return 0;
+    case CONF_SIZE_NEGATIVE:
+        return fail_node(c, v, it->path, "'%s' is negative (expected %s)", show(v).s,
+                         it->spec->expect);
+    case CONF_SIZE_TOO_LARGE:
+        return fail_node(c, v, it->path, "'%s' is too large (expected %s)", show(v).s,
+                         it->spec->expect);
+    case CONF_SIZE_NOT_WHOLE:
+        return fail_node(c, v, it->path, "'%s' is not a whole number of bytes (expected %s)",
+                         show(v).s, it->spec->expect);
+    case CONF_SIZE_SYNTAX:
+        break;
+    }
+    return fail_node(c, v, it->path,
+                     "'%s' is not a byte size (expected a number of bytes, or a number with a "
+                     "unit: %s)",
+                     show(v).s, conf_size_units);
+}
+
+static int get_size_in_range(const struct ctx *c, const struct item *it, uint64_t min,
+                             uint64_t max, uint64_t *out)
+{
+    char lo[32], hi[32];
+    if (get_size(c, it, out) < 0) return -1;
+    if (*out < min || *out > max)
+        return fail_node(c, it->value, it->path, "%s (%llu bytes) is out of range (%s..%s)",
+                         show(it->value).s, (unsigned long long)*out,
+                         conf_format_size(min, lo, sizeof lo),
+                         conf_format_size(max, hi, sizeof hi));
+    return 0;
+}
+
+/* An integer -1..1023, or "none" (= -1). */
+static int get_numa_node(const struct ctx *c, const struct item *it, int *out)
+{
+    if (want_scalar(c, it) < 0) return -1;
+    if (strcmp(it->value->text, "none") == 0) {
+        *out = -1;
+        return 0;
+    }
+    return get_int(c, it, -1, MAX_NUMA_NODE, out);
+}
+
+/* A number in (0, 1]. */
+static int get_fraction(const struct ctx *c, const struct item *it, double *out)
+{
+    if (want_plain_scalar(c, it) < 0) return -1;
+    if (conf_parse_fraction(it->value->text, out) < 0)
+        return fail_node(c, it->value, it->path, "'%s' is not a decimal number (expected %s)",
+                         show(it->value).s, it->spec->expect);
+    if (!(*out > 0.0 && *out <= 1.0))
+        return fail_node(c, it->value, it->path, "%s is out of range (expected %s)",
+                         show(it->value).s, it->spec->expect);
+    return 0;
+}
+
+/* Copies the path with every "{host}" replaced by host_index (or, when
+ * host_index < 0, refuses "{host}"). Any other '{' in a host path is most
+ * likely a misspelt placeholder, so it is refused too. */
+static int get_path(const struct ctx *c, const struct item *it, int host_index, size_t max_len,
+                    const char *limit_reason, char *out, size_t outsz)
+{
+    if (want_scalar(c, it) < 0) return -1;
+    const struct ynode *v = it->value;
+    const char *s = v->text;
+    size_t len = 0;
+    for (size_t i = 0; i < v->len; i++)
+        if ((unsigned char)s[i] < 0x20 || s[i] == 0x7f)
+            return fail_node(c, v, it->path, "'%s' contains a control character (expected %s)",
+                             show(v).s, it->spec->expect);
+    for (const char *p = s; *p;) {
+        char piece[16];
+        const char *add = piece;
+        size_t addlen;
+        if (strncmp(p, HOST_PLACEHOLDER, strlen(HOST_PLACEHOLDER)) == 0) {
+            if (host_index < 0)
+                return fail_node(c, v, it->path,
+                                 "{host} is only replaced in a host's socket and log_dir "
+                                 "(expected %s)", it->spec->expect);
+            addlen = (size_t)snprintf(piece, sizeof piece, "%d", host_index);
+            p += strlen(HOST_PLACEHOLDER);
+        } else if (*p == '{' && host_index >= 0) {
+            return fail_node(c, v, it->path, "unknown placeholder in '%s' (expected %s)",
+                             show(v).s, it->spec->expect);
+        } else {
+            add = p++;
+            addlen = 1;
+        }
+        if (len + addlen < outsz) memcpy(out + len, add, addlen);
+        len += addlen;
+    }
+    if (len == 0) return fail_node(c, v, it->path, "is empty (expected %s)", it->spec->expect);
+    if (len > max_len)
+        return fail_node(c, v, it->path, "is %zu bytes long (expected at most %zu: %s)", len,
+                         max_len, limit_reason);
+    out[len] = '\0';
+    return 0;
+}
+
+static int get_cpu_list(const struct ctx *c, const struct item *it, struct pod_host_conf *h)
+{
+    const int max_cpus = (int)(sizeof h->cpus / sizeof h->cpus[0]);
+    if (want_scalar(c, it) < 0) return -1;
+    const struct ynode *v = it->value;
+    if (v->len >= sizeof h->cpu_list)
+        return fail_node(c, v, it->path, "is %zu characters long (expected at most %zu)", v->len,
+                         sizeof h->cpu_list - 1);
+    const char *why = "";
+    int n = conf_parse_cpu_list(v->text, h->cpus, max_cpus, &why);
+    if (n < 0)
+        return fail_node(c, v, it->path, "'%s' is not a valid CPU list: %s (expected %s)",
+                         show(v).s, why, it->spec->expect);
+    h->ncpus = n;
+    memcpy(h->cpu_list, v->text, v->len + 1);
+    return 0;
+}
+
+/* ---- sections ------------------------------------------------------------------ */
+
+static const char *const region_kind_names[] = {
+    [POD_REGION_SHM] = "shm", [POD_REGION_DEVDAX] = "devdax", [POD_REGION_FSDAX] = "fsdax",
+};
+static const char *const coherence_names[] = {
+    [POD_COH_FULL] = "full",
+    [POD_COH_NON_TEMPORAL] = "non-temporal",
+    [POD_COH_NO_SHARED_READER] = "no-shared-reader",
+    [POD_COH_HWCC_ONLY] = "hwcc-only",
+};
+#define NKINDS ((int)(sizeof region_kind_names / sizeof region_kind_names[0]))
+#define NCOHERENCE ((int)(sizeof coherence_names / sizeof coherence_names[0]))
+
+enum { TOP_REGION, TOP_HOSTS, TOP_HOST_DEFAULTS, TOP_ENGINE, TOP_NKEYS };
+static const struct key_spec top_keys[TOP_NKEYS] = {
+    [TOP_REGION] = {"region", true, "a mapping describing the shared memory region"},
+    [TOP_HOSTS] = {"hosts", true, "a sequence of 1..16 host entries"},
+    [TOP_HOST_DEFAULTS] = {"host_defaults", false, "a mapping of keys shared by all hosts"},
+    [TOP_ENGINE] = {"engine", false, "a mapping of engine settings"},
+};
+
+enum { R_PATH, R_KIND, R_SIZE, R_HWCC_BUDGET, R_NUMA_NODE, R_SIMULATE_NONCOHERENT, R_NKEYS };
+static const struct key_spec region_keys[R_NKEYS] = {
+    [R_PATH] = {"path", true, "a non-empty path: /dev/shm/..., /dev/daxX.Y or a file on a DAX "
+                              "file system"},
+    [R_KIND] = {"kind", true, "one of: shm, devdax, fsdax"},
+    [R_SIZE] = {"size", true, "a byte size in 128MiB..64TiB, a multiple of 4KiB, like 1GiB"},
+    [R_HWCC_BUDGET] = {"hwcc_budget", true,
+                       "a byte size of at least 1MiB and less than region.size, like 64MiB"},
+    [R_NUMA_NODE] = {"numa_node", false,
+                     "a NUMA node number 0..1023, or none or -1 for no binding"},
+    [R_SIMULATE_NONCOHERENT] = {"simulate_noncoherent", false,
+                                "true, false, yes, no, on or off"},
+};
+
+enum { H_WORKERS, H_LOGGERS, H_CPUS, H_SOCKET, H_LOG_DIR, H_NKEYS };
+static const struct key_spec host_keys[H_NKEYS] = {
+    [H_WORKERS] = {"workers", true, "an integer in 1..64"},
+    [H_LOGGERS] = {"loggers", false, "an integer in 0..16"},
+    [H_CPUS] = {"cpus", false, "a CPU list like \"0-3,8\" or a CPU number"},
+    [H_SOCKET] = {"socket", true, "a Unix socket path; {host} becomes the host index"},
+    [H_LOG_DIR] = {"log_dir", true, "a directory path; {host} becomes the host index"},
+};
+
+enum { E_EPOCH_MS, E_MOVEOUT_THRESHOLD, E_COHERENCE, E_PHANTOM_PROTECTION, E_NKEYS };
+static const struct key_spec engine_keys[E_NKEYS] = {
+    [E_EPOCH_MS] = {"epoch_ms", false, "an integer in 1..10000"},
+    [E_MOVEOUT_THRESHOLD] = {"moveout_threshold", false, "a number in (0, 1], like 0.9"},
+    [E_COHERENCE] = {"coherence", false, "one of: full, non-temporal, no-shared-reader, "
+                                         "hwcc-only"},
+    [E_PHANTOM_PROTECTION] = {"phantom_protection", false, "true, false, yes, no, on or off"},
+};
+
+static void set_defaults(struct pod_config *cfg)
+{
+    cfg->region.numa_node = -1;
+    cfg->region.simulate_noncoherent = false;
+    cfg->engine.epoch_ms = 10;
+    cfg->engine.moveout_threshold = 0.9;
+    cfg->engine.coherence = POD_COH_FULL;
+    cfg->engine.phantom_protection = true;
+}
+
+/* The region is mapped in whole pages (cxl_geometry_compute insists too, but
+ * here the message can point at the line). */
+static int get_region_size(const struct ctx *c, const struct item *it, uint64_t *out)
+{
+    if (get_size_in_range(c, it, REGION_MIN_SIZE, REGION_MAX_SIZE, out) < 0) return -1;
+    if (*out % REGION_PAGE != 0)
+        return fail_node(c, it->value, it->path,
+                         "%s (%llu bytes) is not a multiple of 4KiB (expected whole pages; "
+                         "binary units like GiB always are)",
+                         show(it->value).s, (unsigned long long)*out);
+    return 0;
+}
+
+/* Values present are checked first (their errors point at a line), then the
+ * required keys, then the rules between keys. */
+static int load_region(const struct ctx *c, const struct item *section, struct pod_config *cfg)
+{
+    struct item it[R_NKEYS];
+    int kind = 0;
+    if (read_mapping(c, section->value, "region", region_keys, R_NKEYS, it) < 0) return -1;
+    if (it[R_PATH].value &&
+        get_path(c, &it[R_PATH], -1, POD_PATH_MAX - 1, "POD_PATH_MAX", cfg->region.path,
+                 sizeof cfg->region.path) < 0)
+        return -1;
+    if (it[R_KIND].value) {
+        if (get_enum(c, &it[R_KIND], region_kind_names, NKINDS, &kind) < 0) return -1;
+        cfg->region.kind = (enum pod_region_kind)kind;
+    }
+    if (it[R_SIZE].value && get_region_size(c, &it[R_SIZE], &cfg->region.size) < 0) return -1;
+    if (it[R_HWCC_BUDGET].value && get_size(c, &it[R_HWCC_BUDGET], &cfg->region.hwcc_budget) < 0)
+        return -1;
+    if (it[R_NUMA_NODE].value && get_numa_node(c, &it[R_NUMA_NODE], &cfg->region.numa_node) < 0)
+        return -1;
+    if (it[R_SIMULATE_NONCOHERENT].value &&
+        get_bool(c, &it[R_SIMULATE_NONCOHERENT], &cfg->region.simulate_noncoherent) < 0)
+        return -1;
+    if (require_keys(c, section->value, it, R_NKEYS) < 0) return -1;
+
+    char min_budget[32];
+    const struct item *hwcc = &it[R_HWCC_BUDGET];
+    if (cfg->region.hwcc_budget < HWCC_MIN_BUDGET)
+        return fail_node(c, hwcc->value, hwcc->path, "%s is too small (expected at least %s)",
+                         show(hwcc->value).s,
+                         conf_format_size(HWCC_MIN_BUDGET, min_budget, sizeof min_budget));
+    /* The HWcc memory is carved out of the region, so it must leave room. */
+    if (cfg->region.hwcc_budget >= cfg->region.size)
+        return fail_node(c, hwcc->value, hwcc->path,
+                         "%s is not less than region.size (expected less than %s)",
+                         show(hwcc->value).s, show(it[R_SIZE].value).s);
+    return 0;
+}
+
+/* Converts the host keys present in items[] into h (absent keys keep h's value). */
+static int convert_host(const struct ctx *c, const struct item *it, int host_index,
+                        struct pod_host_conf *h)
+{
+    if (it[H_WORKERS].value && get_int(c, &it[H_WORKERS], 1, POD_MAX_WORKERS, &h->workers) < 0)
+        return -1;
+    if (it[H_LOGGERS].value && get_int(c, &it[H_LOGGERS], 0, POD_MAX_LOGGERS, &h->loggers) < 0)
+        return -1;
+    if (it[H_CPUS].value && get_cpu_list(c, &it[H_CPUS], h) < 0) return -1;
+    if (it[H_SOCKET].value &&
+        get_path(c, &it[H_SOCKET], host_index, MAX_SOCKET_PATH_LEN, "the size of sun_path",
+                 h->socket_path, sizeof h->socket_path) < 0)
+        return -1;
+    if (it[H_LOG_DIR].value &&
+        get_path(c, &it[H_LOG_DIR], host_index, POD_PATH_MAX - 1, "POD_PATH_MAX", h->log_dir,
+                 sizeof h->log_dir) < 0)
+        return -1;
+    return 0;
+}
+
+static void default_host(struct pod_host_conf *h)
+{
+    memset(h, 0, sizeof *h);
+    h->loggers = 1;
+}
+
+/* hosts[i] must not share a socket or log directory with an earlier host. */
+static int check_unique_paths(const struct ctx *c, const struct pod_config *cfg, int i,
+                              const struct item *merged)
+{
+    const struct pod_host_conf *h = &cfg->hosts[i];
+    char path[32];
+    for (int j = 0; j < i; j++) {
+        if (strcmp(cfg->hosts[j].socket_path, h->socket_path) == 0) {
+            snprintf(path, sizeof path, "hosts[%d].socket", i);
+            return fail_node(c, merged[H_SOCKET].value, path,
+                             "'%s' is also the socket of hosts[%d] (expected one socket per "
+                             "host; use {host} in the path)",
+                             h->socket_path, j);
+        }
+        if (strcmp(cfg->hosts[j].log_dir, h->log_dir) == 0) {
+            snprintf(path, sizeof path, "hosts[%d].log_dir", i);
+            return fail_node(c, merged[H_LOG_DIR].value, path,
+                             "'%s' is also the log_dir of hosts[%d] (expected one log directory "
+                             "per host; use {host} in the path)",
+                             h->log_dir, j);
+        }
+    }
+    return 0;
+}
+
+static int load_host(const struct ctx *c, const struct ynode *node, int i,
+                     const struct item *defaults, struct pod_config *cfg)
+{
+    char prefix[16];
+    struct item own[H_NKEYS], merged[H_NKEYS];
+    snprintf(prefix, sizeof prefix, "hosts[%d]", i);
+    if (is_null(node))
+        return fail_node(c, node, prefix,
+                         "has no value (expected a mapping; write {} to take every key from "
+                         "host_defaults)");
+    if (read_mapping(c, node, prefix, host_keys, H_NKEYS, own) < 0) return -1;
+    /* A key of the entry wins over host_defaults; messages name where the value is. */
+    for (int k = 0; k < H_NKEYS; k++) merged[k] = own[k].key ? own[k] : defaults[k];
+    default_host(&cfg->hosts[i]);
+    if (convert_host(c, merged, i, &cfg->hosts[i]) < 0) return -1;
+    for (int k = 0; k < H_NKEYS; k++)
+        if (host_keys[k].required && !merged[k].key)
+            return fail_node(c, node, own[k].path,
+                             "missing required key (expected %s; set it in this entry or "
+                             "in host_defaults)",
+                             host_keys[k].expect);
+    return check_unique_paths(c, cfg, i, merged);
+}
+
+static int load_hosts(const struct ctx *c, const struct item *hosts_item,
+                      const struct item *defaults_item, struct pod_config *cfg)
+{
+    struct item defaults[H_NKEYS];
+    init_items(defaults, host_keys, H_NKEYS, "host_defaults");
+    if (defaults_item->value && !is_null(defaults_item->value)) {
+        struct pod_host_conf scratch;
+        default_host(&scratch);
+        /* Check the defaults once on their own, so a bad default is reported
+         * even when every host overrides it. */
+        if (read_mapping(c, defaults_item->value, "host_defaults", host_keys, H_NKEYS,
+                         defaults) < 0 ||
+            convert_host(c, defaults, 0, &scratch) < 0)
+            return -1;
+    }
+
+    const struct ynode *seq = hosts_item->value;
+    if (is_null(seq) || seq->kind != YN_SEQUENCE)
+        return fail_node(c, seq, "hosts", "%s (expected %s)", node_problem(seq),
+                         top_keys[TOP_HOSTS].expect);
+    if (seq->n == 0)
+        return fail_node(c, seq, "hosts", "is empty (expected %s)", top_keys[TOP_HOSTS].expect);
+    if (seq->n > POD_MAX_HOSTS)
+        return fail_node(c, seq->items[POD_MAX_HOSTS], "hosts",
+                         "%zu entries are too many (expected at most %d hosts)", seq->n,
+                         POD_MAX_HOSTS);
+    for (size_t i = 0; i < seq->n; i++)
+        if (load_host(c, seq->items[i], (int)i, defaults, cfg) < 0) return -1;
+    cfg->nhosts = (int)seq->n;
+    return 0;
+}
+
+static int load_engine(const struct ctx *c, const struct item *section, struct pod_config *cfg)
+{
+    struct item it[E_NKEYS];
+    int coherence = 0;
+    if (!section->value || is_null(section->value)) return 0; /* all defaults */
+    if (read_mapping(c, section->value, "engine", engine_keys, E_NKEYS, it) < 0) return -1;
+    if (it[E_EPOCH_MS].value &&
+        get_int(c, &it[E_EPOCH_MS], 1, MAX_EPOCH_MS, &cfg->engine.epoch_ms) < 0)
+        return -1;
+    if (it[E_MOVEOUT_THRESHOLD].value &&
+        get_fraction(c, &it[E_MOVEOUT_THRESHOLD], &cfg->engine.moveout_threshold) < 0)
+        return -1;
+    if (it[E_COHERENCE].value) {
+        if (get_enum(c, &it[E_COHERENCE], coherence_names, NCOHERENCE, &coherence) < 0) return -1;
+        cfg->engine.coherence = (enum pod_coherence)coherence;
+    }
+    if (it[E_PHANTOM_PROTECTION].value &&
+        get_bool(c, &it[E_PHANTOM_PROTECTION], &cfg->engine.phantom_protection) < 0)
+        return -1;
+    return 0;
+}
+
+static int load_config(const struct ctx *c, const struct ynode *root, struct pod_config *cfg)
+{
+    char keys[128];
+    struct item top[TOP_NKEYS];
+    if (!root || is_null(root))
+        return fail(c, root ? root->line : 1, root ? root->col : 1, NULL,
+                    "the configuration is empty (expected a mapping with sections: %s)",
+                    key_list(top_keys, TOP_NKEYS, keys, sizeof keys));
+    if (root->kind != YN_MAPPING)
+        return fail_node(c, root, NULL,
+                         "the top level is %s (expected a mapping with sections: %s)",
+                         kind_phrase(root), key_list(top_keys, TOP_NKEYS, keys, sizeof keys));
+    if (read_mapping(c, root, NULL, top_keys, TOP_NKEYS, top) < 0 ||
+        require_keys(c, root, top, TOP_NKEYS) < 0)
+        return -1;
+    set_defaults(cfg);
+    if (load_region(c, &top[TOP_REGION], cfg) < 0 ||
+        load_hosts(c, &top[TOP_HOSTS], &top[TOP_HOST_DEFAULTS], cfg) < 0 ||
+        load_engine(c, &top[TOP_ENGINE], cfg) < 0)
+        return -1;
+    return 0;
+}
+
+/* ---- entry points ---------------------------------------------------------------- */
+
+/* YAML forbids tabs in indentation and libyaml's complaint about them is
+ * cryptic; a config has no need for tabs anywhere, so any tab is an error.
+ * The scan (and every column in messages) assumes UTF-8, so UTF-16, which
+ * libyaml would accept, is refused. */
+static int reject_tabs_and_utf16(const struct ctx *c, const char *text, size_t len)
+{
+    if (len >= 2 && ((text[0] == '\xff' && text[1] == '\xfe') ||
+                     (text[0] == '\xfe' && text[1] == '\xff')))
+        return fail(c, 1, 1, NULL, "the file is UTF-16 (expected UTF-8)");
+    unsigned line = 1, col = 1;
+    for (size_t i = 0; i < len; i++) {
+        unsigned char ch = (unsigned char)text[i];
+        if (ch == '\t')
+            return fail(c, line, col, NULL, "tab character (expected spaces: YAML does not "
+                                            "allow tabs for indentation)");
+        if (ch == '\n') {
+            line++;
+            col = 1;
+        } else if ((ch & 0xC0) != 0x80) {
+            col++;
+        }
+    }
+    return 0;
+}
+
+int pod_config_parse(const char *name, const char *text, size_t len, struct pod_config *out,
+                     pod_err *err)
+{
+    struct ctx c = {.name = name ? name : "<config>", .err = err};
+    struct ynode *root = NULL;
+    struct ytree_error yerr;
+
+    memset(out, 0, sizeof *out);
+    if (!text) {
+        if (len) return fail(&c, 1, 1, NULL, "no text (expected the YAML configuration)");
+        text = "";
+    }
+    if (reject_tabs_and_utf16(&c, text, len) < 0) return -1;
+    if (ytree_load(text, len, &root, &yerr) < 0)
+        return fail(&c, yerr.line, yerr.col, NULL, "%s", yerr.msg);
+    int rc = load_config(&c, root, out);
+    ytree_free(root);
+    if (rc < 0) {
+        memset(out, 0, sizeof *out);
+        return -1;
+    }
+    size_t namelen = strnlen(c.name, sizeof out->source - 1);
+    memcpy(out->source, c.name, namelen);
+    out->source[namelen] = '\0';
+    return 0;
+}
+
+/* Reads the whole file (at most MAX_CONFIG_FILE_BYTES) into a malloc'd buffer. */
+static char *read_file(const char *path, size_t *len, pod_err *err)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f) {
+        pod_err_set(err, "%s: cannot open: %s", path, strerror(errno));
+        return NULL;
+    }
+    size_t cap = 4096, n = 0;
+    char *buf = malloc(cap);
+    while (buf && n <= MAX_CONFIG_FILE_BYTES) {
+        n += fread(buf + n, 1, cap - n, f);
+        if (n < cap || ferror(f)) break;
+        char *bigger = realloc(buf, cap * 2);
+        if (!bigger) free(buf);
+        buf = bigger;
+        cap *= 2;
+    }
+    int read_errno = errno;
+    bool read_failed = ferror(f);
+    fclose(f);
+    if (!buf) {
+        pod_err_set(err, "%s: out of memory", path);
+        return NULL;
+    }
+    if (read_failed || n > MAX_CONFIG_FILE_BYTES) {
+        if (read_failed) pod_err_set(err, "%s: cannot read: %s", path, strerror(read_errno));
+        else pod_err_set(err, "%s: larger than %d bytes (expected a configuration file)", path,
+                         MAX_CONFIG_FILE_BYTES);
+        free(buf);
+        return NULL;
+    }
+    *len = n;
+    return buf;
+}
+
+int pod_config_load(const char *path, struct pod_config *out, pod_err *err)
+{
+    size_t len;
+    memset(out, 0, sizeof *out);
+    if (!path) {
+        pod_err_set(err, "no configuration path given");
+        return -1;
+    }
+    char *text = read_file(path, &len, err);
+    if (!text) return -1;
+    int rc = pod_config_parse(path, text, len, out, err);
+    free(text);
+    return rc;
+}
+
+const char *pod_region_kind_name(enum pod_region_kind k)
+{
+    return (int)k >= 0 && (int)k < NKINDS ? region_kind_names[k] : "unknown";
+}
+
+const char *pod_coherence_name(enum pod_coherence c)
+{
+    return (int)c >= 0 && (int)c < NCOHERENCE ? coherence_names[c] : "unknown";
+}

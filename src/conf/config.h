@@ -1,0 +1,87 @@
+/* The pod configuration: one YAML file describes the region, the hosts and the
+ * engine (docs/configuration.md is the reference for every key).
+ *
+ * Parsing is strict: an unknown key, a wrong type, a missing required key or an
+ * out-of-range value is an error whose message names the file, line, column
+ * and key ("conf/pod.yaml:12:5: region.hwcc_budgt: unknown key ..."). */
+#ifndef PODDB_CONF_CONFIG_H
+#define PODDB_CONF_CONFIG_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "util/err.h"
+
+#define POD_MAX_HOSTS 16
+#define POD_MAX_WORKERS 64 /* per host */
+#define POD_MAX_LOGGERS 16 /* per host */
+#define POD_PATH_MAX 256
+
+enum pod_region_kind { POD_REGION_SHM = 0, POD_REGION_DEVDAX, POD_REGION_FSDAX };
+
+enum pod_coherence {
+    POD_COH_FULL = 0,         /* shared readers keep cacheable copies (default) */
+    POD_COH_NON_TEMPORAL,     /* writers use non-temporal stores */
+    POD_COH_NO_SHARED_READER, /* a reader's copy is never kept across latches */
+    POD_COH_HWCC_ONLY,        /* tuples live in HWcc memory; no SWcc protocol */
+};
+
+struct pod_host_conf {
+    int workers;                   /* 1..POD_MAX_WORKERS */
+    int loggers;                   /* 0..POD_MAX_LOGGERS (0 = logging off) */
+    int ncpus;                     /* entries used in cpus[]; 0 = not pinned */
+    int cpus[256];                 /* parsed from a CPU list string like "0-3,8" */
+    char cpu_list[128];            /* the list as written (for messages) */
+    char socket_path[POD_PATH_MAX];/* Unix-domain socket of this host's server */
+    char log_dir[POD_PATH_MAX];    /* directory of this host's log segments */
+};
+
+struct pod_config {
+    char source[POD_PATH_MAX];     /* file the config came from (for messages) */
+
+    struct {
+        char path[POD_PATH_MAX];   /* /dev/shm/..., /dev/daxX.Y, or a file on a DAX fs */
+        enum pod_region_kind kind;
+        uint64_t size;             /* total bytes of the region */
+        uint64_t hwcc_budget;      /* bytes of HWcc memory for the whole pod */
+        int numa_node;             /* -1 = no binding */
+        bool simulate_noncoherent; /* per-host private SWcc cache (testing) */
+    } region;
+
+    int nhosts;                    /* 1..POD_MAX_HOSTS */
+    struct pod_host_conf hosts[POD_MAX_HOSTS];
+
+    struct {
+        int epoch_ms;              /* 1..10000, default 10 */
+        double moveout_threshold;  /* fraction of a host's HWcc quota, (0,1], default 0.9 */
+        enum pod_coherence coherence;
+        bool phantom_protection;   /* default true */
+    } engine;
+};
+
+/* Parse and validate `path`. On failure returns -1 and sets err to
+ * "FILE:LINE:COL: KEY: what is wrong". `out` is fully initialised on success. */
+int pod_config_load(const char *path, struct pod_config *out, pod_err *err);
+
+/* The same from a string already in memory; `name` is used in messages. */
+int pod_config_parse(const char *name, const char *text, size_t len,
+                     struct pod_config *out, pod_err *err);
+
+/* A 64-bit digest of the parsed configuration (not of its text: comments and
+ * formatting do not change it). Hosts whose digests differ refuse to share a
+ * region. */
+uint64_t pod_config_digest(const struct pod_config *c);
+
+const char *pod_region_kind_name(enum pod_region_kind k);
+const char *pod_coherence_name(enum pod_coherence c);
+
+/* Parse a byte size: an integer, or a number with a unit: B, K/KiB, M/MiB,
+ * G/GiB, T/TiB (binary) or KB, MB, GB, TB (decimal). Returns 0 or -1. */
+int pod_parse_size(const char *s, uint64_t *out);
+
+/* Parse a CPU list like "0-3,8,10-11" into cpus (at most max). Returns the
+ * count or -1 on a syntax error / too many CPUs. */
+int pod_parse_cpu_list(const char *s, int *cpus, int max);
+
+#endif

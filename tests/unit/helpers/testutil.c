@@ -1,0 +1,93 @@
+#include "testutil.h"
+
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#define MAX_CLEANUP 64
+static char cleanup_paths[MAX_CLEANUP][POD_PATH_MAX];
+static int ncleanup;
+static pid_t cleanup_owner;
+
+static void remove_paths(void)
+{
+    /* Only the process that made a name removes it, not its forked children. */
+    if (getpid() != cleanup_owner) return;
+    for (int i = 0; i < ncleanup; i++) unlink(cleanup_paths[i]);
+}
+
+void tu_unique_shm_path(char *buf, int len, const char *tag)
+{
+    static int counter;
+    snprintf(buf, (size_t)len, "/dev/shm/poddb-test-%d-%d-%s", (int)getpid(), counter++, tag);
+    if (cleanup_owner != getpid()) {
+        cleanup_owner = getpid();
+        ncleanup = 0;
+        atexit(remove_paths);
+    }
+    if (ncleanup < MAX_CLEANUP) snprintf(cleanup_paths[ncleanup++], POD_PATH_MAX, "%s", buf);
+}
+
+void tu_make_config(struct pod_config *c, int nhosts, uint64_t size, uint64_t hwcc_budget,
+                    bool simulate_noncoherent)
+{
+    memset(c, 0, sizeof *c);
+    snprintf(c->source, sizeof c->source, "test-config");
+    tu_unique_shm_path(c->region.path, sizeof c->region.path, "region");
+    c->region.kind = POD_REGION_SHM;
+    c->region.size = size;
+    c->region.hwcc_budget = hwcc_budget;
+    c->region.numa_node = -1;
+    c->region.simulate_noncoherent = simulate_noncoherent;
+    c->nhosts = nhosts;
+    for (int h = 0; h < nhosts; h++) {
+        c->hosts[h].workers = 1;
+        c->hosts[h].loggers = 1;
+        snprintf(c->hosts[h].socket_path, POD_PATH_MAX, "/tmp/poddb-test-%d-%d.sock",
+                 (int)getpid(), h);
+        snprintf(c->hosts[h].log_dir, POD_PATH_MAX, "/tmp/poddb-test-%d-log-%d", (int)getpid(), h);
+    }
+    c->engine.epoch_ms = 10;
+    c->engine.moveout_threshold = 0.9;
+    c->engine.coherence = POD_COH_FULL;
+    c->engine.phantom_protection = true;
+}
+
+bool tu_wait_u64(const uint64_t *word, uint64_t want, int timeout_ms)
+{
+    struct timespec nap = {0, 100 * 1000};
+    for (long spent_us = 0; spent_us < (long)timeout_ms * 1000; spent_us += 100) {
+        if (__atomic_load_n(word, __ATOMIC_ACQUIRE) == want) return true;
+        nanosleep(&nap, NULL);
+    }
+    return __atomic_load_n(word, __ATOMIC_ACQUIRE) == want;
+}
+
+int tu_fork(int (*fn)(void *), void *arg)
+{
+    fflush(NULL);
+    pid_t pid = fork();
+    if (pid == 0) _exit(fn(arg));
+    return (int)pid;
+}
+
+int tu_wait_child(int pid, int timeout_ms)
+{
+    struct timespec nap = {0, 1000 * 1000};
+    for (int waited = 0;; waited++) {
+        int st;
+        pid_t w = waitpid(pid, &st, WNOHANG);
+        if (w == pid) return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+        if (w < 0) return -1;
+        if (waited >= timeout_ms) {
+            kill(pid, SIGKILL);
+            waitpid(pid, &st, 0);
+            return -1;
+        }
+        nanosleep(&nap, NULL);
+    }
+}

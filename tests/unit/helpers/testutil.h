@@ -1,0 +1,29 @@
+/* Helpers shared by the unit tests: configs built in code, unique /dev/shm
+ * names that are always removed, bounded waits. */
+#ifndef PODDB_TESTS_TESTUTIL_H
+#define PODDB_TESTS_TESTUTIL_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "conf/config.h"
+
+/* A config for a pod of nhosts hosts (1 worker each) on a unique /dev/shm
+ * file. The file is registered for removal at exit (also on test failure). */
+void tu_make_config(struct pod_config *c, int nhosts, uint64_t size, uint64_t hwcc_budget,
+                    bool simulate_noncoherent);
+
+/* A unique path under /dev/shm ("poddb-test-<pid>-<n>-<tag>"), removed at exit. */
+void tu_unique_shm_path(char *buf, int len, const char *tag);
+
+/* Spin (with short sleeps) until *word == want or timeout_ms passes. */
+bool tu_wait_u64(const uint64_t *word, uint64_t want, int timeout_ms);
+
+/* Fork a child running fn(arg); returns its pid. The child exits with fn's
+ * return value (0 = success). */
+int tu_fork(int (*fn)(void *), void *arg);
+/* Wait for a child with a timeout; returns its exit status, or -1 when it
+ * died by a signal or had to be killed after timeout_ms. */
+int tu_wait_child(int pid, int timeout_ms);
+
+#endif

@@ -1,0 +1,991 @@
+/* The configuration loader: the shipped configuration files in conf/ parse, the digest
+ * depends on the parsed values and nothing else, the size and CPU list parsers
+ * follow their rules, and every kind of bad input gives a clean error that names
+ * the right line, column and key. Random damage to a good file never crashes. */
+#include <check.h>
+#include <libgen.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "conf/config.h"
+
+/* ---- helpers ---------------------------------------------------------------------- */
+
+/* A repository file: relative to the cwd (the Makefile runs tests from the repo
+ * root), else relative to this binary (build/test/<variant>/test_config). */
+static const char *repo_file(const char *rel)
+{
+    static char buf[PATH_MAX + 64];
+    if (access(rel, R_OK) == 0) return rel;
+    char exe[PATH_MAX];
+    ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
+    if (n <= 0) return rel;
+    exe[n] = '\0';
+    snprintf(buf, sizeof buf, "%s/../../../%s", dirname(exe), rel);
+    return buf;
+}
+
+/* A config from a string; fails the test with the message if it does not parse. */
+static struct pod_config *parse_ok(const char *text)
+{
+    static struct pod_config cfg;
+    pod_err err = {{0}};
+    int rc = pod_config_parse("t.yaml", text, strlen(text), &cfg, &err);
+    ck_assert_msg(rc == 0, "expected success, got: %s", err.msg);
+    return &cfg;
+}
+
+/* Parses and checks that the message starts with "t.yaml:" + expected. */
+static void expect_error_len(const char *text, size_t len, const char *expected)
+{
+    struct pod_config cfg;
+    pod_err err = {{0}};
+    char want[512];
+    snprintf(want, sizeof want, "t.yaml:%s", expected);
+    int rc = pod_config_parse("t.yaml", text, len, &cfg, &err);
+    ck_assert_msg(rc == -1, "expected an error starting \"%s\", but it parsed", want);
+    ck_assert_msg(strncmp(err.msg, want, strlen(want)) == 0, "expected \"%s...\"\n     got \"%s\"",
+                  want, err.msg);
+}
+
+static void expect_error(const char *text, const char *expected)
+{
+    expect_error_len(text, strlen(text), expected);
+}
+
+static uint64_t digest_of(const char *text) { return pod_config_digest(parse_ok(text)); }
+
+/* Lines 1-5 and 6-9 of most test configurations. */
+#define REGION_OK                                                                          \
+    "region:\n"                                                                            \
+    "  path: /dev/shm/poddb-test\n"                                                        \
+    "  kind: shm\n"                                                                        \
+    "  size: 1GiB\n"                                                                       \
+    "  hwcc_budget: 64MiB\n"
+#define HOSTS_OK                                                                           \
+    "hosts:\n"                                                                             \
+    "  - workers: 2\n"                                                                     \
+    "    socket: /tmp/poddb-test-0.sock\n"                                                 \
+    "    log_dir: /tmp/poddb-test-0\n"
+/* host_defaults on lines 6-9 with every required host key. */
+#define DEFAULTS_OK                                                                        \
+    "host_defaults:\n"                                                                     \
+    "  workers: 1\n"                                                                       \
+    "  socket: /tmp/poddb-test-{host}.sock\n"                                              \
+    "  log_dir: /tmp/poddb-test/log-{host}\n"
+#define REPEAT4(s) s s s s
+#define REPEAT16(s) REPEAT4(REPEAT4(s))
+
+/* ---- the shipped files ------------------------------------------------------------- */
+
+START_TEST(test_default_pod_file)
+{
+    struct pod_config cfg;
+    pod_err err = {{0}};
+    ck_assert_msg(pod_config_load(repo_file("conf/pod.yaml"), &cfg, &err) == 0, "%s", err.msg);
+    ck_assert_str_eq(cfg.region.path, "/dev/shm/poddb-default");
+    ck_assert_int_eq(cfg.region.kind, POD_REGION_SHM);
+    ck_assert_uint_eq(cfg.region.size, 1ULL << 30);
+    ck_assert_uint_eq(cfg.region.hwcc_budget, 64ULL << 20);
+    ck_assert_int_eq(cfg.region.numa_node, -1);
+    ck_assert(!cfg.region.simulate_noncoherent);
+    ck_assert_int_eq(cfg.nhosts, 2);
+    for (int i = 0; i < 2; i++) {
+        char want[64];
+        const struct pod_host_conf *h = &cfg.hosts[i];
+        ck_assert_int_eq(h->workers, 1);
+        ck_assert_int_eq(h->loggers, 1);
+        ck_assert_int_eq(h->ncpus, 1);
+        ck_assert_int_eq(h->cpus[0], i);
+        snprintf(want, sizeof want, "/tmp/poddb-default-%d.sock", i);
+        ck_assert_str_eq(h->socket_path, want);
+        snprintf(want, sizeof want, "/tmp/poddb-default/log-%d", i);
+        ck_assert_str_eq(h->log_dir, want);
+    }
+    ck_assert_int_eq(cfg.engine.epoch_ms, 10);
+    ck_assert(cfg.engine.moveout_threshold == 0.9);
+    ck_assert_int_eq(cfg.engine.coherence, POD_COH_FULL);
+    ck_assert(cfg.engine.phantom_protection);
+    ck_assert_str_eq(cfg.source, repo_file("conf/pod.yaml"));
+}
+END_TEST
+
+START_TEST(test_numa_8host_file)
+{
+    struct pod_config cfg;
+    pod_err err = {{0}};
+    ck_assert_msg(pod_config_load(repo_file("conf/numa-8host.yaml"), &cfg, &err) == 0, "%s",
+                  err.msg);
+    ck_assert_int_eq(cfg.nhosts, 8);
+    ck_assert_int_eq(cfg.region.numa_node, 1);
+    ck_assert_uint_eq(cfg.region.size, 64ULL << 30);
+    ck_assert_uint_eq(cfg.region.hwcc_budget, 200ULL << 20);
+    for (int i = 0; i < 8; i++) {
+        ck_assert_int_eq(cfg.hosts[i].workers, 4);
+        ck_assert_int_eq(cfg.hosts[i].ncpus, 4);
+        ck_assert_int_eq(cfg.hosts[i].cpus[0], 4 * i);
+        ck_assert_int_eq(cfg.hosts[i].cpus[3], 4 * i + 3);
+    }
+}
+END_TEST
+
+START_TEST(test_devdax_file)
+{
+    struct pod_config cfg;
+    pod_err err = {{0}};
+    ck_assert_msg(pod_config_load(repo_file("conf/devdax.yaml"), &cfg, &err) == 0, "%s",
+                  err.msg);
+    ck_assert_str_eq(cfg.region.path, "/dev/dax0.0");
+    ck_assert_int_eq(cfg.region.kind, POD_REGION_DEVDAX);
+    ck_assert_int_ge(cfg.nhosts, 1);
+}
+END_TEST
+
+START_TEST(test_load_file_with_misspelt_key)
+{
+    struct pod_config cfg;
+    pod_err err = {{0}};
+    const char *path = repo_file("tests/unit/data/config/bad-misspelt-key.yaml");
+    char want[PATH_MAX + 128];
+    ck_assert_int_eq(pod_config_load(path, &cfg, &err), -1);
+    snprintf(want, sizeof want,
+             "%s:7:3: region.hwcc_budgt: unknown key (expected one of: path, kind, size, "
+             "hwcc_budget, numa_node, simulate_noncoherent)",
+             path);
+    ck_assert_str_eq(err.msg, want);
+}
+END_TEST
+
+START_TEST(test_load_file_with_duplicate_socket)
+{
+    struct pod_config cfg;
+    pod_err err = {{0}};
+    const char *path = repo_file("tests/unit/data/config/bad-duplicate-socket.yaml");
+    char want[PATH_MAX + 64];
+    ck_assert_int_eq(pod_config_load(path, &cfg, &err), -1);
+    snprintf(want, sizeof want, "%s:10:11: hosts[1].socket: '/tmp/poddb-test-dup.sock' is also",
+             path);
+    ck_assert_msg(strncmp(err.msg, want, strlen(want)) == 0, "got: %s", err.msg);
+}
+END_TEST
+
+START_TEST(test_load_minimal_file_defaults)
+{
+    struct pod_config cfg;
+    pod_err err = {{0}};
+    ck_assert_msg(pod_config_load(repo_file("tests/unit/data/config/good-minimal.yaml"), &cfg,
+                                  &err) == 0,
+                  "%s", err.msg);
+    ck_assert_uint_eq(cfg.region.size, 512ULL << 20);
+    ck_assert_uint_eq(cfg.region.hwcc_budget, 16ULL << 20);
+    ck_assert_int_eq(cfg.region.numa_node, -1);
+    ck_assert(!cfg.region.simulate_noncoherent);
+    ck_assert_int_eq(cfg.nhosts, 1);
+    ck_assert_int_eq(cfg.hosts[0].loggers, 1);
+    ck_assert_int_eq(cfg.hosts[0].ncpus, 0);
+    ck_assert_str_eq(cfg.hosts[0].cpu_list, "");
+    ck_assert_int_eq(cfg.engine.epoch_ms, 10);
+    ck_assert(cfg.engine.moveout_threshold == 0.9);
+    ck_assert_int_eq(cfg.engine.coherence, POD_COH_FULL);
+    ck_assert(cfg.engine.phantom_protection);
+}
+END_TEST
+
+START_TEST(test_load_missing_file)
+{
+    struct pod_config cfg;
+    pod_err err = {{0}};
+    ck_assert_int_eq(pod_config_load("/nonexistent/poddb.yaml", &cfg, &err), -1);
+    ck_assert_str_eq(err.msg, "/nonexistent/poddb.yaml: cannot open: No such file or directory");
+    ck_assert_int_eq(pod_config_load("/", &cfg, &err), -1);
+    ck_assert_msg(strncmp(err.msg, "/: cannot read", 14) == 0, "got: %s", err.msg);
+}
+END_TEST
+
+/* ---- good configurations ------------------------------------------------------------ */
+
+START_TEST(test_every_key)
+{
+    const struct pod_config *c = parse_ok(
+        "region:\n"
+        "  path: \"/mnt/pmem/pod\"\n"
+        "  kind: 'fsdax'\n"
+        "  size: 1.5GiB\n"
+        "  hwcc_budget: 1025KiB\n"
+        "  numa_node: 3\n"
+        "  simulate_noncoherent: yes\n"
+        "hosts:\n"
+        "  - workers: 64\n"
+        "    loggers: 0\n"
+        "    cpus: 0-3, 8, 10-11\n"
+        "    socket: /run/a.sock\n"
+        "    log_dir: /var/log/a\n"
+        "  - {workers: 1, loggers: 16, cpus: 7, socket: /run/b.sock, log_dir: /var/log/b}\n"
+        "engine:\n"
+        "  epoch_ms: 10000\n"
+        "  moveout_threshold: 1\n"
+        "  coherence: no-shared-reader\n"
+        "  phantom_protection: off\n");
+    ck_assert_str_eq(c->region.path, "/mnt/pmem/pod");
+    ck_assert_int_eq(c->region.kind, POD_REGION_FSDAX);
+    ck_assert_uint_eq(c->region.size, 3ULL << 29);
+    ck_assert_uint_eq(c->region.hwcc_budget, 1025ULL << 10);
+    ck_assert_int_eq(c->region.numa_node, 3);
+    ck_assert(c->region.simulate_noncoherent);
+    ck_assert_int_eq(c->nhosts, 2);
+    ck_assert_int_eq(c->hosts[0].workers, 64);
+    ck_assert_int_eq(c->hosts[0].loggers, 0);
+    ck_assert_int_eq(c->hosts[0].ncpus, 7);
+    static const int want_cpus[] = {0, 1, 2, 3, 8, 10, 11};
+    for (int i = 0; i < 7; i++) ck_assert_int_eq(c->hosts[0].cpus[i], want_cpus[i]);
+    ck_assert_str_eq(c->hosts[0].cpu_list, "0-3, 8, 10-11");
+    ck_assert_str_eq(c->hosts[0].socket_path, "/run/a.sock");
+    ck_assert_str_eq(c->hosts[0].log_dir, "/var/log/a");
+    ck_assert_int_eq(c->hosts[1].workers, 1);
+    ck_assert_int_eq(c->hosts[1].loggers, 16);
+    ck_assert_int_eq(c->hosts[1].ncpus, 1);
+    ck_assert_int_eq(c->hosts[1].cpus[0], 7);
+    ck_assert_str_eq(c->hosts[1].cpu_list, "7");
+    ck_assert_str_eq(c->hosts[1].socket_path, "/run/b.sock");
+    ck_assert_int_eq(c->engine.epoch_ms, 10000);
+    ck_assert(c->engine.moveout_threshold == 1.0);
+    ck_assert_int_eq(c->engine.coherence, POD_COH_NO_SHARED_READER);
+    ck_assert(!c->engine.phantom_protection);
+    ck_assert_str_eq(c->source, "t.yaml");
+}
+END_TEST
+
+START_TEST(test_host_defaults_and_placeholder)
+{
+    /* 11 hosts, so {host} also becomes a two-digit index; an entry's own key wins. */
+    const struct pod_config *c = parse_ok(
+        REGION_OK
+        "host_defaults:\n"
+        "  workers: 3\n"
+        "  loggers: 2\n"
+        "  cpus: 0-1\n"
+        "  socket: /tmp/p-{host}/s-{host}.sock\n"
+        "  log_dir: /tmp/p-{host}/log\n"
+        "hosts:\n"
+        "  - {}\n"
+        "  - workers: 5\n"
+        "    socket: /tmp/own.sock\n"
+        "  - {}\n  - {}\n  - {}\n  - {}\n  - {}\n  - {}\n  - {}\n  - {}\n  - {loggers: 0}\n");
+    ck_assert_int_eq(c->nhosts, 11);
+    ck_assert_int_eq(c->hosts[0].workers, 3);
+    ck_assert_int_eq(c->hosts[0].loggers, 2);
+    ck_assert_int_eq(c->hosts[0].ncpus, 2);
+    ck_assert_str_eq(c->hosts[0].socket_path, "/tmp/p-0/s-0.sock");
+    ck_assert_str_eq(c->hosts[0].log_dir, "/tmp/p-0/log");
+    ck_assert_int_eq(c->hosts[1].workers, 5);
+    ck_assert_str_eq(c->hosts[1].socket_path, "/tmp/own.sock");
+    ck_assert_str_eq(c->hosts[1].log_dir, "/tmp/p-1/log");
+    ck_assert_str_eq(c->hosts[10].socket_path, "/tmp/p-10/s-10.sock");
+    ck_assert_int_eq(c->hosts[10].loggers, 0);
+    ck_assert_int_eq(c->hosts[10].workers, 3);
+}
+END_TEST
+
+START_TEST(test_sixteen_hosts_and_empty_sections)
+{
+    const struct pod_config *c =
+        parse_ok(REGION_OK DEFAULTS_OK "hosts:\n" REPEAT16("  - {}\n") "engine:\n");
+    ck_assert_int_eq(c->nhosts, POD_MAX_HOSTS);
+    ck_assert_str_eq(c->hosts[15].socket_path, "/tmp/poddb-test-15.sock");
+    ck_assert_int_eq(c->engine.epoch_ms, 10);
+    ck_assert(c->engine.phantom_protection);
+
+    c = parse_ok(REGION_OK "host_defaults:\n" HOSTS_OK "engine: ~\n");
+    ck_assert_int_eq(c->nhosts, 1);
+}
+END_TEST
+
+START_TEST(test_numa_node_spellings)
+{
+    ck_assert_int_eq(parse_ok(REGION_OK "  numa_node: none\n" HOSTS_OK)->region.numa_node, -1);
+    ck_assert_int_eq(parse_ok(REGION_OK "  numa_node: -1\n" HOSTS_OK)->region.numa_node, -1);
+    ck_assert_int_eq(parse_ok(REGION_OK "  numa_node: 0\n" HOSTS_OK)->region.numa_node, 0);
+    ck_assert_int_eq(parse_ok(REGION_OK "  numa_node: 1023\n" HOSTS_OK)->region.numa_node, 1023);
+}
+END_TEST
+
+START_TEST(test_booleans_and_enums)
+{
+    static const char *const yes[] = {"true", "yes", "on"}, *const no[] = {"false", "no", "off"};
+    char text[1024];
+    for (int i = 0; i < 3; i++) {
+        snprintf(text, sizeof text, REGION_OK "  simulate_noncoherent: %s\n" HOSTS_OK, yes[i]);
+        ck_assert(parse_ok(text)->region.simulate_noncoherent);
+        snprintf(text, sizeof text, REGION_OK "  simulate_noncoherent: %s\n" HOSTS_OK, no[i]);
+        ck_assert(!parse_ok(text)->region.simulate_noncoherent);
+    }
+    for (int k = POD_COH_FULL; k <= POD_COH_HWCC_ONLY; k++) {
+        snprintf(text, sizeof text, REGION_OK HOSTS_OK "engine: {coherence: %s}\n",
+                 pod_coherence_name((enum pod_coherence)k));
+        ck_assert_int_eq(parse_ok(text)->engine.coherence, k);
+    }
+    for (int k = POD_REGION_SHM; k <= POD_REGION_FSDAX; k++) {
+        snprintf(text, sizeof text,
+                 "region: {path: /x, kind: %s, size: 1GiB, hwcc_budget: 1MiB}\n" HOSTS_OK,
+                 pod_region_kind_name((enum pod_region_kind)k));
+        ck_assert_int_eq(parse_ok(text)->region.kind, k);
+    }
+}
+END_TEST
+
+START_TEST(test_kind_and_coherence_names)
+{
+    ck_assert_str_eq(pod_region_kind_name(POD_REGION_SHM), "shm");
+    ck_assert_str_eq(pod_region_kind_name(POD_REGION_DEVDAX), "devdax");
+    ck_assert_str_eq(pod_region_kind_name(POD_REGION_FSDAX), "fsdax");
+    ck_assert_str_eq(pod_region_kind_name((enum pod_region_kind)42), "unknown");
+    ck_assert_str_eq(pod_coherence_name(POD_COH_FULL), "full");
+    ck_assert_str_eq(pod_coherence_name(POD_COH_NON_TEMPORAL), "non-temporal");
+    ck_assert_str_eq(pod_coherence_name(POD_COH_NO_SHARED_READER), "no-shared-reader");
+    ck_assert_str_eq(pod_coherence_name(POD_COH_HWCC_ONLY), "hwcc-only");
+    ck_assert_str_eq(pod_coherence_name((enum pod_coherence)-1), "unknown");
+}
+END_TEST
+
+START_TEST(test_size_limits)
+{
+    /* Exactly the bounds are accepted, decimal units are decimal. */
+    ck_assert_uint_eq(parse_ok("region: {path: /x, kind: shm, size: 128MiB, hwcc_budget: 1MiB}\n"
+                               HOSTS_OK)->region.size, 128ULL << 20);
+    ck_assert_uint_eq(parse_ok("region: {path: /x, kind: shm, size: 64TiB, hwcc_budget: 1MiB}\n"
+                               HOSTS_OK)->region.size, 64ULL << 40);
+    ck_assert_uint_eq(parse_ok("region: {path: /x, kind: shm, size: 4096MB, hwcc_budget: 1999MB}\n"
+                               HOSTS_OK)->region.hwcc_budget, 1999000000ULL);
+    ck_assert_uint_eq(parse_ok("region: {path: /x, kind: shm, size: 1TB, hwcc_budget: 1GB}\n"
+                               HOSTS_OK)->region.size, 1000000000000ULL);
+    ck_assert_uint_eq(parse_ok("region: {path: /x, kind: shm, size: '1 GiB', "
+                               "hwcc_budget: 1048576}\n" HOSTS_OK)->region.hwcc_budget,
+                      1ULL << 20);
+}
+END_TEST
+
+/* ---- the digest ----------------------------------------------------------------------- */
+
+#define DIGEST_BASE                                                                        \
+    REGION_OK                                                                              \
+    "  numa_node: 0\n"                                                                     \
+    "hosts:\n"                                                                             \
+    "  - workers: 2\n"                                                                     \
+    "    cpus: 0-1\n"                                                                      \
+    "    socket: /tmp/d-0.sock\n"                                                          \
+    "    log_dir: /tmp/d-0\n"                                                              \
+    "  - workers: 2\n"                                                                     \
+    "    socket: /tmp/d-1.sock\n"                                                          \
+    "    log_dir: /tmp/d-1\n"                                                              \
+    "engine:\n"                                                                            \
+    "  epoch_ms: 10\n"
+
+START_TEST(test_digest_ignores_text_form)
+{
+    uint64_t base = digest_of(DIGEST_BASE);
+    ck_assert_uint_eq(base, digest_of(DIGEST_BASE));
+    ck_assert_uint_ne(base, 0);
+
+    /* Same values, written differently: comments, blank lines, flow style, key
+     * order, quoting, other units, explicit defaults, host_defaults, a different
+     * spelling of the same CPU set. */
+    static const char *const same[] = {
+        "# a comment\n\n" DIGEST_BASE "\n# trailing comment\n",
+        "---\n" DIGEST_BASE "...\n",
+        "engine: {epoch_ms: 10, coherence: full, phantom_protection: true, "
+        "moveout_threshold: 0.90}\n"
+        "hosts:\n"
+        "  - {log_dir: /tmp/d-0, socket: '/tmp/d-0.sock', cpus: '0,1', workers: 2, loggers: 1}\n"
+        "  - {socket: \"/tmp/d-1.sock\", workers: 2, log_dir: /tmp/d-1}\n"
+        "region:\n"
+        "  hwcc_budget: 65536KiB\n"
+        "  size: 1073741824\n"
+        "  simulate_noncoherent: no\n"
+        "  numa_node: 0\n"
+        "  kind: \"shm\"\n"
+        "  path: /dev/shm/poddb-test\n",
+        REGION_OK
+        "  numa_node: 0\n"
+        "host_defaults:\n"
+        "  workers: 2\n"
+        "  socket: /tmp/d-{host}.sock\n"
+        "  log_dir: /tmp/d-{host}\n"
+        "hosts:\n"
+        "  - cpus: 0 - 1\n"
+        "  - {}\n",
+    };
+    for (size_t i = 0; i < sizeof same / sizeof same[0]; i++)
+        ck_assert_msg(digest_of(same[i]) == base, "variant %zu changed the digest", i);
+
+    /* CRLF line endings. */
+    char crlf[2048];
+    size_t n = 0;
+    for (const char *p = DIGEST_BASE; *p && n + 2 < sizeof crlf; p++) {
+        if (*p == '\n') crlf[n++] = '\r';
+        crlf[n++] = *p;
+    }
+    crlf[n] = '\0';
+    ck_assert_uint_eq(digest_of(crlf), base);
+
+    /* The source name is not part of the digest. */
+    struct pod_config a;
+    pod_err err;
+    ck_assert_int_eq(pod_config_parse("other-name.yaml", DIGEST_BASE, strlen(DIGEST_BASE), &a,
+                                      &err), 0);
+    ck_assert_uint_eq(pod_config_digest(&a), base);
+}
+END_TEST
+
+/* Each change of one value must change the digest. */
+static const struct {
+    const char *from, *to;
+} digest_changes[] = {
+    {"path: /dev/shm/poddb-test", "path: /dev/shm/poddb-tesT"},
+    {"kind: shm", "kind: fsdax"},
+    {"size: 1GiB", "size: 1TB"},
+    {"hwcc_budget: 64MiB", "hwcc_budget: 65MiB"},
+    {"numa_node: 0", "numa_node: 1"},
+    {"  numa_node: 0\n", "  numa_node: 0\n  simulate_noncoherent: true\n"},
+    {"cpus: 0-1", "cpus: 0-2"},
+    {"cpus: 0-1", "cpus: 1,0"},
+    {"cpus: 0-1", "loggers: 1"},
+    {"    cpus: 0-1\n", ""},
+    {"    log_dir: /tmp/d-1\n", "    log_dir: /tmp/d-1\n    loggers: 2\n"},
+    {"  - workers: 2\n    socket: /tmp/d-1", "  - workers: 3\n    socket: /tmp/d-1"},
+    {"socket: /tmp/d-1.sock", "socket: /tmp/d-2.sock"},
+    {"log_dir: /tmp/d-1\n", "log_dir: /tmp/d-1/\n"},
+    {"epoch_ms: 10", "epoch_ms: 11"},
+    {"epoch_ms: 10", "moveout_threshold: 0.8"},
+    {"epoch_ms: 10", "coherence: hwcc-only"},
+    {"epoch_ms: 10", "phantom_protection: false"},
+    {"  - workers: 2\n    socket: /tmp/d-1.sock\n    log_dir: /tmp/d-1\n", ""},
+};
+
+static void replace_once(char *out, size_t outsz, const char *text, const char *from,
+                         const char *to)
+{
+    const char *at = strstr(text, from);
+    ck_assert_msg(at != NULL, "'%s' not in the base text", from);
+    snprintf(out, outsz, "%.*s%s%s", (int)(at - text), text, to, at + strlen(from));
+}
+
+START_TEST(test_digest_sees_every_field)
+{
+    char text[2048];
+    uint64_t base = digest_of(DIGEST_BASE);
+    replace_once(text, sizeof text, DIGEST_BASE, digest_changes[_i].from, digest_changes[_i].to);
+    ck_assert_msg(digest_of(text) != base, "changing '%s' to '%s' kept the digest",
+                  digest_changes[_i].from, digest_changes[_i].to);
+}
+END_TEST
+
+/* ---- pod_parse_size and pod_parse_cpu_list ----------------------------------------- */
+
+START_TEST(test_parse_size)
+{
+    static const struct {
+        const char *text;
+        uint64_t bytes;
+    } good[] = {
+        {"0", 0},
+        {"1", 1},
+        {"1B", 1},
+        {"1K", 1024},
+        {"1KiB", 1024},
+        {"1KB", 1000},
+        {"1M", 1 << 20},
+        {"1MiB", 1 << 20},
+        {"1MB", 1000000},
+        {"1G", 1ULL << 30},
+        {"1GiB", 1ULL << 30},
+        {"1GB", 1000000000},
+        {"1T", 1ULL << 40},
+        {"1TiB", 1ULL << 40},
+        {"1TB", 1000000000000ULL},
+        {"1.5GiB", 3ULL << 29},
+        {"1.5KB", 1500},
+        {"0.5KiB", 512},
+        {"2.50MiB", 5ULL << 19},
+        {"1 GiB", 1ULL << 30},
+        {"1.0", 1},
+        {"18446744073709551615", UINT64_MAX},
+        {"16777215TiB", 16777215ULL << 40},
+    };
+    static const char *const bad[] = {
+        "", " 1", "1 ", "10x", "-1", "-1GiB", "+1", "1.1KiB", "0.3GiB", "1.5", "1.", ".5GiB",
+        "1kb", "1gib", "1Gi", "1e9", "0x10", "01", "1GiBx", "1 GiB ", "GiB",
+        "18446744073709551616", "99999999999999999999999", "16777216TiB", "1,5GiB", "1_000",
+    };
+    uint64_t v;
+    for (size_t i = 0; i < sizeof good / sizeof good[0]; i++) {
+        v = 12345;
+        ck_assert_msg(pod_parse_size(good[i].text, &v) == 0, "'%s' rejected", good[i].text);
+        ck_assert_msg(v == good[i].bytes, "'%s' gave %llu", good[i].text, (unsigned long long)v);
+    }
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        v = 12345;
+        ck_assert_msg(pod_parse_size(bad[i], &v) == -1, "'%s' accepted", bad[i]);
+        ck_assert_uint_eq(v, 12345); /* untouched on failure */
+    }
+    ck_assert_int_eq(pod_parse_size(NULL, &v), -1);
+}
+END_TEST
+
+START_TEST(test_parse_cpu_list)
+{
+    int cpus[300];
+    ck_assert_int_eq(pod_parse_cpu_list("0-3,8,10-11", cpus, 300), 7);
+    static const int want[] = {0, 1, 2, 3, 8, 10, 11};
+    for (int i = 0; i < 7; i++) ck_assert_int_eq(cpus[i], want[i]);
+    ck_assert_int_eq(pod_parse_cpu_list("5", cpus, 300), 1);
+    ck_assert_int_eq(cpus[0], 5);
+    ck_assert_int_eq(pod_parse_cpu_list(" 2 - 3 , 1 ", cpus, 300), 3);
+    ck_assert_int_eq(cpus[2], 1);
+    ck_assert_int_eq(pod_parse_cpu_list("7-7", cpus, 300), 1);
+    ck_assert_int_eq(pod_parse_cpu_list("1023", cpus, 300), 1);
+    ck_assert_int_eq(pod_parse_cpu_list("0-255", cpus, 256), 256);
+    ck_assert_int_eq(pod_parse_cpu_list("0-3", cpus, 4), 4);
+
+    static const char *const bad[] = {
+        "3-1", "a", "1,,2", "1,1", "0-3,2", "", " ", ",", "1,", ",1", "-1", "1-", "1-2-3",
+        "1024", "0-1024", "99999999999999999999", "1 2", "0x1", "1.5", "1;2",
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++)
+        ck_assert_msg(pod_parse_cpu_list(bad[i], cpus, 300) == -1, "'%s' accepted", bad[i]);
+    ck_assert_int_eq(pod_parse_cpu_list("0-4", cpus, 4), -1); /* more than max */
+    ck_assert_int_eq(pod_parse_cpu_list("0-256", cpus, 256), -1);
+    ck_assert_int_eq(pod_parse_cpu_list(NULL, cpus, 4), -1);
+}
+END_TEST
+
+/* ---- bad configurations: each names the line, column and key ------------------------ */
+
+static const struct bad_case {
+    const char *what;
+    const char *text;
+    const char *expected; /* the message after "t.yaml:" starts with this */
+} bad_cases[] = {
+    /* misspelt keys */
+    {"misspelt region key",
+     "region:\n  path: /dev/shm/poddb-test\n  kind: shm\n  size: 1GiB\n  hwcc_budgt: 64MiB\n"
+     HOSTS_OK,
+     "5:3: region.hwcc_budgt: unknown key (expected one of: path, kind, size, hwcc_budget, "
+     "numa_node, simulate_noncoherent)"},
+    {"misspelt section", REGION_OK HOSTS_OK "engnie:\n  epoch_ms: 5\n",
+     "10:1: engnie: unknown key (expected one of: region, hosts, host_defaults, engine)"},
+    {"misspelt host key",
+     REGION_OK "hosts:\n  - workers: 2\n    sockt: /tmp/s\n    log_dir: /tmp/l\n",
+     "8:5: hosts[0].sockt: unknown key (expected one of: workers, loggers, cpus, socket, "
+     "log_dir)"},
+    {"misspelt engine key", REGION_OK HOSTS_OK "engine:\n  epoch: 5\n",
+     "11:3: engine.epoch: unknown key (expected one of: epoch_ms, moveout_threshold, "
+     "coherence, phantom_protection)"},
+    {"misspelt host_defaults key", REGION_OK "host_defaults:\n  worker: 1\n" HOSTS_OK,
+     "7:3: host_defaults.worker: unknown key"},
+    {"key in the wrong case", REGION_OK HOSTS_OK "Engine: {}\n", "10:1: Engine: unknown key"},
+    {"merge key", REGION_OK "  <<: {numa_node: 1}\n" HOSTS_OK, "6:3: region.<<: unknown key"},
+
+    /* wrong types */
+    {"word for an integer", REGION_OK "hosts:\n  - workers: two\n",
+     "7:14: hosts[0].workers: 'two' is not an integer (expected an integer in 1..64)"},
+    {"quoted integer", REGION_OK "hosts:\n  - workers: \"2\"\n",
+     "7:14: hosts[0].workers: '2' is quoted"},
+    {"fraction for an integer", REGION_OK "hosts:\n  - workers: 2.0\n",
+     "7:14: hosts[0].workers: '2.0' is not an integer"},
+    {"hex integer", REGION_OK "hosts:\n  - workers: 0x10\n",
+     "7:14: hosts[0].workers: '0x10' is not an integer"},
+    {"leading zero", REGION_OK "hosts:\n  - workers: 010\n",
+     "7:14: hosts[0].workers: '010' has a leading zero"},
+    {"sequence for an integer", REGION_OK "hosts:\n  - workers: [1, 2]\n",
+     "7:14: hosts[0].workers: is a sequence (expected an integer in 1..64)"},
+    {"empty value", REGION_OK "hosts:\n  - workers:\n    socket: /s\n",
+     "7:13: hosts[0].workers: has no value (expected an integer in 1..64)"},
+    {"region is a sequence", "region: [a, b]\n" HOSTS_OK,
+     "1:9: region: is a sequence (expected a mapping with keys: path, kind, size, hwcc_budget, "
+     "numa_node, simulate_noncoherent)"},
+    {"region has no value", "region:\n" HOSTS_OK, "1:8: region: has no value"},
+    {"hosts is a mapping", REGION_OK "hosts:\n  workers: 2\n",
+     "7:3: hosts: is a mapping (expected a sequence of 1..16 host entries)"},
+    {"host entry is a scalar", REGION_OK "hosts:\n  - hello\n",
+     "7:5: hosts[0]: is a scalar (expected a mapping with keys: workers, loggers, cpus, "
+     "socket, log_dir)"},
+    {"host entry is empty", REGION_OK DEFAULTS_OK "hosts:\n  - {}\n  -\n",
+     "12:4: hosts[1]: has no value (expected a mapping; write {} to take every key"},
+    {"engine is a scalar", REGION_OK HOSTS_OK "engine: fast\n",
+     "10:9: engine: is a scalar (expected a mapping with keys: epoch_ms"},
+    {"bad boolean", REGION_OK "  simulate_noncoherent: maybe\n" HOSTS_OK,
+     "6:25: region.simulate_noncoherent: 'maybe' is not a boolean (expected true, false, yes, "
+     "no, on or off)"},
+    {"number for a boolean", REGION_OK HOSTS_OK "engine:\n  phantom_protection: 1\n",
+     "11:23: engine.phantom_protection: '1' is not a boolean"},
+    {"capitalised boolean", REGION_OK "  simulate_noncoherent: True\n" HOSTS_OK,
+     "6:25: region.simulate_noncoherent: 'True' is not a boolean"},
+    {"quoted boolean", REGION_OK "  simulate_noncoherent: 'true'\n" HOSTS_OK,
+     "6:25: region.simulate_noncoherent: 'true' is quoted"},
+    {"mapping for a path", REGION_OK DEFAULTS_OK "hosts:\n  - socket: {a: 1}\n",
+     "11:13: hosts[0].socket: is a mapping"},
+    {"non-scalar key", REGION_OK HOSTS_OK "? [a, b]\n: c\n",
+     "10:3: a key is a sequence (expected a name, one of: region, hosts, host_defaults, "
+     "engine)"},
+
+    /* missing required keys: the position of the mapping, the key's path */
+    {"no region.kind",
+     "region:\n  path: /dev/shm/poddb-test\n  size: 1GiB\n  hwcc_budget: 64MiB\n" HOSTS_OK,
+     "2:3: region.kind: missing required key (expected one of: shm, devdax, fsdax)"},
+    {"no region.hwcc_budget",
+     "region:\n  path: /dev/shm/poddb-test\n  kind: shm\n  size: 1GiB\n" HOSTS_OK,
+     "2:3: region.hwcc_budget: missing required key"},
+    {"no region", HOSTS_OK, "1:1: region: missing required key"},
+    {"no hosts", REGION_OK "engine: {}\n", "1:1: hosts: missing required key"},
+    {"no workers", REGION_OK "hosts:\n  - socket: /s\n    log_dir: /l\n",
+     "7:5: hosts[0].workers: missing required key (expected an integer in 1..64; set it in this "
+     "entry or in host_defaults)"},
+    {"no socket in entry nor defaults",
+     REGION_OK "host_defaults:\n  workers: 1\nhosts:\n  - socket: /tmp/a.sock\n"
+     "    log_dir: /tmp/a\n  - log_dir: /tmp/b\n",
+     "11:5: hosts[1].socket: missing required key"},
+    {"no log_dir", REGION_OK "hosts:\n  - {workers: 1, socket: /s}\n",
+     "7:5: hosts[0].log_dir: missing required key"},
+
+    /* out of range */
+    {"workers 0", REGION_OK "hosts:\n  - workers: 0\n",
+     "7:14: hosts[0].workers: 0 is out of range (1..64)"},
+    {"workers 65", REGION_OK "hosts:\n  - workers: 65\n",
+     "7:14: hosts[0].workers: 65 is out of range (1..64)"},
+    {"workers overflow", REGION_OK "hosts:\n  - workers: 99999999999999999999999\n",
+     "7:14: hosts[0].workers: 99999999999999999999999 is out of range (1..64)"},
+    {"workers negative overflow", REGION_OK "hosts:\n  - workers: -9223372036854775809\n",
+     "7:14: hosts[0].workers: -9223372036854775809 is out of range (1..64)"},
+    {"loggers 17", REGION_OK "hosts:\n  - workers: 1\n    loggers: 17\n",
+     "8:14: hosts[0].loggers: 17 is out of range (0..16)"},
+    {"loggers negative", REGION_OK "hosts:\n  - workers: 1\n    loggers: -1\n",
+     "8:14: hosts[0].loggers: -1 is out of range (0..16)"},
+    {"second host out of range",
+     REGION_OK DEFAULTS_OK "hosts:\n  - {}\n  - workers: 1\n    loggers: 1\n"
+     "  - workers: 100\n",
+     "14:14: hosts[2].workers: 100 is out of range (1..64)"},
+    {"bad default even if overridden", REGION_OK "host_defaults:\n  workers: 0\n" HOSTS_OK,
+     "7:12: host_defaults.workers: 0 is out of range (1..64)"},
+    {"numa_node 1024", REGION_OK "  numa_node: 1024\n" HOSTS_OK,
+     "6:14: region.numa_node: 1024 is out of range (-1..1023)"},
+    {"numa_node -2", REGION_OK "  numa_node: -2\n" HOSTS_OK,
+     "6:14: region.numa_node: -2 is out of range (-1..1023)"},
+    {"numa_node word", REGION_OK "  numa_node: nowhere\n" HOSTS_OK,
+     "6:14: region.numa_node: 'nowhere' is not an integer"},
+    {"epoch_ms 0", REGION_OK HOSTS_OK "engine:\n  epoch_ms: 0\n",
+     "11:13: engine.epoch_ms: 0 is out of range (1..10000)"},
+    {"epoch_ms 10001", REGION_OK HOSTS_OK "engine:\n  epoch_ms: 10001\n",
+     "11:13: engine.epoch_ms: 10001 is out of range (1..10000)"},
+    {"moveout_threshold 0", REGION_OK HOSTS_OK "engine:\n  moveout_threshold: 0\n",
+     "11:22: engine.moveout_threshold: 0 is out of range (expected a number in (0, 1]"},
+    {"moveout_threshold 1.01", REGION_OK HOSTS_OK "engine:\n  moveout_threshold: 1.01\n",
+     "11:22: engine.moveout_threshold: 1.01 is out of range"},
+    {"moveout_threshold exponent", REGION_OK HOSTS_OK "engine:\n  moveout_threshold: 9e-1\n",
+     "11:22: engine.moveout_threshold: '9e-1' is not a decimal number"},
+    {"moveout_threshold negative", REGION_OK HOSTS_OK "engine:\n  moveout_threshold: -0.5\n",
+     "11:22: engine.moveout_threshold: '-0.5' is not a decimal number"},
+
+    /* sizes */
+    {"size too small", "region:\n  path: /p\n  kind: shm\n  size: 127MiB\n" HOSTS_OK,
+     "4:9: region.size: 127MiB (133169152 bytes) is out of range (128MiB..64TiB)"},
+    {"size decimal is smaller than binary",
+     "region:\n  path: /p\n  kind: shm\n  size: 128MB\n" HOSTS_OK,
+     "4:9: region.size: 128MB (128000000 bytes) is out of range (128MiB..64TiB)"},
+    {"size too large", "region:\n  path: /p\n  kind: shm\n  size: 65TiB\n" HOSTS_OK,
+     "4:9: region.size: 65TiB (71468255805440 bytes) is out of range (128MiB..64TiB)"},
+    {"size with trailing junk", "region:\n  path: /p\n  kind: shm\n  size: 10x\n" HOSTS_OK,
+     "4:9: region.size: '10x' is not a byte size (expected a number of bytes, or a number with "
+     "a unit: B, K/KiB, M/MiB, G/GiB, T/TiB (binary), KB, MB, GB, TB (decimal))"},
+    {"size lowercase unit", "region:\n  path: /p\n  kind: shm\n  size: 1gib\n" HOSTS_OK,
+     "4:9: region.size: '1gib' is not a byte size"},
+    {"size negative", "region:\n  path: /p\n  kind: shm\n  size: -1GiB\n" HOSTS_OK,
+     "4:9: region.size: '-1GiB' is negative"},
+    {"size overflow", "region:\n  path: /p\n  kind: shm\n  size: 99999999999999999999999\n"
+     HOSTS_OK,
+     "4:9: region.size: '99999999999999999999999' is too large"},
+    {"size overflow by unit", "region:\n  path: /p\n  kind: shm\n  size: 16777216TiB\n" HOSTS_OK,
+     "4:9: region.size: '16777216TiB' is too large"},
+    {"size not whole bytes", "region:\n  path: /p\n  kind: shm\n  size: 0.3GiB\n" HOSTS_OK,
+     "4:9: region.size: '0.3GiB' is not a whole number of bytes"},
+    {"hwcc_budget equals size",
+     "region:\n  path: /p\n  kind: shm\n  size: 1GiB\n  hwcc_budget: 1GiB\n" HOSTS_OK,
+     "5:16: region.hwcc_budget: 1GiB is not less than region.size (expected less than 1GiB)"},
+    {"hwcc_budget binary above decimal size",
+     "region:\n  path: /p\n  kind: shm\n  size: 4096MB\n  hwcc_budget: 4GiB\n" HOSTS_OK,
+     "5:16: region.hwcc_budget: 4GiB is not less than region.size (expected less than "
+     "4096MB)"},
+    {"size not whole pages", "region:\n  path: /p\n  kind: shm\n  size: 1GB\n" HOSTS_OK,
+     "4:9: region.size: 1GB (1000000000 bytes) is not a multiple of 4KiB"},
+    {"size in bytes not whole pages",
+     "region:\n  path: /p\n  kind: shm\n  size: 134217729\n" HOSTS_OK,
+     "4:9: region.size: 134217729 (134217729 bytes) is not a multiple of 4KiB"},
+    {"hwcc_budget too small",
+     "region:\n  path: /p\n  kind: shm\n  size: 1GiB\n  hwcc_budget: 1000KB\n" HOSTS_OK,
+     "5:16: region.hwcc_budget: 1000KB is too small (expected at least 1MiB)"},
+
+    /* duplicates */
+    {"duplicate region key",
+     "region:\n  path: /p\n  kind: shm\n  kind: devdax\n  size: 1GiB\n" HOSTS_OK,
+     "4:3: region.kind: duplicate key (first at line 3"},
+    {"duplicate section", REGION_OK HOSTS_OK "region:\n  path: /q\n",
+     "10:1: region: duplicate key (first at line 1"},
+    {"duplicate key in flow mapping",
+     REGION_OK "hosts:\n  - {workers: 1, workers: 2, socket: /s, log_dir: /l}\n",
+     "7:18: hosts[0].workers: duplicate key (first at line 7"},
+    {"duplicate socket path",
+     REGION_OK "hosts:\n  - workers: 1\n    socket: /tmp/s.sock\n    log_dir: /tmp/l0\n"
+     "  - workers: 1\n    socket: /tmp/s.sock\n    log_dir: /tmp/l1\n",
+     "11:13: hosts[1].socket: '/tmp/s.sock' is also the socket of hosts[0]"},
+    {"duplicate log_dir from host_defaults",
+     REGION_OK "host_defaults:\n  workers: 1\n  log_dir: /tmp/same\n"
+     "hosts:\n  - socket: /tmp/a.sock\n  - socket: /tmp/b.sock\n",
+     "8:12: hosts[1].log_dir: '/tmp/same' is also the log_dir of hosts[0]"},
+    {"duplicate after substitution",
+     REGION_OK DEFAULTS_OK "hosts:\n  - {}\n  - socket: /tmp/poddb-test-0.sock\n",
+     "12:13: hosts[1].socket: '/tmp/poddb-test-0.sock' is also the socket of hosts[0]"},
+
+    /* host count */
+    {"too many hosts", REGION_OK DEFAULTS_OK "hosts:\n" REPEAT16("  - {}\n") "  - {}\n",
+     "27:5: hosts: 17 entries are too many (expected at most 16 hosts)"},
+    {"no hosts at all", REGION_OK DEFAULTS_OK "hosts: []\n",
+     "10:8: hosts: is empty (expected a sequence of 1..16 host entries)"},
+    {"hosts without value", REGION_OK DEFAULTS_OK "hosts:\n", "10:7: hosts: has no value"},
+
+    /* enums */
+    {"unknown region kind", "region:\n  path: /p\n  kind: dax\n" HOSTS_OK,
+     "3:9: region.kind: unknown value 'dax' (expected one of: shm, devdax, fsdax)"},
+    {"region kind in capitals", "region:\n  path: /p\n  kind: SHM\n" HOSTS_OK,
+     "3:9: region.kind: unknown value 'SHM'"},
+    {"unknown coherence", REGION_OK HOSTS_OK "engine:\n  coherence: partial\n",
+     "11:14: engine.coherence: unknown value 'partial' (expected one of: full, non-temporal, "
+     "no-shared-reader, hwcc-only)"},
+
+    /* CPU lists */
+    {"reversed CPU range", REGION_OK "hosts:\n  - workers: 1\n    cpus: 3-1\n",
+     "8:11: hosts[0].cpus: '3-1' is not a valid CPU list: a range must go upwards"},
+    {"CPU list with a word", REGION_OK "hosts:\n  - workers: 1\n    cpus: a\n",
+     "8:11: hosts[0].cpus: 'a' is not a valid CPU list: an entry is not a CPU number"},
+    {"CPU list with an empty entry", REGION_OK "hosts:\n  - workers: 1\n    cpus: 1,,2\n",
+     "8:11: hosts[0].cpus: '1,,2' is not a valid CPU list: an entry is empty"},
+    {"CPU listed twice", REGION_OK "hosts:\n  - workers: 1\n    cpus: 0-3,2\n",
+     "8:11: hosts[0].cpus: '0-3,2' is not a valid CPU list: a CPU appears twice"},
+    {"CPU number too high", REGION_OK "hosts:\n  - workers: 1\n    cpus: 2048\n",
+     "8:11: hosts[0].cpus: '2048' is not a valid CPU list: CPU numbers must be at most 1023"},
+    {"too many CPUs", REGION_OK "hosts:\n  - workers: 1\n    cpus: 0-300\n",
+     "8:11: hosts[0].cpus: '0-300' is not a valid CPU list: it names too many CPUs"},
+    {"CPU list in host_defaults", REGION_OK "host_defaults:\n  cpus: -1\n" HOSTS_OK,
+     "7:9: host_defaults.cpus: '-1' is not a valid CPU list"},
+
+    /* paths */
+    {"unknown placeholder",
+     REGION_OK "hosts:\n  - workers: 1\n    socket: /tmp/s-{hots}.sock\n",
+     "8:13: hosts[0].socket: unknown placeholder in '/tmp/s-{hots}.sock' (expected"},
+    {"placeholder in region.path", "region:\n  path: /dev/shm/p-{host}\n" HOSTS_OK,
+     "2:9: region.path: {host} is only replaced in a host's socket and log_dir"},
+    {"empty path", "region:\n  path: ''\n" HOSTS_OK, "2:9: region.path: is empty"},
+    {"NUL in a path", "region:\n  path: \"/a\\0b\"\n" HOSTS_OK,
+     "2:9: region.path: contains a NUL character"},
+    {"newline in a path", "region:\n  path: \"/a\\nb\"\n" HOSTS_OK,
+     "2:9: region.path: '/a?b' contains a control character"},
+    {"socket path too long",
+     REGION_OK "hosts:\n  - workers: 1\n    socket: /" REPEAT16("aaaaaaa") "\n",
+     "8:13: hosts[0].socket: is 113 bytes long (expected at most 107: the size of sun_path)"},
+    {"region path too long",
+     "region:\n  path: /" REPEAT16("aaaaaaaaaaaaaaaa") "\n" HOSTS_OK,
+     "2:9: region.path: is 257 bytes long (expected at most 255"},
+
+    /* YAML itself */
+    {"empty text", "", "1:1: the configuration is empty (expected a mapping with sections: "
+                       "region, hosts, host_defaults, engine)"},
+    {"only comments", "# nothing here\n\n   \n", "1:1: the configuration is empty"},
+    {"null document", "---\n~\n", "2:1: the configuration is empty"},
+    {"top level sequence", "- region\n- hosts\n", "1:1: the top level is a sequence"},
+    {"top level scalar", "region\n", "1:1: the top level is a scalar"},
+    {"tab indentation", "region:\n  path: /p\n\tkind: shm\n", "3:1: tab character"},
+    {"tab after a colon", REGION_OK "hosts:\n  - workers:\t2\n", "7:13: tab character"},
+    {"unclosed flow sequence", "region: [a\nhosts: x\n",
+     "2:6: YAML syntax error: did not find expected ',' or ']' (while parsing a flow sequence at "
+     "line 1)"},
+    {"colon inside a value", "region:\n  path: /p\n  kind: shm: x\n",
+     "3:12: YAML syntax error: mapping values are not allowed in this context"},
+    {"bad indentation", "region:\n  path: /p\n kind: shm\n",
+     "3:2: YAML syntax error: did not find expected key"},
+    {"unterminated quote", "region:\n  path: \"/p\n", "3:1: YAML syntax error: found unexpected "
+                                                       "end of stream"},
+    {"anchor", REGION_OK "hosts:\n  - workers: &w 2\n",
+     "7:14: anchor &w: anchors and aliases are not supported"},
+    {"alias", REGION_OK "hosts:\n  - workers: *w\n",
+     "7:14: alias *w: anchors and aliases are not supported"},
+    {"tag", REGION_OK "hosts:\n  - workers: !!str 2\n", "7:14: tag tag:yaml.org,2002:str: YAML "
+                                                         "tags are not supported"},
+    {"second document", REGION_OK HOSTS_OK "---\nregion: {}\n",
+     "10:1: a second YAML document (a configuration is a single document)"},
+    {"invalid UTF-8", REGION_OK "hosts:\n  - workers: \xff\n",
+     "7:14: invalid input: invalid leading UTF-8 octet (byte 0xff)"},
+    {"control character", "region:\n  path: /p\x01\n",
+     "2:11: invalid input: control characters are not allowed (byte 0x01)"},
+    {"UTF-16", "\xff\xfer\0e\0", "1:1: the file is UTF-16 (expected UTF-8)"},
+    {"deep nesting", "region: " REPEAT16("[[") "]" REPEAT16("]]") "\n",
+     "1:40: nesting deeper than 32 levels"},
+};
+
+START_TEST(test_bad_config)
+{
+    const struct bad_case *b = &bad_cases[_i];
+    struct pod_config cfg;
+    pod_err err = {{0}};
+    char want[512];
+    snprintf(want, sizeof want, "t.yaml:%s", b->expected);
+    memset(&cfg, 0xA5, sizeof cfg);
+    int rc = pod_config_parse("t.yaml", b->text, strlen(b->text), &cfg, &err);
+    ck_assert_msg(rc == -1, "%s: parsed, expected \"%s\"", b->what, want);
+    ck_assert_msg(strncmp(err.msg, want, strlen(want)) == 0,
+                  "%s:\n  expected \"%s...\"\n  got      \"%s\"", b->what, want, err.msg);
+    ck_assert_int_eq(cfg.nhosts, 0); /* nothing half-filled is left behind */
+}
+END_TEST
+
+START_TEST(test_raw_nul_byte)
+{
+    static const char text[] = "region:\n  path: /p\0q\n";
+    expect_error_len(text, sizeof text - 1, "2:11: invalid input: control characters are not "
+                                            "allowed (byte 0x00)");
+    struct pod_config cfg;
+    pod_err err;
+    ck_assert_int_eq(pod_config_parse("t.yaml", NULL, 0, &cfg, &err), -1);
+    ck_assert_str_eq(err.msg, "t.yaml:1:1: the configuration is empty (expected a mapping with "
+                              "sections: region, hosts, host_defaults, engine)");
+    expect_error("", "1:1: the configuration is empty");
+    ck_assert_int_eq(pod_config_parse("t.yaml", "a: 1", 4, &cfg, NULL), -1); /* err may be NULL */
+}
+END_TEST
+
+/* ---- robustness: damaged files never crash ----------------------------------------- */
+
+static char *read_whole(const char *path, size_t *len)
+{
+    FILE *f = fopen(path, "rb");
+    ck_assert_msg(f != NULL, "cannot open %s", path);
+    static char buf[16384];
+    *len = fread(buf, 1, sizeof buf, f);
+    fclose(f);
+    ck_assert_uint_lt(*len, sizeof buf);
+    return buf;
+}
+
+/* A failed parse must leave a message of the usual form; a successful one must
+ * satisfy the documented invariants. */
+static void check_outcome(int rc, const struct pod_config *cfg, const pod_err *err)
+{
+    if (rc == 0) {
+        ck_assert(cfg->nhosts >= 1 && cfg->nhosts <= POD_MAX_HOSTS);
+        ck_assert(cfg->region.hwcc_budget < cfg->region.size);
+        for (int i = 0; i < cfg->nhosts; i++)
+            ck_assert(cfg->hosts[i].workers >= 1 && cfg->hosts[i].workers <= POD_MAX_WORKERS);
+    } else {
+        ck_assert_int_eq(rc, -1);
+        ck_assert_msg(strncmp(err->msg, "f.yaml:", 7) == 0, "odd message: %s", err->msg);
+    }
+}
+
+START_TEST(test_truncated_files_never_crash)
+{
+    size_t len;
+    const char *text = read_whole(repo_file("conf/pod.yaml"), &len);
+    for (size_t cut = 0; cut <= len; cut++) {
+        struct pod_config cfg;
+        pod_err err = {{0}};
+        int rc = pod_config_parse("f.yaml", text, cut, &cfg, &err);
+        check_outcome(rc, &cfg, &err);
+    }
+}
+END_TEST
+
+START_TEST(test_mutated_files_never_crash)
+{
+    static const char alphabet[] = ":-[]{}\"'&*!|>#%@`,?\n \t\\0123456789aZ\x01\xff\xc3";
+    size_t len;
+    const char *orig = read_whole(repo_file("conf/pod.yaml"), &len);
+    char *text = malloc(len);
+    ck_assert_ptr_nonnull(text);
+    uint64_t rng = 0x9e3779b97f4a7c15ULL;
+    for (int iter = 0; iter < 3000; iter++) {
+        memcpy(text, orig, len);
+        int nflips = 1 + iter % 4;
+        for (int k = 0; k < nflips; k++) {
+            rng ^= rng >> 12;
+            rng ^= rng << 25;
+            rng ^= rng >> 27;
+            uint64_t r = rng * 2685821657736338717ULL;
+            text[(r >> 8) % len] = alphabet[(r >> 40) % (sizeof alphabet - 1)];
+        }
+        struct pod_config cfg;
+        pod_err err = {{0}};
+        int rc = pod_config_parse("f.yaml", text, len, &cfg, &err);
+        check_outcome(rc, &cfg, &err);
+    }
+    free(text);
+}
+END_TEST
+
+/* ---- suite ------------------------------------------------------------------------------ */
+
+static Suite *config_suite(void)
+{
+    Suite *s = suite_create("config");
+
+    TCase *files = tcase_create("files");
+    tcase_add_test(files, test_default_pod_file);
+    tcase_add_test(files, test_numa_8host_file);
+    tcase_add_test(files, test_devdax_file);
+    tcase_add_test(files, test_load_file_with_misspelt_key);
+    tcase_add_test(files, test_load_file_with_duplicate_socket);
+    tcase_add_test(files, test_load_minimal_file_defaults);
+    tcase_add_test(files, test_load_missing_file);
+    suite_add_tcase(s, files);
+
+    TCase *good = tcase_create("good");
+    tcase_add_test(good, test_every_key);
+    tcase_add_test(good, test_host_defaults_and_placeholder);
+    tcase_add_test(good, test_sixteen_hosts_and_empty_sections);
+    tcase_add_test(good, test_numa_node_spellings);
+    tcase_add_test(good, test_booleans_and_enums);
+    tcase_add_test(good, test_kind_and_coherence_names);
+    tcase_add_test(good, test_size_limits);
+    suite_add_tcase(s, good);
+
+    TCase *digest = tcase_create("digest");
+    tcase_add_test(digest, test_digest_ignores_text_form);
+    tcase_add_loop_test(digest, test_digest_sees_every_field, 0,
+                        (int)(sizeof digest_changes / sizeof digest_changes[0]));
+    suite_add_tcase(s, digest);
+
+    TCase *values = tcase_create("values");
+    tcase_add_test(values, test_parse_size);
+    tcase_add_test(values, test_parse_cpu_list);
+    suite_add_tcase(s, values);
+
+    TCase *bad = tcase_create("bad");
+    tcase_add_loop_test(bad, test_bad_config, 0, (int)(sizeof bad_cases / sizeof bad_cases[0]));
+    tcase_add_test(bad, test_raw_nul_byte);
+    suite_add_tcase(s, bad);
+
+    TCase *robust = tcase_create("robustness");
+    tcase_set_timeout(robust, 120);
+    tcase_add_test(robust, test_truncated_files_never_crash);
+    tcase_add_test(robust, test_mutated_files_never_crash);
+    suite_add_tcase(s, robust);
+    return s;
+}
+
+int main(void)
+{
+    SRunner *sr = srunner_create(config_suite());
+    srunner_run_all(sr, CK_NORMAL);
+    int failed = srunner_ntests_failed(sr);
+    srunner_free(sr);
+    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}

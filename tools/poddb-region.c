@@ -1,0 +1,238 @@
+/* poddb-region: format, inspect and destroy the shared CXL region of a pod. */
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "conf/config.h"
+#include "cxl/region.h"
+#include "util/json.h"
+#include "util/log.h"
+
+static const char usage[] =
+    "usage: poddb-region COMMAND --conf FILE [options]\n"
+    "\n"
+    "Commands:\n"
+    "  format    format the region described by the config (a new pod generation);\n"
+    "            refused while any host of the pod is alive unless --force\n"
+    "  inspect   print the layout, the HWcc budget, per-host HWcc/SWcc usage and the\n"
+    "            host table (--json: the same as one JSON object)\n"
+    "  destroy   remove the region's backing file (a devdax device: wipe its\n"
+    "            superblock); refused while hosts are alive unless --force\n"
+    "\n"
+    "Options:\n"
+    "  -c, --conf FILE   the pod's YAML config (required)\n"
+    "  -j, --json        inspect: print one JSON object\n"
+    "  -f, --force       format/destroy even when hosts look alive\n"
+    "  -h, --help        this text\n";
+
+static void human_bytes(uint64_t b, char *buf, size_t n)
+{
+    if (b >= (1ull << 30)) snprintf(buf, n, "%.2f GiB", (double)b / (1ull << 30));
+    else if (b >= (1ull << 20)) snprintf(buf, n, "%.2f MiB", (double)b / (1ull << 20));
+    else if (b >= 1024) snprintf(buf, n, "%.1f KiB", (double)b / 1024);
+    else snprintf(buf, n, "%llu B", (unsigned long long)b);
+}
+
+static void format_time(uint64_t ns, char *buf, size_t n)
+{
+    time_t t = (time_t)(ns / 1000000000ull);
+    struct tm tm;
+    localtime_r(&t, &tm);
+    strftime(buf, n, "%Y-%m-%d %H:%M:%S", &tm);
+}
+
+static void inspect_json(const struct cxl_region *r, const struct pod_config *c)
+{
+    const struct cxl_superblock *sb = r->sb;
+    struct json_writer w;
+    json_init(&w, stdout);
+    json_obj_begin(&w);
+    json_kv_str(&w, "path", c->region.path);
+    json_kv_str(&w, "kind", pod_region_kind_name((enum pod_region_kind)sb->kind));
+    json_kv_str(&w, "store_granularity", r->store_granularity);
+    json_kv_u64(&w, "layout_version", sb->layout_version);
+    json_kv_u64(&w, "generation", sb->generation);
+    char digest[32];
+    snprintf(digest, sizeof digest, "%016llx", (unsigned long long)sb->config_digest);
+    json_kv_str(&w, "config_digest", digest);
+    json_kv_u64(&w, "formatted_at_ns", sb->formatted_at_ns);
+    json_kv_i64(&w, "formatter_pid", sb->formatter_pid);
+    json_kv_i64(&w, "formatter_host", sb->formatter_host);
+    json_kv_u64(&w, "region_size", sb->region_size);
+    json_kv_u64(&w, "hwcc_budget", sb->hwcc_budget);
+    json_kv_u64(&w, "hwcc_quota_per_host", sb->hwcc_quota);
+    json_kv_u64(&w, "control_block_bytes", sb->control_size);
+    json_kv_u64(&w, "nhosts", sb->nhosts);
+    json_kv_u64(&w, "live_hosts", (uint64_t)cxl_live_hosts(r));
+    json_kv_bool(&w, "simulate_noncoherent", c->region.simulate_noncoherent);
+    json_kv_str(&w, "flush_impl", cxl_flush_impl_name());
+    json_kv_str(&w, "writeback_impl", cxl_writeback_impl_name());
+    json_key(&w, "layout");
+    json_obj_begin(&w);
+    json_kv_u64(&w, "control_off", sb->control_off);
+    json_kv_u64(&w, "hwcc_off", sb->hwcc_off);
+    json_kv_u64(&w, "hwcc_slice_size", sb->hwcc_slice_size);
+    json_kv_u64(&w, "swcc_off", sb->swcc_off);
+    json_kv_u64(&w, "swcc_slice_size", sb->swcc_slice_size);
+    json_obj_end(&w);
+    json_key(&w, "hosts");
+    json_arr_begin(&w);
+    for (uint32_t h = 0; h < sb->nhosts; h++) {
+        const struct cxl_host_slot *s = &r->ctl->hosts[h];
+        struct cxl_usage hw, sw;
+        cxl_usage_get(r, (int)h, CXL_HWCC, &hw);
+        cxl_usage_get(r, (int)h, CXL_SWCC, &sw);
+        json_obj_begin(&w);
+        json_kv_u64(&w, "host", h);
+        json_kv_str(&w, "state", cxl_host_state_name(s->state));
+        json_kv_bool(&w, "alive", cxl_host_alive(r, (int)h));
+        json_kv_i64(&w, "pid", s->pid);
+        json_kv_u64(&w, "heartbeat", s->heartbeat);
+        json_kv_u64(&w, "hwcc_used", hw.used);
+        json_kv_u64(&w, "hwcc_quota", hw.quota);
+        json_kv_u64(&w, "hwcc_objects", hw.objects);
+        json_kv_u64(&w, "hwcc_failures", hw.failures);
+        json_kv_u64(&w, "swcc_used", sw.used);
+        json_kv_u64(&w, "swcc_slice_size", sw.slice_size);
+        json_kv_u64(&w, "swcc_objects", sw.objects);
+        json_kv_u64(&w, "swcc_failures", sw.failures);
+        json_obj_end(&w);
+    }
+    json_arr_end(&w);
+    json_obj_end(&w);
+    fputc('\n', stdout);
+}
+
+static void inspect_text(const struct cxl_region *r, const struct pod_config *c)
+{
+    const struct cxl_superblock *sb = r->sb;
+    char b1[32], b2[32], b3[32], when[32];
+    human_bytes(sb->region_size, b1, sizeof b1);
+    printf("region      %s (%s, %s, store granularity %s)\n", c->region.path,
+           pod_region_kind_name((enum pod_region_kind)sb->kind), b1, r->store_granularity);
+    format_time(sb->formatted_at_ns, when, sizeof when);
+    printf("generation  %llu, formatted %s by pid %d (%s)\n",
+           (unsigned long long)sb->generation, when, sb->formatter_pid,
+           sb->formatter_host >= 0 ? "a server" : "poddb-region");
+    printf("layout      version %u, config digest %016llx\n", sb->layout_version,
+           (unsigned long long)sb->config_digest);
+    printf("coherence   flush %s, write-back %s%s\n", cxl_flush_impl_name(),
+           cxl_writeback_impl_name(),
+           c->region.simulate_noncoherent ? ", simulated non-coherent SWcc" : "");
+    human_bytes(sb->hwcc_budget, b1, sizeof b1);
+    human_bytes(sb->control_size, b2, sizeof b2);
+    human_bytes(sb->hwcc_quota, b3, sizeof b3);
+    printf("HWcc budget %s = control block %s + %u hosts x quota %s\n", b1, b2, sb->nhosts, b3);
+    printf("\n  %-14s %14s %12s\n", "area", "offset", "size");
+    human_bytes(4096, b1, sizeof b1);
+    printf("  %-14s %#14llx %12s\n", "superblock", 0ull, b1);
+    human_bytes(sb->control_size, b1, sizeof b1);
+    printf("  %-14s %#14llx %12s  (HWcc)\n", "control block", (unsigned long long)sb->control_off,
+           b1);
+    human_bytes(sb->hwcc_slice_size, b1, sizeof b1);
+    printf("  %-14s %#14llx %3u x %s\n", "HWcc slices", (unsigned long long)sb->hwcc_off,
+           sb->nhosts, b1);
+    human_bytes(sb->swcc_slice_size, b1, sizeof b1);
+    printf("  %-14s %#14llx %3u x %s\n", "SWcc slices", (unsigned long long)sb->swcc_off,
+           sb->nhosts, b1);
+    printf("\n  %-4s %-9s %-5s %8s  %-26s %9s %6s  %-22s %9s\n", "host", "state", "alive", "pid",
+           "HWcc used / quota", "objects", "fails", "SWcc used / slice", "objects");
+    for (uint32_t h = 0; h < sb->nhosts; h++) {
+        const struct cxl_host_slot *s = &r->ctl->hosts[h];
+        struct cxl_usage hw, sw;
+        cxl_usage_get(r, (int)h, CXL_HWCC, &hw);
+        cxl_usage_get(r, (int)h, CXL_SWCC, &sw);
+        char hwb[48], swb[48], x[16], y[16];
+        human_bytes(hw.used, x, sizeof x);
+        human_bytes(hw.quota, y, sizeof y);
+        snprintf(hwb, sizeof hwb, "%s / %s (%.1f%%)", x, y,
+                 hw.quota ? 100.0 * (double)hw.used / (double)hw.quota : 0.0);
+        human_bytes(sw.used, x, sizeof x);
+        human_bytes(sw.slice_size, y, sizeof y);
+        snprintf(swb, sizeof swb, "%s / %s", x, y);
+        printf("  %-4u %-9s %-5s %8d  %-26s %9llu %6llu  %-22s %9llu\n", h,
+               cxl_host_state_name(s->state), cxl_host_alive(r, (int)h) ? "yes" : "no", s->pid,
+               hwb, (unsigned long long)hw.objects, (unsigned long long)hw.failures, swb,
+               (unsigned long long)sw.objects);
+    }
+}
+
+int main(int argc, char **argv)
+{
+    pod_log_set_role("poddb-region");
+    static const struct option opts[] = {{"conf", required_argument, 0, 'c'},
+                                         {"json", no_argument, 0, 'j'},
+                                         {"force", no_argument, 0, 'f'},
+                                         {"help", no_argument, 0, 'h'},
+                                         {0, 0, 0, 0}};
+    const char *conf = NULL;
+    bool json = false, force = false;
+    int o;
+    while ((o = getopt_long(argc, argv, "c:jfh", opts, NULL)) != -1) {
+        switch (o) {
+        case 'c': conf = optarg; break;
+        case 'j': json = true; break;
+        case 'f': force = true; break;
+        case 'h': fputs(usage, stdout); return 0;
+        default: fputs(usage, stderr); return 2;
+        }
+    }
+    if (optind >= argc) {
+        fprintf(stderr, "poddb-region: no command given\n\n%s", usage);
+        return 2;
+    }
+    const char *cmd = argv[optind];
+    if (strcmp(cmd, "help") == 0) {
+        fputs(usage, stdout);
+        return 0;
+    }
+    if (optind + 1 < argc) {
+        fprintf(stderr, "poddb-region: unexpected argument '%s'\n", argv[optind + 1]);
+        return 2;
+    }
+    if (strcmp(cmd, "format") && strcmp(cmd, "inspect") && strcmp(cmd, "destroy")) {
+        fprintf(stderr, "poddb-region: unknown command '%s' (format, inspect, destroy)\n", cmd);
+        return 2;
+    }
+    if (!conf) {
+        fprintf(stderr, "poddb-region: --conf FILE is required\n");
+        return 2;
+    }
+    struct pod_config *c = malloc(sizeof *c);
+    pod_err err = {{0}};
+    if (!c || pod_config_load(conf, c, &err)) {
+        fprintf(stderr, "poddb-region: %s\n", c ? err.msg : "out of memory");
+        free(c);
+        return 1;
+    }
+    int rc = 0;
+    if (strcmp(cmd, "destroy") == 0) {
+        if (cxl_region_destroy(c, force, &err)) {
+            fprintf(stderr, "poddb-region: %s\n", err.msg);
+            rc = 1;
+        } else {
+            printf("destroyed region %s\n", c->region.path);
+        }
+    } else {
+        unsigned flags = strcmp(cmd, "format") == 0 ? CXL_OPEN_FORMAT | (force ? CXL_OPEN_FORCE : 0)
+                                                   : 0;
+        struct cxl_region *r = cxl_region_open(c, -1, flags, &err);
+        if (!r) {
+            fprintf(stderr, "poddb-region: %s\n", err.msg);
+            rc = 1;
+        } else {
+            if (strcmp(cmd, "format") == 0)
+                printf("formatted region %s: generation %llu\n", c->region.path,
+                       (unsigned long long)r->sb->generation);
+            else if (json)
+                inspect_json(r, c);
+            else
+                inspect_text(r, c);
+            cxl_region_close(r);
+        }
+    }
+    free(c);
+    return rc;
+}
