@@ -1,5 +1,5 @@
 # poddb-region end to end: format, inspect (text and JSON), destroy, bad config.
-source tests/integration/lib.sh
+source tests/lib.sh
 conf=$(make_conf)
 region=$(grep -m1 'path:' "$conf" | awk '{print $2}')
 on_exit "$BIN/poddb-region destroy --conf $conf --force"
