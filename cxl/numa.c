@@ -23,8 +23,12 @@ int cxl_numa_bind(void *addr, size_t len, int node, enum pod_region_kind kind, p
     }
     int maxnode = numa_max_node();
     if (node > maxnode) {
-        pod_err_set(err, "region.numa_node is %d but this machine has NUMA nodes 0-%d", node,
-                    maxnode);
+        if (maxnode == 0)
+            pod_err_set(err, "region.numa_node is %d but this machine has NUMA node 0 only",
+                        node);
+        else
+            pod_err_set(err, "region.numa_node is %d but this machine has NUMA nodes 0-%d",
+                        node, maxnode);
         return -1;
     }
     if (kind == POD_REGION_DEVDAX) {

@@ -5,6 +5,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "cxl/numa.h"
 #include "cxl/offset.h"
 #include "cxl/region.h"
 #include "helpers/testutil.h"
@@ -276,6 +277,30 @@ START_TEST(heartbeat_advances)
 }
 END_TEST
 
+START_TEST(numa_binding_and_pinning)
+{
+    pod_err err = {{0}};
+    struct pod_config *c = cfg(1, 512 * MiB, 4 * MiB);
+    c->region.numa_node = 0; /* every machine has node 0 */
+    struct cxl_region *r = cxl_region_open(c, 0, CXL_OPEN_CREATE, &err);
+    ck_assert_msg(r != NULL, "%s", err.msg);
+    cxl_region_close(r);
+    c->region.numa_node = 1000; /* no machine here has it */
+    ck_assert_ptr_null(cxl_region_open(c, 0, CXL_OPEN_CREATE, &err));
+    ck_assert_msg(strstr(err.msg, "numa_node is 1000") && strstr(err.msg, "NUMA node"), "%s",
+                  err.msg);
+
+    int ok[] = {0};
+    ck_assert_int_eq(cxl_pin_thread(ok, 1, &err), 0);
+    int bad[] = {0, 1023};
+    ck_assert_int_eq(cxl_pin_thread(bad, 2, &err), -1);
+    ck_assert_msg(strstr(err.msg, "CPU 1023 is not available") && strstr(err.msg, "has CPUs 0"),
+                  "%s", err.msg);
+    ck_assert_int_eq(cxl_pin_thread(NULL, 0, &err), 0); /* no list: not pinned */
+    free(c);
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("region");
@@ -291,6 +316,7 @@ int main(void)
     tcase_add_test(t, foreign_free_is_refused);
     tcase_add_test(t, roots_are_published);
     tcase_add_test(t, heartbeat_advances);
+    tcase_add_test(t, numa_binding_and_pinning);
     suite_add_tcase(s, t);
     SRunner *sr = srunner_create(s);
     srunner_run_all(sr, CK_NORMAL);
