@@ -1,0 +1,220 @@
+#include "engine/db.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "conf/config.h"
+#include "engine/worker.h"
+#include "storage/table.h"
+#include "txn/ebr.h"
+#include "txn/txn.h"
+
+#define DEFAULT_MAX_RETRIES 100000
+
+const char *pod_status_name(int status)
+{
+    switch (status) {
+    case POD_OK: return "ok";
+    case POD_NOT_FOUND: return "not found";
+    case POD_EXISTS: return "exists";
+    case POD_CONFLICT: return "conflict";
+    case POD_USER_ABORT: return "aborted";
+    case POD_E_INVALID: return "invalid argument";
+    case POD_E_NOMEM: return "out of memory";
+    case POD_E_INTERNAL: return "internal error";
+    case POD_E_RETRIES: return "too many conflicts";
+    default: return "unknown status";
+    }
+}
+
+const char *pod_abort_cause_name(enum pod_abort_cause c)
+{
+    static const char *const names[POD_CAUSE_COUNT] = {"read_lock", "write_lock", "upgrade",
+                                                       "next_key"};
+    return (unsigned)c < POD_CAUSE_COUNT ? names[c] : "unknown";
+}
+
+/* Local index nodes: cache-line aligned heap memory, freed through EBR. */
+static void *node_alloc(void *ctx, size_t size)
+{
+    (void)ctx;
+    return aligned_alloc(64, (size + 63) & ~(size_t)63);
+}
+
+static void node_free_cb(void *ctx, void *node)
+{
+    (void)ctx;
+    free(node);
+}
+
+static void node_retire(void *ctx, void *node, size_t size)
+{
+    (void)size;
+    pod_db *db = ctx;
+    struct pod_worker *w = pod_current_worker();
+    if (w && w->db == db) ebr_retire(db->ebr, w->id, node, node_free_cb, NULL);
+    else free(node); /* setup or teardown: no concurrent reader */
+}
+
+static struct pod_worker *worker_new(pod_db *db, int id)
+{
+    struct pod_worker *w = calloc(1, sizeof *w);
+    if (!w) return NULL;
+    w->db = db;
+    w->id = id;
+    w->cpu = -1;
+    w->rng = 0x9e3779b97f4a7c15ull * (uint64_t)(id + 1) ^ (uint64_t)(uintptr_t)w;
+    if (!(w->tx = txn_new(db, w))) {
+        free(w);
+        return NULL;
+    }
+    return w;
+}
+
+static void worker_free(struct pod_worker *w)
+{
+    if (!w) return;
+    txn_free(w->tx);
+    free(w);
+}
+
+pod_db *pod_db_new(const struct pod_db_options *o, char *err, size_t errlen)
+{
+    if (o->nworkers < 1 || o->nworkers > POD_MAX_WORKERS) {
+        snprintf(err, errlen, "nworkers %d is out of range (1..%d)", o->nworkers, POD_MAX_WORKERS);
+        return NULL;
+    }
+    if (o->nhosts < 1 || o->host_id < 0 || o->host_id >= o->nhosts) {
+        snprintf(err, errlen, "host %d of %d hosts is out of range", o->host_id, o->nhosts);
+        return NULL;
+    }
+    pod_db *db = calloc(1, sizeof *db);
+    if (!db) goto nomem;
+    db->opt = *o;
+    if (db->opt.max_retries <= 0) db->opt.max_retries = DEFAULT_MAX_RETRIES;
+    db->epoch = 1;
+    pthread_mutex_init(&db->admin_lock, NULL);
+    db->space = (bt_space){NULL, node_alloc, node_retire, db};
+    /* One EBR slot per worker, and one for the admin worker. */
+    if (!(db->ebr = ebr_domain_new(o->nworkers + 1))) goto nomem;
+    if (!(db->workers = calloc((size_t)o->nworkers, sizeof *db->workers))) goto nomem;
+    for (int i = 0; i < o->nworkers; i++)
+        if (!(db->workers[i] = worker_new(db, i))) goto nomem;
+    if (!(db->admin = worker_new(db, o->nworkers))) goto nomem;
+    return db;
+nomem:
+    snprintf(err, errlen, "out of memory creating the database");
+    pod_db_free(db);
+    return NULL;
+}
+
+void pod_db_free(pod_db *db)
+{
+    if (!db) return;
+    for (uint32_t i = 0; i < db->ntables; i++) table_free(db->tables[i]);
+    if (db->ebr) ebr_domain_free(db->ebr); /* frees what is still retired */
+    for (int i = 0; db->workers && i < db->opt.nworkers; i++) worker_free(db->workers[i]);
+    worker_free(db->admin);
+    for (uint32_t i = 0; i < db->nprocs; i++) free((char *)db->procs[i].name);
+    free(db->workers);
+    pthread_mutex_destroy(&db->admin_lock);
+    free(db);
+}
+
+pod_table *pod_table_create(pod_db *db, const pod_table_def *def, char *err, size_t errlen)
+{
+    if (db->nrunning) {
+        snprintf(err, errlen, "tables must be created before workers start");
+        return NULL;
+    }
+    if (db->ntables == POD_MAX_TABLES) {
+        snprintf(err, errlen, "too many tables (at most %d)", POD_MAX_TABLES);
+        return NULL;
+    }
+    if (def->name && pod_table_find(db, def->name)) {
+        snprintf(err, errlen, "table %s already exists", def->name);
+        return NULL;
+    }
+    pod_table *t = table_new(db, db->ntables, def, &db->space, (uint32_t)db->opt.nhosts, err,
+                             errlen);
+    if (t) db->tables[db->ntables++] = t;
+    return t;
+}
+
+pod_table *pod_table_find(pod_db *db, const char *name)
+{
+    for (uint32_t i = 0; i < db->ntables; i++)
+        if (strcmp(db->tables[i]->name, name) == 0) return db->tables[i];
+    return NULL;
+}
+
+int pod_proc_register(pod_db *db, const pod_proc_def *def, char *err, size_t errlen)
+{
+    if (!def->name || !*def->name || !def->fn) {
+        snprintf(err, errlen, "a procedure needs a name and a function");
+        return -1;
+    }
+    if (pod_proc_find(db, def->name) >= 0) {
+        snprintf(err, errlen, "procedure %s is already registered", def->name);
+        return -1;
+    }
+    if (db->nprocs == POD_MAX_PROCS) {
+        snprintf(err, errlen, "too many procedures (at most %d)", POD_MAX_PROCS);
+        return -1;
+    }
+    pod_proc_def *p = &db->procs[db->nprocs];
+    *p = *def;
+    if (!(p->name = strdup(def->name))) {
+        snprintf(err, errlen, "out of memory");
+        return -1;
+    }
+    return (int)db->nprocs++;
+}
+
+int pod_proc_find(const pod_db *db, const char *name)
+{
+    for (uint32_t i = 0; i < db->nprocs; i++)
+        if (strcmp(db->procs[i].name, name) == 0) return (int)i;
+    return -1;
+}
+
+static void add_stats(struct pod_proc_stats *sum, const struct pod_proc_stats *s)
+{
+    sum->commits += __atomic_load_n(&s->commits, __ATOMIC_RELAXED);
+    sum->user_aborts += __atomic_load_n(&s->user_aborts, __ATOMIC_RELAXED);
+    sum->errors += __atomic_load_n(&s->errors, __ATOMIC_RELAXED);
+    sum->conflicts += __atomic_load_n(&s->conflicts, __ATOMIC_RELAXED);
+    sum->gave_up += __atomic_load_n(&s->gave_up, __ATOMIC_RELAXED);
+    for (int c = 0; c < POD_CAUSE_COUNT; c++)
+        sum->by_cause[c] += __atomic_load_n(&s->by_cause[c], __ATOMIC_RELAXED);
+}
+
+void pod_db_proc_stats(const pod_db *db, int proc, struct pod_proc_stats *out)
+{
+    memset(out, 0, sizeof *out);
+    if (proc < 0 || proc >= (int)db->nprocs) return;
+    for (int i = 0; i < db->opt.nworkers; i++) add_stats(out, &db->workers[i]->stats[proc]);
+    add_stats(out, &db->admin->stats[proc]);
+}
+
+void pod_db_print_stats(const pod_db *db, FILE *out)
+{
+    fprintf(out, "%-24s %10s %8s %7s %10s %10s %10s %8s %8s %7s\n", "procedure", "commits",
+            "aborts", "errors", "conflicts", "read_lock", "write_lock", "upgrade", "next_key",
+            "gave_up");
+    for (uint32_t p = 0; p < db->nprocs; p++) {
+        struct pod_proc_stats s;
+        pod_db_proc_stats(db, (int)p, &s);
+        if (!s.commits && !s.user_aborts && !s.errors && !s.conflicts) continue;
+        fprintf(out, "%-24s %10llu %8llu %7llu %10llu %10llu %10llu %8llu %8llu %7llu\n",
+                db->procs[p].name, (unsigned long long)s.commits,
+                (unsigned long long)s.user_aborts, (unsigned long long)s.errors,
+                (unsigned long long)s.conflicts,
+                (unsigned long long)s.by_cause[POD_CAUSE_READ_LOCK],
+                (unsigned long long)s.by_cause[POD_CAUSE_WRITE_LOCK],
+                (unsigned long long)s.by_cause[POD_CAUSE_UPGRADE],
+                (unsigned long long)s.by_cause[POD_CAUSE_NEXT_KEY],
+                (unsigned long long)s.gave_up);
+    }
+}

@@ -1,0 +1,152 @@
+#include "storage/table.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "engine/db.h"
+
+struct pod_row *row_alloc(const pod_table *t)
+{
+    size_t n = sizeof(struct pod_row) + t->tuple_size + t->key_size;
+    struct pod_row *r = aligned_alloc(64, (n + 63) & ~(size_t)63);
+    if (r) memset(r, 0, n);
+    return r;
+}
+
+void row_free(struct pod_row *r) { free(r); }
+
+uint32_t pod_part_be64(const void *key, uint32_t nparts, void *ctx)
+{
+    (void)ctx;
+    return nparts ? (uint32_t)(pod_key_get_u64(key) % nparts) : 0;
+}
+
+static int col_check(const pod_table_def *def, char *err, size_t errlen)
+{
+    for (uint32_t i = 0; i < def->ncols; i++) {
+        const pod_column *c = &def->cols[i];
+        if (!c->name || !*c->name) {
+            snprintf(err, errlen, "table %s: column %u has no name", def->name, i);
+            return -1;
+        }
+        uint32_t want = c->type == POD_COL_I32 ? 4 : c->type == POD_COL_BYTES ? c->size : 8;
+        if (c->type < POD_COL_I64 || c->type > POD_COL_I32 || c->size != want || c->size == 0) {
+            snprintf(err, errlen, "table %s: column %s has type %d and size %u", def->name,
+                     c->name, (int)c->type, c->size);
+            return -1;
+        }
+        if ((uint64_t)c->offset + c->size > def->tuple_size) {
+            snprintf(err, errlen, "table %s: column %s (offset %u, size %u) ends past the %u-byte "
+                     "tuple", def->name, c->name, c->offset, c->size, def->tuple_size);
+            return -1;
+        }
+        for (uint32_t j = 0; j < i; j++)
+            if (strcmp(def->cols[j].name, c->name) == 0) {
+                snprintf(err, errlen, "table %s: column %s appears twice", def->name, c->name);
+                return -1;
+            }
+    }
+    return 0;
+}
+
+pod_table *table_new(pod_db *db, uint32_t id, const pod_table_def *def, const bt_space *space,
+                     uint32_t nhosts, char *err, size_t errlen)
+{
+    if (!def->name || !*def->name) {
+        snprintf(err, errlen, "a table needs a name");
+        return NULL;
+    }
+    if (def->key_size == 0 || def->key_size > BT_MAX_KEY_WIDTH) {
+        snprintf(err, errlen, "table %s: key_size %u is out of range (1..%u)", def->name,
+                 def->key_size, BT_MAX_KEY_WIDTH);
+        return NULL;
+    }
+    if (def->tuple_size == 0 || def->tuple_size > (1u << 20)) {
+        snprintf(err, errlen, "table %s: tuple_size %u is out of range (1..1048576)", def->name,
+                 def->tuple_size);
+        return NULL;
+    }
+    if (def->ncols && !def->cols) {
+        snprintf(err, errlen, "table %s: ncols is %u but cols is NULL", def->name, def->ncols);
+        return NULL;
+    }
+    if (col_check(def, err, errlen)) return NULL;
+    pod_table *t = calloc(1, sizeof *t);
+    if (!t) goto nomem;
+    t->id = id;
+    t->db = db;
+    t->key_size = def->key_size;
+    t->tuple_size = def->tuple_size;
+    t->nparts = def->nparts ? def->nparts : 1;
+    t->partition = def->partition;
+    t->partition_ctx = def->partition_ctx;
+    t->name = strdup(def->name);
+    t->cols = calloc(def->ncols ? def->ncols : 1, sizeof *t->cols);
+    t->parts = calloc(t->nparts, sizeof *t->parts);
+    if (!t->name || !t->cols || !t->parts) goto nomem;
+    for (uint32_t i = 0; i < def->ncols; i++) {
+        t->cols[i] = def->cols[i];
+        if (!(t->cols[i].name = strdup(def->cols[i].name))) goto nomem;
+        t->ncols = i + 1;
+    }
+    for (uint32_t p = 0; p < t->nparts; p++) {
+        struct pod_partition *pt = &t->parts[p];
+        pt->owner = nhosts ? p % nhosts : 0;
+        bt_config bc = {def->key_size, 0};
+        bt_status st = bt_create(&pt->tree, &pt->hdr, space, &bc);
+        if (st != BT_OK) {
+            snprintf(err, errlen, "table %s: index: %s", def->name, bt_status_name(st));
+            table_free(t);
+            return NULL;
+        }
+        if (!(pt->sentinel = row_alloc(t))) goto nomem;
+    }
+    return t;
+nomem:
+    snprintf(err, errlen, "table %s: out of memory", def->name);
+    table_free(t);
+    return NULL;
+}
+
+/* Drop every row and index node. No transaction may be running. */
+static bool free_row_visit(void *arg, const void *key, uint64_t value)
+{
+    (void)arg;
+    (void)key;
+    row_free((struct pod_row *)(uintptr_t)value);
+    return true;
+}
+
+void table_free(pod_table *t)
+{
+    if (!t) return;
+    for (uint32_t p = 0; t->parts && p < t->nparts; p++) {
+        struct pod_partition *pt = &t->parts[p];
+        if (pt->tree.hdr) {
+            bt_scan_forward(&pt->tree, NULL, true, free_row_visit, NULL);
+            bt_destroy(&pt->tree);
+        }
+        row_free(pt->sentinel);
+    }
+    for (uint32_t i = 0; i < t->ncols; i++) free((char *)t->cols[i].name);
+    free(t->cols);
+    free(t->parts);
+    free(t->name);
+    free(t);
+}
+
+const char *pod_table_name(const pod_table *t) { return t->name; }
+uint32_t pod_table_key_size(const pod_table *t) { return t->key_size; }
+uint32_t pod_table_tuple_size(const pod_table *t) { return t->tuple_size; }
+uint32_t pod_table_ncols(const pod_table *t) { return t->ncols; }
+const pod_column *pod_table_col(const pod_table *t, uint32_t i)
+{
+    return i < t->ncols ? &t->cols[i] : NULL;
+}
+int pod_table_col_index(const pod_table *t, const char *name)
+{
+    for (uint32_t i = 0; i < t->ncols; i++)
+        if (strcmp(t->cols[i].name, name) == 0) return (int)i;
+    return -1;
+}

@@ -1,0 +1,48 @@
+/* Tables: a schema, and per partition a B+-tree from key to local row plus a
+ * sentinel row that stands for "past the last key" in next-key locking. */
+#ifndef PODDB_STORAGE_TABLE_H
+#define PODDB_STORAGE_TABLE_H
+
+#include "poddb/proc.h"
+#include "storage/btree.h"
+#include "storage/row.h"
+
+struct pod_partition {
+    bt_header hdr;
+    bt_tree tree;
+    struct pod_row *sentinel; /* never in the tree; locked for gaps at the end */
+    uint32_t owner;           /* host that owns the partition */
+};
+
+struct pod_table {
+    uint32_t id;
+    char *name;
+    uint32_t key_size, tuple_size, ncols, nparts;
+    pod_column *cols;
+    pod_partition_fn partition;
+    void *partition_ctx;
+    struct pod_partition *parts;
+    pod_db *db;
+};
+
+static inline uint32_t table_partition_of(const pod_table *t, const void *key)
+{
+    return t->partition ? t->partition(key, t->nparts, t->partition_ctx) % t->nparts : 0;
+}
+
+/* A row's key is stored right after its tuple, for removing it from the index. */
+static inline unsigned char *row_key(const pod_table *t, struct pod_row *r)
+{
+    return r->tuple + t->tuple_size;
+}
+
+/* A row with a zeroed tuple and key, unlocked, invalid. NULL when out of memory. */
+struct pod_row *row_alloc(const pod_table *t);
+void row_free(struct pod_row *r);
+
+/* For pod_db: create/free the table object (the db owns the list). */
+pod_table *table_new(pod_db *db, uint32_t id, const pod_table_def *def, const bt_space *space,
+                     uint32_t nhosts, char *err, size_t errlen);
+void table_free(pod_table *t);
+
+#endif

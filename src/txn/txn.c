@@ -1,0 +1,661 @@
+/* Transactions: strict two-phase locking with NO_WAIT and next-key locking
+ * (Tigon §3.4 on one host).
+ *
+ * Invariants
+ *  1. Every row a transaction reads or writes is locked by it until commit or
+ *     abort (strict 2PL). A lock that is taken fails the operation at once with
+ *     POD_CONFLICT and dooms the attempt (NO_WAIT): no waiting, no deadlock.
+ *  2. Writes go in place under the exclusive lock; the first write of a row
+ *     saves its before-image, which abort copies back.
+ *  3. An inserted row enters the index at once, invalid and exclusively
+ *     locked; commit makes it valid. A deleted row stays in the index, locked,
+ *     until commit marks it invalid and removes it. So a row in the index whose
+ *     lock can be taken and that is invalid is dead (its remover is done with
+ *     it); an operation that meets one starts over.
+ *  4. Next-key locking: the lock on key k also covers the gap between k's
+ *     predecessor and k; the partition's sentinel covers the gap after the last
+ *     key. A scan locks every key it visits and the key after its range; a
+ *     lookup of a missing key locks the next key; an insert must find the next
+ *     key unlocked by others (an instant exclusive lock, released at once:
+ *     after the insert the new key itself is locked). After locking a key
+ *     found by a "next key" search, the search is repeated: if another key
+ *     appeared in between, the step is retried, so no gap is ever left
+ *     unprotected.
+ *  5. Every operation runs inside the worker's EBR critical section (entered
+ *     at begin), so rows and index nodes found in the index stay readable even
+ *     if another transaction retires them meanwhile. */
+#include "txn/txn.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "engine/worker.h"
+#include "txn/ebr.h"
+#include "txn/lock.h"
+
+enum {
+    HELD_NONE = 0,
+    HELD_READ = 1,
+    HELD_WRITE = 2,
+};
+
+enum {
+    ACC_INSERTED = 1 << 0, /* this transaction created the row */
+    ACC_UPDATED = 1 << 1,  /* undo holds the before-image */
+    ACC_DELETED = 1 << 2,
+};
+
+struct access {
+    struct pod_row *row;
+    pod_table *table;
+    uint32_t part;
+    uint8_t held;
+    uint8_t flags;
+    void *undo;
+};
+
+/* Before-images live in chunks that are reused from one attempt to the next;
+ * pointers into them stay valid for the whole attempt. */
+struct undo_chunk {
+    struct undo_chunk *next;
+    size_t used, cap;
+    _Alignas(16) unsigned char data[];
+};
+
+struct pod_txn {
+    pod_db *db;
+    struct pod_worker *w;
+    struct access *acc;
+    uint32_t nacc, cap;
+    struct undo_chunk *chunks, *cur;
+    int status;
+    enum pod_abort_cause cause;
+    uint64_t epoch;
+    bool active;
+    char msg[256];
+};
+
+#define OP_RESTARTS 1000 /* bound on "start this operation over" loops */
+
+static void row_free_cb(void *ctx, void *row)
+{
+    (void)ctx;
+    row_free(row);
+}
+
+/* ---- lifecycle ------------------------------------------------------------ */
+
+struct pod_txn *txn_new(pod_db *db, struct pod_worker *w)
+{
+    struct pod_txn *tx = calloc(1, sizeof *tx);
+    if (!tx) return NULL;
+    tx->db = db;
+    tx->w = w;
+    tx->cap = 64;
+    tx->acc = malloc(tx->cap * sizeof *tx->acc);
+    if (!tx->acc) {
+        free(tx);
+        return NULL;
+    }
+    return tx;
+}
+
+void txn_free(struct pod_txn *tx)
+{
+    if (!tx) return;
+    for (struct undo_chunk *c = tx->chunks, *n; c; c = n) {
+        n = c->next;
+        free(c);
+    }
+    free(tx->acc);
+    free(tx);
+}
+
+void txn_begin(struct pod_txn *tx)
+{
+    tx->nacc = 0;
+    tx->status = POD_OK;
+    tx->msg[0] = 0;
+    for (struct undo_chunk *c = tx->chunks; c; c = c->next) c->used = 0;
+    tx->cur = tx->chunks;
+    tx->active = true;
+    ebr_enter(tx->db->ebr, tx->w->id);
+}
+
+int txn_status(const struct pod_txn *tx) { return tx->status; }
+enum pod_abort_cause txn_abort_cause(const struct pod_txn *tx) { return tx->cause; }
+const char *txn_message(const struct pod_txn *tx) { return tx->msg; }
+pod_db *pod_txn_db(pod_txn *tx) { return tx->db; }
+
+int pod_txn_fail(pod_txn *tx, int status, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(tx->msg, sizeof tx->msg, fmt, ap);
+    va_end(ap);
+    return status;
+}
+
+static int conflict(struct pod_txn *tx, enum pod_abort_cause cause)
+{
+    if (tx->status == POD_OK) {
+        tx->status = POD_CONFLICT;
+        tx->cause = cause;
+    }
+    return POD_CONFLICT;
+}
+
+static void *undo_alloc(struct pod_txn *tx, size_t n)
+{
+    n = (n + 15) & ~(size_t)15;
+    for (;;) {
+        if (tx->cur && tx->cur->cap - tx->cur->used >= n) {
+            void *p = tx->cur->data + tx->cur->used;
+            tx->cur->used += n;
+            return p;
+        }
+        if (tx->cur && tx->cur->next) { /* a chunk kept from an earlier attempt */
+            tx->cur = tx->cur->next;
+            tx->cur->used = 0;
+            continue;
+        }
+        size_t cap = n > 65536 ? n : 65536;
+        struct undo_chunk *c = malloc(sizeof *c + cap);
+        if (!c) return NULL;
+        c->next = NULL;
+        c->used = 0;
+        c->cap = cap;
+        if (tx->cur) tx->cur->next = c;
+        else tx->chunks = c;
+        tx->cur = c;
+    }
+}
+
+/* ---- the access set ------------------------------------------------------- */
+
+static struct access *find_access(struct pod_txn *tx, const struct pod_row *row)
+{
+    for (uint32_t i = tx->nacc; i-- > 0;)
+        if (tx->acc[i].row == row) return &tx->acc[i];
+    return NULL;
+}
+
+static struct access *add_access(struct pod_txn *tx, struct pod_row *row, pod_table *t,
+                                 uint32_t part, uint8_t held)
+{
+    if (tx->nacc == tx->cap) {
+        struct access *n = realloc(tx->acc, 2 * tx->cap * sizeof *n);
+        if (!n) return NULL;
+        tx->acc = n;
+        tx->cap *= 2;
+    }
+    struct access *a = &tx->acc[tx->nacc++];
+    *a = (struct access){row, t, part, held, 0, NULL};
+    return a;
+}
+
+/* ---- locking -------------------------------------------------------------- */
+
+/* Take (or keep) a lock of mode `want` on row for the rest of the transaction.
+ * *acc gets the access entry. POD_OK or POD_CONFLICT. */
+static int lock_row(struct pod_txn *tx, pod_table *t, uint32_t part, struct pod_row *row,
+                    uint8_t want, enum pod_abort_cause read_cause, struct access **acc)
+{
+    struct access *a = find_access(tx, row);
+    if (a && a->held >= want) {
+        *acc = a;
+        return POD_OK;
+    }
+    if (a && a->held == HELD_READ) { /* want write */
+        if (!lock_try_upgrade(&row->lock)) return conflict(tx, POD_CAUSE_UPGRADE);
+        a->held = HELD_WRITE;
+        *acc = a;
+        return POD_OK;
+    }
+    bool ok = want == HELD_WRITE ? lock_try_write(&row->lock) : lock_try_read(&row->lock);
+    if (!ok) return conflict(tx, want == HELD_WRITE ? POD_CAUSE_WRITE_LOCK : read_cause);
+    if (a) {
+        a->held = want;
+    } else if (!(a = add_access(tx, row, t, part, want))) {
+        if (want == HELD_WRITE) lock_release_write(&row->lock);
+        else lock_release_read(&row->lock);
+        tx->status = POD_E_NOMEM;
+        return pod_txn_fail(tx, POD_E_NOMEM, "out of memory for the access set");
+    }
+    *acc = a;
+    return POD_OK;
+}
+
+/* Give back a lock taken by this operation that turned out not to be needed
+ * (a dead row, a next key that moved). Only the newest access can be one. */
+static void unlock_fresh(struct pod_txn *tx, struct access *a)
+{
+    if (a != &tx->acc[tx->nacc - 1] || a->flags) return;
+    if (a->held == HELD_WRITE) lock_release_write(&a->row->lock);
+    else if (a->held == HELD_READ) lock_release_read(&a->row->lock);
+    tx->nacc--;
+}
+
+/* ---- argument checks ------------------------------------------------------ */
+
+static int check_op(struct pod_txn *tx, pod_table *t, const void *key)
+{
+    if (tx->status != POD_OK) return tx->status;
+    if (!t || t->db != tx->db)
+        return pod_txn_fail(tx, POD_E_INVALID, "table handle does not belong to this database");
+    if (!key) return pod_txn_fail(tx, POD_E_INVALID, "%s: key is NULL", t->name);
+    return POD_OK;
+}
+
+/* ---- next-key locking ----------------------------------------------------- */
+
+/* The row holding the smallest key > key (or the sentinel), with its key in
+ * key_out (unset for the sentinel). */
+static struct pod_row *next_row(pod_table *t, uint32_t part, const void *key, bool inclusive,
+                                void *key_out, bool *is_end)
+{
+    uint64_t v;
+    bt_status st = bt_next(&t->parts[part].tree, key, inclusive, key_out, &v);
+    *is_end = st != BT_OK;
+    return st == BT_OK ? (struct pod_row *)(uintptr_t)v : t->parts[part].sentinel;
+}
+
+/* Lock the gap after `key` (exclusive of key) in mode want, until commit.
+ * Repeats the search after locking until the locked row is still the next. */
+static int lock_gap_after(struct pod_txn *tx, pod_table *t, uint32_t part, const void *key,
+                          bool inclusive, uint8_t want)
+{
+    unsigned char k1[BT_MAX_KEY_WIDTH], k2[BT_MAX_KEY_WIDTH];
+    for (int tries = 0; tries < OP_RESTARTS; tries++) {
+        bool end1, end2;
+        struct pod_row *r = next_row(t, part, key, inclusive, k1, &end1);
+        struct access *a;
+        int rc = lock_row(tx, t, part, r, want, POD_CAUSE_NEXT_KEY, &a);
+        if (rc) {
+            if (rc == POD_CONFLICT) tx->cause = POD_CAUSE_NEXT_KEY;
+            return rc;
+        }
+        struct pod_row *again = next_row(t, part, key, inclusive, k2, &end2);
+        if (again == r) return POD_OK;
+        unlock_fresh(tx, a);
+    }
+    return conflict(tx, POD_CAUSE_NEXT_KEY);
+}
+
+/* ---- point operations ----------------------------------------------------- */
+
+enum find_result { FOUND, MISSING };
+
+/* Find and lock the row of key in mode want. On FOUND *acc is its access
+ * (a row this transaction deleted counts as MISSING). On MISSING with phantom
+ * protection, the gap where key would be is locked (shared). */
+static int find_locked(struct pod_txn *tx, pod_table *t, const void *key, uint8_t want,
+                       enum find_result *res, struct access **acc, uint32_t *part_out)
+{
+    uint32_t part = table_partition_of(t, key);
+    *part_out = part;
+    for (int tries = 0; tries < OP_RESTARTS; tries++) {
+        uint64_t v;
+        if (bt_lookup(&t->parts[part].tree, key, &v) == BT_OK) {
+            struct pod_row *row = (struct pod_row *)(uintptr_t)v;
+            struct access *a = find_access(tx, row);
+            if (a && (a->flags & ACC_DELETED)) {
+                *res = MISSING; /* our own delete: the key is gone for us */
+                return POD_OK;
+            }
+            int rc = lock_row(tx, t, part, row, want, POD_CAUSE_READ_LOCK, &a);
+            if (rc) return rc;
+            if (row_valid(row) || (a->flags & ACC_INSERTED)) {
+                *res = FOUND;
+                *acc = a;
+                return POD_OK;
+            }
+            unlock_fresh(tx, a); /* dead: its remover is taking it out of the index */
+            continue;
+        }
+        if (tx->db->opt.phantom_protection) {
+            int rc = lock_gap_after(tx, t, part, key, false, HELD_READ);
+            if (rc) return rc;
+            /* The key may have been inserted before the gap was locked. */
+            if (bt_lookup(&t->parts[part].tree, key, &v) == BT_OK) continue;
+        }
+        *res = MISSING;
+        return POD_OK;
+    }
+    return conflict(tx, POD_CAUSE_READ_LOCK);
+}
+
+static int get_impl(struct pod_txn *tx, pod_table *t, const void *key, void *out, uint8_t want)
+{
+    int rc = check_op(tx, t, key);
+    if (rc) return rc;
+    enum find_result fr;
+    struct access *a;
+    uint32_t part;
+    if ((rc = find_locked(tx, t, key, want, &fr, &a, &part))) return rc;
+    if (fr == MISSING) return POD_NOT_FOUND;
+    if (out) memcpy(out, a->row->tuple, t->tuple_size);
+    return POD_OK;
+}
+
+int pod_get(pod_txn *tx, pod_table *t, const void *key, void *tuple_out)
+{
+    return get_impl(tx, t, key, tuple_out, HELD_READ);
+}
+
+int pod_get_for_update(pod_txn *tx, pod_table *t, const void *key, void *tuple_out)
+{
+    return get_impl(tx, t, key, tuple_out, HELD_WRITE);
+}
+
+/* Save the before-image once, then write in place. */
+static int write_row(struct pod_txn *tx, pod_table *t, struct access *a, const void *tuple)
+{
+    if (!(a->flags & (ACC_INSERTED | ACC_UPDATED))) {
+        a->undo = undo_alloc(tx, t->tuple_size);
+        if (!a->undo) {
+            tx->status = POD_E_NOMEM;
+            return pod_txn_fail(tx, POD_E_NOMEM, "out of memory for a before-image");
+        }
+        memcpy(a->undo, a->row->tuple, t->tuple_size);
+        a->flags |= ACC_UPDATED;
+    }
+    memcpy(a->row->tuple, tuple, t->tuple_size);
+    return POD_OK;
+}
+
+int pod_put(pod_txn *tx, pod_table *t, const void *key, const void *tuple)
+{
+    int rc = check_op(tx, t, key);
+    if (rc) return rc;
+    if (!tuple) return pod_txn_fail(tx, POD_E_INVALID, "%s: tuple is NULL", t->name);
+    enum find_result fr;
+    struct access *a;
+    uint32_t part;
+    if ((rc = find_locked(tx, t, key, HELD_WRITE, &fr, &a, &part))) return rc;
+    if (fr == MISSING) return POD_NOT_FOUND;
+    return write_row(tx, t, a, tuple);
+}
+
+int pod_delete(pod_txn *tx, pod_table *t, const void *key)
+{
+    int rc = check_op(tx, t, key);
+    if (rc) return rc;
+    enum find_result fr;
+    struct access *a;
+    uint32_t part;
+    if ((rc = find_locked(tx, t, key, HELD_WRITE, &fr, &a, &part))) return rc;
+    if (fr == MISSING) return POD_NOT_FOUND;
+    /* The row stays in the index, locked, until commit (invariant 3). */
+    a->flags |= ACC_DELETED;
+    return POD_OK;
+}
+
+int pod_insert(pod_txn *tx, pod_table *t, const void *key, const void *tuple)
+{
+    int rc = check_op(tx, t, key);
+    if (rc) return rc;
+    if (!tuple) return pod_txn_fail(tx, POD_E_INVALID, "%s: tuple is NULL", t->name);
+    uint32_t part = table_partition_of(t, key);
+    bt_tree *tree = &t->parts[part].tree;
+    for (int tries = 0; tries < OP_RESTARTS; tries++) {
+        uint64_t v;
+        if (bt_lookup(tree, key, &v) == BT_OK) {
+            struct pod_row *row = (struct pod_row *)(uintptr_t)v;
+            struct access *a = find_access(tx, row);
+            if (a && (a->flags & ACC_DELETED)) {
+                /* Deleted and inserted again by us: an update of the row. */
+                a->flags &= (uint8_t)~ACC_DELETED;
+                return write_row(tx, t, a, tuple);
+            }
+            /* Present: a shared lock makes "exists" hold until commit. */
+            if ((rc = lock_row(tx, t, part, row, HELD_READ, POD_CAUSE_READ_LOCK, &a))) return rc;
+            if (row_valid(row) || (a->flags & ACC_INSERTED)) return POD_EXISTS;
+            unlock_fresh(tx, a);
+            continue;
+        }
+        /* The gap must not be locked by anyone else: an instant exclusive
+         * lock on the next key, kept only if this transaction already had it. */
+        struct access *gap = NULL;
+        bool gap_fresh = false;
+        if (tx->db->opt.phantom_protection) {
+            unsigned char k1[BT_MAX_KEY_WIDTH];
+            bool end;
+            struct pod_row *nr = next_row(t, part, key, false, k1, &end);
+            struct access *had = find_access(tx, nr);
+            uint8_t held = had ? had->held : HELD_NONE;
+            if (held == HELD_READ) {
+                if (!lock_only_mine(&nr->lock, 1)) return conflict(tx, POD_CAUSE_NEXT_KEY);
+            } else if (held == HELD_NONE) {
+                if ((rc = lock_row(tx, t, part, nr, HELD_WRITE, POD_CAUSE_NEXT_KEY, &gap))) {
+                    tx->cause = POD_CAUSE_NEXT_KEY;
+                    return rc;
+                }
+                gap_fresh = true;
+            }
+            bool end2;
+            if (next_row(t, part, key, false, k1, &end2) != nr) {
+                if (gap_fresh) unlock_fresh(tx, gap);
+                continue;
+            }
+        }
+        struct pod_row *row = row_alloc(t);
+        if (!row) {
+            if (gap_fresh) unlock_fresh(tx, gap);
+            tx->status = POD_E_NOMEM;
+            return pod_txn_fail(tx, POD_E_NOMEM, "%s: out of memory for a row", t->name);
+        }
+        memcpy(row->tuple, tuple, t->tuple_size);
+        memcpy(row_key(t, row), key, t->key_size);
+        row->lock = LOCK_W;
+        bt_status st = bt_insert(tree, key, (uint64_t)(uintptr_t)row);
+        if (gap_fresh) unlock_fresh(tx, gap);
+        if (st != BT_OK) {
+            row_free(row);
+            if (st == BT_EXISTS) continue; /* raced with an insert of the same key */
+            tx->status = POD_E_NOMEM;
+            return pod_txn_fail(tx, POD_E_NOMEM, "%s: index: %s", t->name, bt_status_name(st));
+        }
+        struct access *a = add_access(tx, row, t, part, HELD_WRITE);
+        if (!a) { /* cannot track it: take it out again */
+            bt_remove(tree, key, NULL);
+            ebr_retire(tx->db->ebr, tx->w->id, row, row_free_cb, NULL);
+            tx->status = POD_E_NOMEM;
+            return pod_txn_fail(tx, POD_E_NOMEM, "out of memory for the access set");
+        }
+        a->flags = ACC_INSERTED;
+        return POD_OK;
+    }
+    return conflict(tx, POD_CAUSE_NEXT_KEY);
+}
+
+/* ---- scans ------------------------------------------------------------------ */
+
+struct scan_state {
+    struct pod_txn *tx;
+    pod_table *t;
+    uint32_t part;
+    const void *lo, *hi;
+    uint32_t limit, count;
+    uint8_t want;
+    pod_scan_fn fn;
+    void *arg;
+};
+
+/* Visit one row found by the scan. Returns <0 on conflict, 0 to go on, 1 to stop. */
+static int visit(struct scan_state *s, struct access *a, const void *key)
+{
+    if (a->flags & ACC_DELETED) return 0;
+    s->count++;
+    bool go_on = s->fn ? s->fn(s->arg, key, a->row->tuple) : true;
+    return (!go_on || (s->limit && s->count >= s->limit)) ? 1 : 0;
+}
+
+static int scan_forward(struct scan_state *s)
+{
+    struct pod_txn *tx = s->tx;
+    pod_table *t = s->t;
+    bool phantom = tx->db->opt.phantom_protection;
+    unsigned char cur[BT_MAX_KEY_WIDTH], k1[BT_MAX_KEY_WIDTH], k2[BT_MAX_KEY_WIDTH];
+    bool have_cur = s->lo != NULL, inclusive = true;
+    if (have_cur) memcpy(cur, s->lo, t->key_size);
+    int restarts = 0;
+    for (;;) {
+        bool end;
+        struct pod_row *r = next_row(t, s->part, have_cur ? cur : NULL, inclusive, k1, &end);
+        bool past = end || (s->hi && memcmp(k1, s->hi, t->key_size) > 0);
+        if (past && !phantom) return POD_OK;
+        /* Past the range: lock the next key, which covers the last gap. */
+        uint8_t mode = past ? HELD_READ : s->want;
+        struct access *a;
+        int rc = lock_row(tx, t, s->part, r, mode, past ? POD_CAUSE_NEXT_KEY : POD_CAUSE_READ_LOCK,
+                          &a);
+        if (rc) return rc;
+        if (phantom) {
+            bool end2;
+            struct pod_row *again =
+                next_row(t, s->part, have_cur ? cur : NULL, inclusive, k2, &end2);
+            if (again != r) { /* a key appeared before r: take that step again */
+                unlock_fresh(tx, a);
+                if (++restarts > OP_RESTARTS) return conflict(tx, POD_CAUSE_NEXT_KEY);
+                continue;
+            }
+        }
+        if (past) return POD_OK;
+        if (!row_valid(r) && !(a->flags & ACC_INSERTED)) { /* dead: being removed */
+            unlock_fresh(tx, a);
+            if (++restarts > OP_RESTARTS) return conflict(tx, POD_CAUSE_READ_LOCK);
+            continue;
+        }
+        memcpy(cur, k1, t->key_size);
+        have_cur = true;
+        inclusive = false;
+        if ((rc = visit(s, a, cur))) return rc < 0 ? rc : POD_OK;
+    }
+}
+
+static struct pod_row *prev_row(pod_table *t, uint32_t part, const void *key, bool inclusive,
+                                void *key_out)
+{
+    uint64_t v;
+    bt_status st = bt_prev(&t->parts[part].tree, key, inclusive, key_out, &v);
+    return st == BT_OK ? (struct pod_row *)(uintptr_t)v : NULL;
+}
+
+static int scan_backward(struct scan_state *s)
+{
+    struct pod_txn *tx = s->tx;
+    pod_table *t = s->t;
+    unsigned char cur[BT_MAX_KEY_WIDTH], k1[BT_MAX_KEY_WIDTH];
+    /* The gap above hi is covered by the key after hi (invariant 4); every
+     * gap below is covered by the key above it, already locked. */
+    if (tx->db->opt.phantom_protection && s->hi) {
+        int rc = lock_gap_after(tx, t, s->part, s->hi, false, HELD_READ);
+        if (rc) return rc;
+    } else if (tx->db->opt.phantom_protection) {
+        struct access *a;
+        int rc = lock_row(tx, t, s->part, t->parts[s->part].sentinel, HELD_READ,
+                          POD_CAUSE_NEXT_KEY, &a);
+        if (rc) return rc;
+    }
+    bool have_cur = s->hi != NULL, inclusive = true;
+    if (have_cur) memcpy(cur, s->hi, t->key_size);
+    int restarts = 0;
+    for (;;) {
+        struct pod_row *r = prev_row(t, s->part, have_cur ? cur : NULL, inclusive, k1);
+        if (!r || (s->lo && memcmp(k1, s->lo, t->key_size) < 0)) return POD_OK;
+        struct access *a;
+        int rc = lock_row(tx, t, s->part, r, s->want, POD_CAUSE_READ_LOCK, &a);
+        if (rc) return rc;
+        if (!row_valid(r) && !(a->flags & ACC_INSERTED)) {
+            unlock_fresh(tx, a);
+            if (++restarts > OP_RESTARTS) return conflict(tx, POD_CAUSE_READ_LOCK);
+            continue;
+        }
+        memcpy(cur, k1, t->key_size);
+        have_cur = true;
+        inclusive = false;
+        if ((rc = visit(s, a, cur))) return rc < 0 ? rc : POD_OK;
+    }
+}
+
+int pod_scan(pod_txn *tx, pod_table *t, const void *lo, const void *hi, uint32_t limit,
+             unsigned flags, pod_scan_fn fn, void *arg)
+{
+    if (tx->status != POD_OK) return tx->status;
+    if (!t || t->db != tx->db)
+        return pod_txn_fail(tx, POD_E_INVALID, "table handle does not belong to this database");
+    uint32_t part = 0;
+    if (lo) part = table_partition_of(t, lo);
+    else if (hi) part = table_partition_of(t, hi);
+    else if (t->nparts > 1)
+        return pod_txn_fail(tx, POD_E_INVALID,
+                            "%s: an unbounded scan needs lo or hi to pick a partition", t->name);
+    if (lo && hi && table_partition_of(t, hi) != part)
+        return pod_txn_fail(tx, POD_E_INVALID, "%s: the scan range crosses partitions", t->name);
+    if (lo && hi && memcmp(lo, hi, t->key_size) > 0) return POD_OK; /* empty range */
+    struct scan_state s = {tx, t, part, lo, hi, limit, 0,
+                           (flags & POD_SCAN_FOR_UPDATE) ? HELD_WRITE : HELD_READ, fn, arg};
+    return (flags & POD_SCAN_REVERSE) ? scan_backward(&s) : scan_forward(&s);
+}
+
+/* ---- commit and abort ----------------------------------------------------- */
+
+/* Take a row out of its partition's index and hand it to EBR. We hold its
+ * exclusive lock, so the index entry still points at it. */
+static void remove_row(struct pod_txn *tx, struct access *a)
+{
+    bt_remove(&a->table->parts[a->part].tree, row_key(a->table, a->row), NULL);
+    ebr_retire(tx->db->ebr, tx->w->id, a->row, row_free_cb, NULL);
+}
+
+static void release(struct access *a)
+{
+    if (a->held == HELD_WRITE) lock_release_write(&a->row->lock);
+    else if (a->held == HELD_READ) lock_release_read(&a->row->lock);
+}
+
+/* Tigon/SiloR: a tuple written again in the same epoch gets version + 1,
+ * in a new epoch version 0. */
+static uint64_t next_epoch_version(uint64_t ev, uint64_t epoch)
+{
+    return (ev >> 32) == epoch ? ev + 1 : epoch << 32;
+}
+
+void txn_commit(struct pod_txn *tx)
+{
+    uint64_t epoch = __atomic_load_n(&tx->db->epoch, __ATOMIC_ACQUIRE);
+    for (uint32_t i = 0; i < tx->nacc; i++) {
+        struct access *a = &tx->acc[i];
+        if (a->flags & ACC_DELETED) {
+            __atomic_store_n(&a->row->valid, 0, __ATOMIC_RELEASE);
+            a->row->epoch_version = next_epoch_version(a->row->epoch_version, epoch);
+        } else if (a->flags & (ACC_INSERTED | ACC_UPDATED)) {
+            a->row->epoch_version = next_epoch_version(a->row->epoch_version, epoch);
+            __atomic_store_n(&a->row->valid, 1, __ATOMIC_RELEASE);
+        }
+    }
+    for (uint32_t i = 0; i < tx->nacc; i++) {
+        struct access *a = &tx->acc[i];
+        if (a->flags & ACC_DELETED) remove_row(tx, a);
+        release(a);
+    }
+    tx->nacc = 0;
+    tx->active = false;
+    ebr_exit(tx->db->ebr, tx->w->id);
+}
+
+void txn_abort(struct pod_txn *tx)
+{
+    for (uint32_t i = tx->nacc; i-- > 0;) {
+        struct access *a = &tx->acc[i];
+        if (a->flags & ACC_INSERTED) remove_row(tx, a);
+        else if (a->flags & ACC_UPDATED) memcpy(a->row->tuple, a->undo, a->table->tuple_size);
+    }
+    for (uint32_t i = 0; i < tx->nacc; i++) release(&tx->acc[i]);
+    tx->nacc = 0;
+    tx->active = false;
+    ebr_exit(tx->db->ebr, tx->w->id);
+}

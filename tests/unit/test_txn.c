@@ -1,0 +1,590 @@
+/* Transactions, deterministically: two workers' transactions are interleaved
+ * by hand in one thread, so every conflict and every anomaly is exact. */
+#include <check.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "engine/db.h"
+#include "engine/result.h"
+#include "engine/worker.h"
+#include "txn/txn.h"
+
+struct acct {
+    int64_t balance;
+    int64_t version;
+};
+
+static pod_db *db;
+static pod_table *T;
+static struct pod_txn *A, *B;
+
+static void key(unsigned char k[8], uint64_t v) { pod_key_u64(k, v); }
+
+static void open_db(bool phantom)
+{
+    char err[256];
+    struct pod_db_options o = {.nworkers = 2, .host_id = 0, .nhosts = 1,
+                               .phantom_protection = phantom};
+    db = pod_db_new(&o, err, sizeof err);
+    ck_assert_msg(db != NULL, "%s", err);
+    static const pod_column cols[] = {{"balance", POD_COL_I64, 0, 8},
+                                      {"version", POD_COL_I64, 8, 8}};
+    pod_table_def def = {"acct", 8, sizeof(struct acct), 2, cols, 1, NULL, NULL};
+    T = pod_table_create(db, &def, err, sizeof err);
+    ck_assert_msg(T != NULL, "%s", err);
+    A = db->workers[0]->tx;
+    B = db->workers[1]->tx;
+}
+
+static void setup_on(void) { open_db(true); }
+static void setup_off(void) { open_db(false); }
+static void teardown(void) { pod_db_free(db); }
+
+/* Insert even keys lo..hi, committed. */
+static void load_even(uint64_t lo, uint64_t hi)
+{
+    txn_begin(A);
+    for (uint64_t i = lo; i <= hi; i += 2) {
+        unsigned char k[8];
+        key(k, i);
+        struct acct a = {(int64_t)i * 10, 0};
+        ck_assert_int_eq(pod_insert(A, T, k, &a), POD_OK);
+    }
+    ck_assert_int_eq(txn_status(A), POD_OK);
+    txn_commit(A);
+}
+
+static int64_t balance_of(struct pod_txn *tx, uint64_t k, int *rc)
+{
+    unsigned char kb[8];
+    key(kb, k);
+    struct acct a = {-1, -1};
+    *rc = pod_get(tx, T, kb, &a);
+    return a.balance;
+}
+
+START_TEST(crud_and_read_your_writes)
+{
+    load_even(0, 20);
+    unsigned char k[8];
+    struct acct a;
+    int rc;
+    txn_begin(A);
+    ck_assert_int_eq(balance_of(A, 4, &rc), 40);
+    ck_assert_int_eq(rc, POD_OK);
+    balance_of(A, 5, &rc);
+    ck_assert_int_eq(rc, POD_NOT_FOUND);
+    key(k, 4);
+    a = (struct acct){7, 1};
+    ck_assert_int_eq(pod_insert(A, T, k, &a), POD_EXISTS);
+    ck_assert_int_eq(pod_put(A, T, k, &a), POD_OK);
+    ck_assert_int_eq(balance_of(A, 4, &rc), 7); /* own write */
+    key(k, 5);
+    ck_assert_int_eq(pod_put(A, T, k, &a), POD_NOT_FOUND);
+    ck_assert_int_eq(pod_insert(A, T, k, &a), POD_OK);
+    ck_assert_int_eq(balance_of(A, 5, &rc), 7); /* own insert */
+    ck_assert_int_eq(pod_insert(A, T, k, &a), POD_EXISTS);
+    key(k, 6);
+    ck_assert_int_eq(pod_delete(A, T, k), POD_OK);
+    balance_of(A, 6, &rc);
+    ck_assert_int_eq(rc, POD_NOT_FOUND); /* own delete */
+    ck_assert_int_eq(pod_delete(A, T, k), POD_NOT_FOUND);
+    a.balance = 66;
+    ck_assert_int_eq(pod_insert(A, T, k, &a), POD_OK); /* delete then insert */
+    key(k, 8);
+    ck_assert_int_eq(pod_delete(A, T, k), POD_OK);
+    txn_commit(A);
+
+    txn_begin(B);
+    ck_assert_int_eq(balance_of(B, 4, &rc), 7);
+    ck_assert_int_eq(balance_of(B, 5, &rc), 7);
+    ck_assert_int_eq(balance_of(B, 6, &rc), 66);
+    balance_of(B, 8, &rc);
+    ck_assert_int_eq(rc, POD_NOT_FOUND);
+    ck_assert_int_eq(balance_of(B, 10, &rc), 100);
+    txn_commit(B);
+}
+END_TEST
+
+START_TEST(abort_undoes_everything)
+{
+    load_even(0, 10);
+    unsigned char k[8];
+    struct acct a = {999, 9};
+    int rc;
+    txn_begin(A);
+    key(k, 2);
+    ck_assert_int_eq(pod_put(A, T, k, &a), POD_OK);
+    ck_assert_int_eq(pod_put(A, T, k, &a), POD_OK); /* second write keeps the first undo */
+    key(k, 3);
+    ck_assert_int_eq(pod_insert(A, T, k, &a), POD_OK);
+    key(k, 4);
+    ck_assert_int_eq(pod_delete(A, T, k), POD_OK);
+    key(k, 7);
+    ck_assert_int_eq(pod_insert(A, T, k, &a), POD_OK);
+    ck_assert_int_eq(pod_delete(A, T, k), POD_OK); /* inserted then deleted */
+    txn_abort(A);
+
+    txn_begin(B);
+    ck_assert_int_eq(balance_of(B, 2, &rc), 20);
+    balance_of(B, 3, &rc);
+    ck_assert_int_eq(rc, POD_NOT_FOUND);
+    ck_assert_int_eq(balance_of(B, 4, &rc), 40);
+    balance_of(B, 7, &rc);
+    ck_assert_int_eq(rc, POD_NOT_FOUND);
+    txn_commit(B);
+    /* Nothing is left locked: A can write everything. */
+    txn_begin(A);
+    for (uint64_t i = 0; i <= 10; i += 2) {
+        key(k, i);
+        ck_assert_int_eq(pod_get_for_update(A, T, k, &a), POD_OK);
+    }
+    txn_commit(A);
+}
+END_TEST
+
+START_TEST(no_wait_conflicts)
+{
+    load_even(0, 10);
+    unsigned char k[8];
+    struct acct a;
+    txn_begin(A);
+    txn_begin(B);
+    key(k, 2);
+    ck_assert_int_eq(pod_get_for_update(A, T, k, &a), POD_OK);
+    ck_assert_int_eq(pod_get(B, T, k, &a), POD_CONFLICT);
+    ck_assert_int_eq(txn_abort_cause(B), POD_CAUSE_READ_LOCK);
+    key(k, 4); /* the conflict is sticky: the attempt is doomed */
+    ck_assert_int_eq(pod_get(B, T, k, &a), POD_CONFLICT);
+    txn_abort(B);
+
+    txn_begin(B);
+    key(k, 4);
+    ck_assert_int_eq(pod_get(A, T, k, &a), POD_OK);
+    ck_assert_int_eq(pod_get(B, T, k, &a), POD_OK); /* shared locks share */
+    ck_assert_int_eq(pod_put(A, T, k, &a), POD_CONFLICT); /* upgrade: B reads it too */
+    ck_assert_int_eq(txn_abort_cause(A), POD_CAUSE_UPGRADE);
+    txn_abort(A);
+    txn_begin(A);
+    ck_assert_int_eq(pod_get_for_update(A, T, k, &a), POD_CONFLICT);
+    ck_assert_int_eq(txn_abort_cause(A), POD_CAUSE_WRITE_LOCK);
+    txn_abort(A);
+    ck_assert_int_eq(pod_put(B, T, k, &a), POD_OK); /* sole reader upgrades */
+    txn_commit(B);
+}
+END_TEST
+
+/* Collect the keys a scan visits. */
+struct keys {
+    uint64_t k[64];
+    int n;
+};
+
+static bool collect(void *arg, const void *k, const void *tuple)
+{
+    (void)tuple;
+    struct keys *ks = arg;
+    if (ks->n < 64) ks->k[ks->n++] = pod_key_get_u64(k);
+    return true;
+}
+
+static int scan_keys(struct pod_txn *tx, uint64_t lo, uint64_t hi, uint32_t limit,
+                     unsigned flags, struct keys *out)
+{
+    unsigned char l[8], h[8];
+    key(l, lo);
+    key(h, hi);
+    out->n = 0;
+    return pod_scan(tx, T, l, h, limit, flags, collect, out);
+}
+
+START_TEST(scans_in_both_directions)
+{
+    load_even(0, 40);
+    struct keys ks;
+    txn_begin(A);
+    ck_assert_int_eq(scan_keys(A, 5, 15, 0, 0, &ks), POD_OK);
+    ck_assert_int_eq(ks.n, 5);
+    ck_assert_uint_eq(ks.k[0], 6);
+    ck_assert_uint_eq(ks.k[4], 14);
+    ck_assert_int_eq(scan_keys(A, 6, 14, 0, POD_SCAN_REVERSE, &ks), POD_OK);
+    ck_assert_int_eq(ks.n, 5);
+    ck_assert_uint_eq(ks.k[0], 14);
+    ck_assert_uint_eq(ks.k[4], 6);
+    ck_assert_int_eq(scan_keys(A, 0, 40, 3, 0, &ks), POD_OK);
+    ck_assert_int_eq(ks.n, 3);
+    ck_assert_uint_eq(ks.k[2], 4);
+    ck_assert_int_eq(scan_keys(A, 0, 40, 2, POD_SCAN_REVERSE, &ks), POD_OK);
+    ck_assert_int_eq(ks.n, 2);
+    ck_assert_uint_eq(ks.k[0], 40);
+    ck_assert_uint_eq(ks.k[1], 38);
+    ck_assert_int_eq(scan_keys(A, 41, 100, 0, 0, &ks), POD_OK);
+    ck_assert_int_eq(ks.n, 0);
+    ck_assert_int_eq(scan_keys(A, 20, 10, 0, 0, &ks), POD_OK); /* empty range */
+    ck_assert_int_eq(ks.n, 0);
+    ks.n = 0;
+    ck_assert_int_eq(pod_scan(A, T, NULL, NULL, 0, 0, collect, &ks), POD_OK);
+    ck_assert_int_eq(ks.n, 21);
+    /* A scan sees the transaction's own inserts and not its own deletes. */
+    unsigned char k[8];
+    struct acct a = {1, 1};
+    key(k, 9);
+    ck_assert_int_eq(pod_insert(A, T, k, &a), POD_OK);
+    key(k, 10);
+    ck_assert_int_eq(pod_delete(A, T, k), POD_OK);
+    ck_assert_int_eq(scan_keys(A, 8, 12, 0, 0, &ks), POD_OK);
+    ck_assert_int_eq(ks.n, 3);
+    ck_assert_uint_eq(ks.k[1], 9);
+    ck_assert_uint_eq(ks.k[2], 12);
+    txn_commit(A);
+}
+END_TEST
+
+START_TEST(phantoms_are_prevented)
+{
+    load_even(0, 40);
+    struct keys first, second;
+    unsigned char k[8];
+    struct acct a = {5, 5};
+    int rc;
+    txn_begin(A);
+    ck_assert_int_eq(scan_keys(A, 10, 20, 0, 0, &first), POD_OK);
+    /* Insert inside the scanned range, at its end, and just past it. */
+    uint64_t tries[] = {15, 11, 19, 21};
+    for (size_t i = 0; i < 4; i++) {
+        txn_begin(B);
+        key(k, tries[i]);
+        ck_assert_int_eq(pod_insert(B, T, k, &a), POD_CONFLICT);
+        ck_assert_int_eq(txn_abort_cause(B), POD_CAUSE_NEXT_KEY);
+        txn_abort(B);
+    }
+    /* Far away is fine. */
+    txn_begin(B);
+    key(k, 31);
+    ck_assert_int_eq(pod_insert(B, T, k, &a), POD_OK);
+    txn_commit(B);
+    /* A deletion inside the range conflicts on the row itself. */
+    txn_begin(B);
+    key(k, 14);
+    ck_assert_int_eq(pod_delete(B, T, k), POD_CONFLICT);
+    txn_abort(B);
+    ck_assert_int_eq(scan_keys(A, 10, 20, 0, 0, &second), POD_OK);
+    ck_assert_int_eq(first.n, second.n);
+    ck_assert_int_eq(memcmp(first.k, second.k, sizeof(uint64_t) * (size_t)first.n), 0);
+
+    /* A lookup of a missing key locks the gap: nobody can insert it. */
+    balance_of(A, 25, &rc);
+    ck_assert_int_eq(rc, POD_NOT_FOUND);
+    txn_begin(B);
+    key(k, 25);
+    ck_assert_int_eq(pod_insert(B, T, k, &a), POD_CONFLICT);
+    txn_abort(B);
+    balance_of(A, 25, &rc);
+    ck_assert_int_eq(rc, POD_NOT_FOUND);
+    txn_commit(A);
+    /* After A commits the gap is free. */
+    txn_begin(B);
+    ck_assert_int_eq(pod_insert(B, T, k, &a), POD_OK);
+    txn_commit(B);
+}
+END_TEST
+
+START_TEST(reverse_scan_protects_its_range)
+{
+    load_even(0, 40);
+    struct keys ks;
+    unsigned char k[8];
+    struct acct a = {5, 5};
+    txn_begin(A);
+    ck_assert_int_eq(scan_keys(A, 10, 20, 0, POD_SCAN_REVERSE, &ks), POD_OK);
+    uint64_t tries[] = {21, 15, 9 + 2}; /* above hi, inside, at the bottom */
+    for (size_t i = 0; i < 3; i++) {
+        txn_begin(B);
+        key(k, tries[i]);
+        ck_assert_msg(pod_insert(B, T, k, &a) == POD_CONFLICT, "insert %llu",
+                      (unsigned long long)tries[i]);
+        txn_abort(B);
+    }
+    txn_commit(A);
+}
+END_TEST
+
+START_TEST(phantoms_without_protection)
+{
+    /* The switch is real: without next-key locks the same interleaving lets
+     * an insert into the scanned range commit, and the second scan differs. */
+    load_even(0, 40);
+    struct keys first, second;
+    unsigned char k[8];
+    struct acct a = {5, 5};
+    txn_begin(A);
+    ck_assert_int_eq(scan_keys(A, 10, 20, 0, 0, &first), POD_OK);
+    txn_begin(B);
+    key(k, 15);
+    ck_assert_int_eq(pod_insert(B, T, k, &a), POD_OK);
+    txn_commit(B);
+    ck_assert_int_eq(scan_keys(A, 10, 20, 0, 0, &second), POD_OK);
+    ck_assert_int_eq(second.n, first.n + 1);
+    txn_commit(A);
+}
+END_TEST
+
+/* ---- pod_call: retries, user aborts, errors, statistics ------------------- */
+
+struct flaky {
+    int conflicts_left;
+    int calls;
+};
+
+static int flaky_proc(pod_txn *tx, const pod_args *a, pod_result *res, void *ctx)
+{
+    (void)a;
+    struct flaky *f = ctx;
+    f->calls++;
+    unsigned char k[8];
+    key(k, 2);
+    struct acct v;
+    POD_TRY(pod_get(tx, T, k, &v));
+    if (f->conflicts_left > 0) {
+        f->conflicts_left--;
+        return POD_CONFLICT; /* as if a lock had been denied */
+    }
+    pod_result_i64(res, v.balance);
+    return POD_OK;
+}
+
+static int abort_proc(pod_txn *tx, const pod_args *a, pod_result *res, void *ctx)
+{
+    (void)res;
+    (*(int *)ctx)++;
+    unsigned char k[8];
+    key(k, (uint64_t)a->v[0].u.i64);
+    struct acct v = {123456, 0};
+    POD_TRY(pod_put(tx, T, k, &v));
+    return POD_USER_ABORT;
+}
+
+/* Ignores the conflict its first get returns and tries to commit anyway. */
+static int careless_proc(pod_txn *tx, const pod_args *a, pod_result *res, void *ctx)
+{
+    (void)a;
+    (void)res;
+    (void)ctx;
+    unsigned char k[8];
+    key(k, 4);
+    struct acct v = {777, 0};
+    pod_get(tx, T, k, &v);
+    pod_put(tx, T, k, &v);
+    return POD_OK;
+}
+
+START_TEST(call_retries_and_counts)
+{
+    load_even(0, 10);
+    char err[256], msg[256];
+    struct flaky f = {3, 0};
+    int aborts = 0;
+    pod_proc_def d1 = {"flaky", flaky_proc, &f, 0, NULL, true};
+    static const enum pod_type t_i64[] = {POD_T_I64};
+    pod_proc_def d2 = {"abort", abort_proc, &aborts, 1, t_i64, false};
+    int p1 = pod_proc_register(db, &d1, err, sizeof err);
+    int p2 = pod_proc_register(db, &d2, err, sizeof err);
+    ck_assert_int_ge(p1, 0);
+    ck_assert_int_ge(p2, 0);
+    ck_assert_int_eq(pod_proc_register(db, &d1, err, sizeof err), -1);
+    ck_assert_msg(strstr(err, "already registered"), "%s", err);
+    ck_assert_int_eq(pod_proc_find(db, "abort"), p2);
+
+    struct pod_result *res = pod_result_new();
+    struct pod_worker *w = pod_admin_begin(db);
+    pod_args none = {0, NULL};
+    ck_assert_int_eq(pod_call(w, p1, &none, res, msg, sizeof msg), POD_OK);
+    ck_assert_int_eq(f.calls, 4); /* 3 conflicts retried, then commit */
+    pod_value v;
+    ck_assert_int_eq(pod_result_get(res, 0, 0, &v), 0);
+    ck_assert_int_eq(v.u.i64, 20);
+
+    pod_value arg = pod_v_i64(2);
+    pod_args one = {1, &arg};
+    ck_assert_int_eq(pod_call(w, p2, &one, res, msg, sizeof msg), POD_USER_ABORT);
+    ck_assert_int_eq(aborts, 1); /* not retried */
+    ck_assert_int_eq(pod_call(w, p2, &none, res, msg, sizeof msg), POD_E_INVALID);
+    ck_assert_msg(strstr(msg, "takes 1 argument, got 0"), "%s", msg);
+    pod_value bad = pod_v_str("x");
+    pod_args wrong = {1, &bad};
+    ck_assert_int_eq(pod_call(w, p2, &wrong, res, msg, sizeof msg), POD_E_INVALID);
+    ck_assert_msg(strstr(msg, "argument 1 must be int64, got bytes"), "%s", msg);
+    ck_assert_int_eq(pod_call(w, 999, &none, res, msg, sizeof msg), POD_E_INVALID);
+    pod_admin_end(db);
+
+    struct pod_proc_stats s1, s2;
+    pod_db_proc_stats(db, p1, &s1);
+    pod_db_proc_stats(db, p2, &s2);
+    ck_assert_uint_eq(s1.commits, 1);
+    ck_assert_uint_eq(s1.conflicts, 3);
+    ck_assert_uint_eq(s2.user_aborts, 1);
+    ck_assert_uint_eq(s2.errors, 2);
+    ck_assert_uint_eq(s2.commits, 0);
+    /* The aborted write was undone. */
+    int rc;
+    txn_begin(A);
+    ck_assert_int_eq(balance_of(A, 2, &rc), 20);
+    txn_commit(A);
+    pod_result_free(res);
+}
+END_TEST
+
+START_TEST(call_never_commits_a_doomed_attempt)
+{
+    char err[256], msg[256];
+    pod_db_free(db);
+    struct pod_db_options o = {.nworkers = 2, .host_id = 0, .nhosts = 1,
+                               .phantom_protection = true, .max_retries = 5};
+    db = pod_db_new(&o, err, sizeof err);
+    pod_table_def def = {"acct", 8, sizeof(struct acct), 0, NULL, 1, NULL, NULL};
+    T = pod_table_create(db, &def, err, sizeof err);
+    A = db->workers[0]->tx;
+    load_even(0, 10);
+    pod_proc_def d = {"careless", careless_proc, NULL, 0, NULL, false};
+    int p = pod_proc_register(db, &d, err, sizeof err);
+    /* Worker 1's transaction holds key 4: every attempt of careless conflicts. */
+    struct pod_txn *holder = db->workers[1]->tx;
+    txn_begin(holder);
+    unsigned char k[8];
+    key(k, 4);
+    struct acct a;
+    ck_assert_int_eq(pod_get_for_update(holder, T, k, &a), POD_OK);
+    struct pod_result *res = pod_result_new();
+    struct pod_worker *w = pod_admin_begin(db);
+    pod_args none = {0, NULL};
+    ck_assert_int_eq(pod_call(w, p, &none, res, msg, sizeof msg), POD_E_RETRIES);
+    ck_assert_msg(strstr(msg, "gave up after 5 conflicts"), "%s", msg);
+    pod_admin_end(db);
+    struct pod_proc_stats s;
+    pod_db_proc_stats(db, p, &s);
+    ck_assert_uint_eq(s.commits, 0);
+    ck_assert_uint_eq(s.conflicts, 5);
+    ck_assert_uint_eq(s.by_cause[POD_CAUSE_READ_LOCK], 5);
+    ck_assert_uint_eq(s.gave_up, 1);
+    ck_assert_int_eq(a.balance, 40);
+    txn_commit(holder);
+    pod_result_free(res);
+}
+END_TEST
+
+START_TEST(results_rows_and_bytes)
+{
+    struct pod_result *r = pod_result_new();
+    ck_assert_int_eq(pod_result_nrows(r), 0);
+    char buf[16] = "hello";
+    pod_result_i64(r, 42);
+    pod_result_str(r, buf);
+    memcpy(buf, "XXXXX", 5); /* the result has its own copy */
+    for (int i = 0; i < 100; i++) {
+        pod_result_row(r);
+        pod_result_i64(r, i);
+        pod_result_f64(r, i * 0.5);
+    }
+    ck_assert_int_eq(pod_result_nrows(r), 101);
+    ck_assert_int_eq(pod_result_ncols(r, 0), 2);
+    pod_value v;
+    ck_assert_int_eq(pod_result_get(r, 0, 1, &v), 0);
+    ck_assert_int_eq(v.type, POD_T_BYTES);
+    ck_assert_int_eq(v.len, 5);
+    ck_assert_int_eq(memcmp(v.u.bytes, "hello", 5), 0);
+    ck_assert_int_eq(pod_result_get(r, 100, 1, &v), 0);
+    ck_assert(v.u.f64 == 49.5);
+    ck_assert_int_eq(pod_result_get(r, 100, 2, &v), -1);
+    pod_result_clear(r);
+    ck_assert_int_eq(pod_result_nrows(r), 0);
+    pod_result_free(r);
+}
+END_TEST
+
+START_TEST(table_definitions_are_checked)
+{
+    char err[256];
+    pod_table_def bad_key = {"x", 0, 8, 0, NULL, 1, NULL, NULL};
+    ck_assert_ptr_null(pod_table_create(db, &bad_key, err, sizeof err));
+    ck_assert_msg(strstr(err, "key_size 0 is out of range"), "%s", err);
+    pod_table_def dup = {"acct", 8, 8, 0, NULL, 1, NULL, NULL};
+    ck_assert_ptr_null(pod_table_create(db, &dup, err, sizeof err));
+    ck_assert_msg(strstr(err, "already exists"), "%s", err);
+    static const pod_column over[] = {{"a", POD_COL_I64, 4, 8}};
+    pod_table_def ov = {"y", 8, 8, 1, over, 1, NULL, NULL};
+    ck_assert_ptr_null(pod_table_create(db, &ov, err, sizeof err));
+    ck_assert_msg(strstr(err, "ends past"), "%s", err);
+    ck_assert_ptr_eq(pod_table_find(db, "acct"), T);
+    ck_assert_int_eq(pod_table_col_index(T, "version"), 1);
+    ck_assert_int_eq(pod_table_col_index(T, "nope"), -1);
+}
+END_TEST
+
+START_TEST(partitioned_scans_stay_in_one_partition)
+{
+    char err[256];
+    pod_table_def def = {"parted", 16, 8, 0, NULL, 4, pod_part_be64, NULL};
+    pod_table *P = pod_table_create(db, &def, err, sizeof err);
+    ck_assert_msg(P != NULL, "%s", err);
+    unsigned char lo[16], hi[16];
+    pod_key_u64(lo, 1);
+    pod_key_u64(lo + 8, 0);
+    pod_key_u64(hi, 2);
+    pod_key_u64(hi + 8, 0);
+    txn_begin(A);
+    int64_t v = 1;
+    ck_assert_int_eq(pod_insert(A, P, lo, &v), POD_OK);
+    ck_assert_int_eq(pod_scan(A, P, lo, hi, 0, 0, NULL, NULL), POD_E_INVALID);
+    ck_assert_msg(strstr(txn_message(A), "crosses partitions"), "%s", txn_message(A));
+    ck_assert_int_eq(pod_scan(A, P, NULL, NULL, 0, 0, NULL, NULL), POD_E_INVALID);
+    txn_abort(A);
+}
+END_TEST
+
+START_TEST(keys_sort_naturally)
+{
+    unsigned char a[8], b[8];
+    pod_key_i64(a, -5);
+    pod_key_i64(b, 3);
+    ck_assert_int_lt(memcmp(a, b, 8), 0);
+    ck_assert_int_eq(pod_key_get_i64(a), -5);
+    pod_key_u64(a, 255);
+    pod_key_u64(b, 256);
+    ck_assert_int_lt(memcmp(a, b, 8), 0);
+    unsigned char s1[8], s2[8];
+    pod_key_str(s1, "ab", 8);
+    pod_key_str(s2, "abc", 8);
+    ck_assert_int_lt(memcmp(s1, s2, 8), 0);
+    ck_assert_int_eq(s1[7], 0);
+}
+END_TEST
+
+int main(void)
+{
+    Suite *s = suite_create("txn");
+    TCase *on = tcase_create("phantom protection on");
+    tcase_add_checked_fixture(on, setup_on, teardown);
+    tcase_add_test(on, crud_and_read_your_writes);
+    tcase_add_test(on, abort_undoes_everything);
+    tcase_add_test(on, no_wait_conflicts);
+    tcase_add_test(on, scans_in_both_directions);
+    tcase_add_test(on, phantoms_are_prevented);
+    tcase_add_test(on, reverse_scan_protects_its_range);
+    tcase_add_test(on, call_retries_and_counts);
+    tcase_add_test(on, call_never_commits_a_doomed_attempt);
+    tcase_add_test(on, results_rows_and_bytes);
+    tcase_add_test(on, table_definitions_are_checked);
+    tcase_add_test(on, partitioned_scans_stay_in_one_partition);
+    tcase_add_test(on, keys_sort_naturally);
+    suite_add_tcase(s, on);
+    TCase *off = tcase_create("phantom protection off");
+    tcase_add_checked_fixture(off, setup_off, teardown);
+    tcase_add_test(off, phantoms_without_protection);
+    suite_add_tcase(s, off);
+    SRunner *sr = srunner_create(s);
+    srunner_run_all(sr, CK_NORMAL);
+    int failed = srunner_ntests_failed(sr);
+    srunner_free(sr);
+    return failed ? 1 : 0;
+}
