@@ -30,11 +30,16 @@ TEST_HELPER_SRCS := $(wildcard tests/unit/helpers/*.c)
 TSAN_TESTS := $(patsubst tests/unit/%.c,%,$(wildcard tests/unit/test_*_mt.c))
 
 BINS := $(patsubst tools/%.c,build/bin/%,$(BIN_SRCS))
+# The client library (include/poddb/client.h): the protocol codec and the
+# client, position-independent, without the engine.
+CLIENT_SRCS := src/net/proto.c src/net/status.c $(wildcard src/client/*.c)
+CLIENT_OBJS := $(patsubst %.c,build/obj/pic/%.o,$(CLIENT_SRCS))
+CLIENT_LIBS := build/lib/libpoddb.a build/lib/libpoddb.so
 
 .PHONY: all deps test tsan run clean bench check-deps
 .DEFAULT_GOAL := all
 
-all: $(BINS)
+all: $(BINS) $(CLIENT_LIBS)
 
 deps:
 	@tools/install-deps
@@ -59,6 +64,19 @@ $(eval $(call variant,rel,$(OPT)))
 $(eval $(call variant,asan,$(SAN_ASAN)))
 $(eval $(call variant,tsan,$(SAN_TSAN)))
 
+build/obj/pic/%.o: %.c
+	@mkdir -p $(dir $@)
+	$(CC) $(BASE_CFLAGS) $(OPT) -fPIC -MMD -MP -c $< -o $@
+-include $(CLIENT_OBJS:.o=.d)
+build/lib/libpoddb.a: $(CLIENT_OBJS)
+	@mkdir -p $(dir $@)
+	@rm -f $@
+	ar rcs $@ $^
+build/lib/libpoddb.so: $(CLIENT_OBJS)
+	@mkdir -p $(dir $@)
+	$(CC) -shared -Wl,-soname,libpoddb.so.0 $^ -o $@
+	ln -sf libpoddb.so build/lib/libpoddb.so.0
+
 build/bin/%: tools/%.c build/lib/libpoddb_core_rel.a
 	@mkdir -p $(dir $@)
 	$(CC) $(BASE_CFLAGS) $(OPT) -MMD -MP $< build/lib/libpoddb_core_rel.a $(LIBS) -o $@
@@ -77,6 +95,9 @@ build/test/tsan/%: tests/unit/%.c $(TEST_HELPER_SRCS) build/lib/libpoddb_core_ts
 	$(CC) $(BASE_CFLAGS) $(SAN_TSAN) -Itests/unit $< $(TEST_HELPER_SRCS) build/lib/libpoddb_core_tsan.a $(CHECK_LIBS) $(LIBS) -o $@
 
 -include $(wildcard build/bin/*.d)
+
+# Per-program libraries.
+build/bin/poddb-cli build/asan/bin/poddb-cli: LIBS += -lreadline
 
 ASAN_TESTS := $(patsubst tests/unit/%.c,build/test/asan/%,$(TEST_SRCS))
 ASAN_BINS  := $(patsubst tools/%.c,build/asan/bin/%,$(BIN_SRCS))

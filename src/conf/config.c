@@ -409,12 +409,25 @@ static const char *const coherence_names[] = {
 #define NKINDS ((int)(sizeof region_kind_names / sizeof region_kind_names[0]))
 #define NCOHERENCE ((int)(sizeof coherence_names / sizeof coherence_names[0]))
 
-enum { TOP_REGION, TOP_HOSTS, TOP_HOST_DEFAULTS, TOP_ENGINE, TOP_NKEYS };
+enum { TOP_REGION, TOP_HOSTS, TOP_HOST_DEFAULTS, TOP_ENGINE, TOP_TABLES, TOP_MODULES,
+       TOP_NKEYS };
 static const struct key_spec top_keys[TOP_NKEYS] = {
     [TOP_REGION] = {"region", true, "a mapping describing the shared memory region"},
     [TOP_HOSTS] = {"hosts", true, "a sequence of 1..16 host entries"},
     [TOP_HOST_DEFAULTS] = {"host_defaults", false, "a mapping of keys shared by all hosts"},
     [TOP_ENGINE] = {"engine", false, "a mapping of engine settings"},
+    [TOP_TABLES] = {"tables", false, "a sequence of kv table entries (name, key_size, "
+                                     "value_size, partitions)"},
+    [TOP_MODULES] = {"modules", false, "a sequence of paths of shared objects with stored "
+                                       "procedures"},
+};
+
+enum { T_NAME, T_KEY_SIZE, T_VALUE_SIZE, T_PARTITIONS, T_NKEYS };
+static const struct key_spec table_keys[T_NKEYS] = {
+    [T_NAME] = {"name", true, "a table name: 1..63 letters, digits, '_' or '.'"},
+    [T_KEY_SIZE] = {"key_size", true, "an integer in 1..255 (bytes)"},
+    [T_VALUE_SIZE] = {"value_size", true, "an integer in 1..1048576 (bytes)"},
+    [T_PARTITIONS] = {"partitions", false, "an integer in 1..4096"},
 };
 
 enum { R_PATH, R_KIND, R_SIZE, R_HWCC_BUDGET, R_NUMA_NODE, R_SIMULATE_NONCOHERENT, R_NKEYS };
@@ -431,13 +444,15 @@ static const struct key_spec region_keys[R_NKEYS] = {
                                 "true, false, yes, no, on or off"},
 };
 
-enum { H_WORKERS, H_LOGGERS, H_CPUS, H_SOCKET, H_LOG_DIR, H_NKEYS };
+enum { H_WORKERS, H_LOGGERS, H_CPUS, H_SOCKET, H_LOG_DIR, H_TCP_PORT, H_NKEYS };
 static const struct key_spec host_keys[H_NKEYS] = {
     [H_WORKERS] = {"workers", true, "an integer in 1..64"},
     [H_LOGGERS] = {"loggers", false, "an integer in 0..16"},
     [H_CPUS] = {"cpus", false, "a CPU list like \"0-3,8\" or a CPU number"},
     [H_SOCKET] = {"socket", true, "a Unix socket path; {host} becomes the host index"},
     [H_LOG_DIR] = {"log_dir", true, "a directory path; {host} becomes the host index"},
+    [H_TCP_PORT] = {"tcp_port", false, "a TCP port in 1..65535 for a listener on 127.0.0.1 "
+                                       "(default: none)"},
 };
 
 enum { E_EPOCH_MS, E_MOVEOUT_THRESHOLD, E_COHERENCE, E_PHANTOM_PROTECTION, E_NKEYS };
@@ -528,6 +543,8 @@ static int convert_host(const struct ctx *c, const struct item *it, int host_ind
         get_path(c, &it[H_LOG_DIR], host_index, POD_PATH_MAX - 1, "POD_PATH_MAX", h->log_dir,
                  sizeof h->log_dir) < 0)
         return -1;
+    if (it[H_TCP_PORT].value && get_int(c, &it[H_TCP_PORT], 1, 65535, &h->tcp_port) < 0)
+        return -1;
     return 0;
 }
 
@@ -550,6 +567,12 @@ static int check_unique_paths(const struct ctx *c, const struct pod_config *cfg,
                              "'%s' is also the socket of hosts[%d] (expected one socket per "
                              "host; use {host} in the path)",
                              h->socket_path, j);
+        }
+        if (h->tcp_port && cfg->hosts[j].tcp_port == h->tcp_port) {
+            snprintf(path, sizeof path, "hosts[%d].tcp_port", i);
+            return fail_node(c, merged[H_TCP_PORT].value, path,
+                             "%d is also the tcp_port of hosts[%d] (expected one port per host)",
+                             h->tcp_port, j);
         }
         if (strcmp(cfg->hosts[j].log_dir, h->log_dir) == 0) {
             snprintf(path, sizeof path, "hosts[%d].log_dir", i);
@@ -640,6 +663,87 @@ static int load_engine(const struct ctx *c, const struct item *section, struct p
     return 0;
 }
 
+static bool valid_table_name(const char *s, size_t len)
+{
+    if (len == 0 || len >= POD_NAME_MAX) return false;
+    for (size_t i = 0; i < len; i++)
+        if (!((s[i] >= 'a' && s[i] <= 'z') || (s[i] >= 'A' && s[i] <= 'Z') ||
+              (s[i] >= '0' && s[i] <= '9') || s[i] == '_' || s[i] == '.'))
+            return false;
+    return true;
+}
+
+static int load_table(const struct ctx *c, const struct ynode *node, int i,
+                      struct pod_config *cfg)
+{
+    char prefix[24];
+    struct item it[T_NKEYS];
+    snprintf(prefix, sizeof prefix, "tables[%d]", i);
+    if (read_mapping(c, node, prefix, table_keys, T_NKEYS, it) < 0 ||
+        require_keys(c, node, it, T_NKEYS) < 0)
+        return -1;
+    struct pod_kv_table_conf *t = &cfg->tables[i];
+    if (want_scalar(c, &it[T_NAME]) < 0) return -1;
+    const struct ynode *v = it[T_NAME].value;
+    if (!valid_table_name(v->text, v->len))
+        return fail_node(c, v, it[T_NAME].path, "'%s' is not a valid name (expected %s)",
+                         show(v).s, table_keys[T_NAME].expect);
+    memcpy(t->name, v->text, v->len + 1);
+    for (int j = 0; j < i; j++)
+        if (strcmp(cfg->tables[j].name, t->name) == 0)
+            return fail_node(c, v, it[T_NAME].path, "'%s' is also the name of tables[%d]",
+                             t->name, j);
+    int n;
+    if (get_int(c, &it[T_KEY_SIZE], 1, 255, &n) < 0) return -1;
+    t->key_size = (uint32_t)n;
+    if (get_int(c, &it[T_VALUE_SIZE], 1, 1 << 20, &n) < 0) return -1;
+    t->value_size = (uint32_t)n;
+    t->partitions = (uint32_t)cfg->nhosts;
+    if (it[T_PARTITIONS].value) {
+        if (get_int(c, &it[T_PARTITIONS], 1, 4096, &n) < 0) return -1;
+        t->partitions = (uint32_t)n;
+    }
+    return 0;
+}
+
+static int load_tables(const struct ctx *c, const struct item *section, struct pod_config *cfg)
+{
+    const struct ynode *seq = section->value;
+    if (!seq || is_null(seq)) return 0;
+    if (seq->kind != YN_SEQUENCE)
+        return fail_node(c, seq, "tables", "%s (expected %s)", node_problem(seq),
+                         top_keys[TOP_TABLES].expect);
+    if (seq->n > POD_MAX_KV_TABLES)
+        return fail_node(c, seq->items[POD_MAX_KV_TABLES], "tables",
+                         "%zu entries are too many (at most %d)", seq->n, POD_MAX_KV_TABLES);
+    for (size_t i = 0; i < seq->n; i++)
+        if (load_table(c, seq->items[i], (int)i, cfg) < 0) return -1;
+    cfg->ntables = (int)seq->n;
+    return 0;
+}
+
+static int load_modules(const struct ctx *c, const struct item *section, struct pod_config *cfg)
+{
+    const struct ynode *seq = section->value;
+    if (!seq || is_null(seq)) return 0;
+    if (seq->kind != YN_SEQUENCE)
+        return fail_node(c, seq, "modules", "%s (expected %s)", node_problem(seq),
+                         top_keys[TOP_MODULES].expect);
+    if (seq->n > POD_MAX_MODULES)
+        return fail_node(c, seq->items[POD_MAX_MODULES], "modules",
+                         "%zu entries are too many (at most %d)", seq->n, POD_MAX_MODULES);
+    static const struct key_spec module_spec = {"modules", false, "a path to a shared object"};
+    for (size_t i = 0; i < seq->n; i++) {
+        struct item it = {&module_spec, seq->items[i], seq->items[i], ""};
+        snprintf(it.path, sizeof it.path, "modules[%zu]", i);
+        if (get_path(c, &it, -1, POD_PATH_MAX - 1, "POD_PATH_MAX", cfg->modules[i],
+                     sizeof cfg->modules[i]) < 0)
+            return -1;
+    }
+    cfg->nmodules = (int)seq->n;
+    return 0;
+}
+
 static int load_config(const struct ctx *c, const struct ynode *root, struct pod_config *cfg)
 {
     char keys[128];
@@ -658,7 +762,9 @@ static int load_config(const struct ctx *c, const struct ynode *root, struct pod
     set_defaults(cfg);
     if (load_region(c, &top[TOP_REGION], cfg) < 0 ||
         load_hosts(c, &top[TOP_HOSTS], &top[TOP_HOST_DEFAULTS], cfg) < 0 ||
-        load_engine(c, &top[TOP_ENGINE], cfg) < 0)
+        load_engine(c, &top[TOP_ENGINE], cfg) < 0 ||
+        load_tables(c, &top[TOP_TABLES], cfg) < 0 ||
+        load_modules(c, &top[TOP_MODULES], cfg) < 0)
         return -1;
     return 0;
 }

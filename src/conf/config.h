@@ -17,6 +17,9 @@
 #define POD_MAX_WORKERS 64 /* per host */
 #define POD_MAX_LOGGERS 16 /* per host */
 #define POD_PATH_MAX 256
+#define POD_MAX_KV_TABLES 64
+#define POD_MAX_MODULES 16
+#define POD_NAME_MAX 64 /* table names, with the NUL */
 
 enum pod_region_kind { POD_REGION_SHM = 0, POD_REGION_DEVDAX, POD_REGION_FSDAX };
 
@@ -35,6 +38,16 @@ struct pod_host_conf {
     char cpu_list[128];            /* the list as written (for messages) */
     char socket_path[POD_PATH_MAX];/* Unix-domain socket of this host's server */
     char log_dir[POD_PATH_MAX];    /* directory of this host's log segments */
+    int tcp_port;                  /* 0: no TCP listener; else 127.0.0.1:tcp_port */
+};
+
+/* A table for the generic kv.* procedures: keys and values are byte strings
+ * of at most key_size / value_size bytes. */
+struct pod_kv_table_conf {
+    char name[POD_NAME_MAX];
+    uint32_t key_size;             /* 1..255 */
+    uint32_t value_size;           /* 1..1048576 */
+    uint32_t partitions;           /* 1..4096, default the number of hosts */
 };
 
 struct pod_config {
@@ -51,6 +64,11 @@ struct pod_config {
 
     int nhosts;                    /* 1..POD_MAX_HOSTS */
     struct pod_host_conf hosts[POD_MAX_HOSTS];
+
+    int ntables;
+    struct pod_kv_table_conf tables[POD_MAX_KV_TABLES];
+    int nmodules;                  /* shared objects with stored procedures */
+    char modules[POD_MAX_MODULES][POD_PATH_MAX];
 
     struct {
         int epoch_ms;              /* 1..10000, default 10 */

@@ -81,6 +81,8 @@ static void put_host(uint64_t *h, const struct pod_host_conf *host)
     put_str(h, host->socket_path, sizeof host->socket_path);
     put_field(h, "log_dir");
     put_str(h, host->log_dir, sizeof host->log_dir);
+    put_field(h, "tcp_port");
+    put_i64(h, host->tcp_port);
 }
 
 uint64_t pod_config_digest(const struct pod_config *c)
@@ -116,6 +118,20 @@ uint64_t pod_config_digest(const struct pod_config *c)
     put_i64(&h, (int64_t)c->engine.coherence);
     put_field(&h, "engine.phantom_protection");
     put_u64(&h, c->engine.phantom_protection ? 1 : 0);
+
+    int ntables = c->ntables < 0 ? 0 : c->ntables > POD_MAX_KV_TABLES ? POD_MAX_KV_TABLES : c->ntables;
+    put_field(&h, "tables");
+    put_i64(&h, ntables);
+    for (int i = 0; i < ntables; i++) {
+        put_str(&h, c->tables[i].name, sizeof c->tables[i].name);
+        put_u64(&h, c->tables[i].key_size);
+        put_u64(&h, c->tables[i].value_size);
+        put_u64(&h, c->tables[i].partitions);
+    }
+    int nmodules = c->nmodules < 0 ? 0 : c->nmodules > POD_MAX_MODULES ? POD_MAX_MODULES : c->nmodules;
+    put_field(&h, "modules");
+    put_i64(&h, nmodules);
+    for (int i = 0; i < nmodules; i++) put_str(&h, c->modules[i], sizeof c->modules[i]);
 
     return avalanche(h);
 }

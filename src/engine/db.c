@@ -12,22 +12,6 @@
 
 #define DEFAULT_MAX_RETRIES 100000
 
-const char *pod_status_name(int status)
-{
-    switch (status) {
-    case POD_OK: return "ok";
-    case POD_NOT_FOUND: return "not found";
-    case POD_EXISTS: return "exists";
-    case POD_CONFLICT: return "conflict";
-    case POD_USER_ABORT: return "aborted";
-    case POD_E_INVALID: return "invalid argument";
-    case POD_E_NOMEM: return "out of memory";
-    case POD_E_INTERNAL: return "internal error";
-    case POD_E_RETRIES: return "too many conflicts";
-    default: return "unknown status";
-    }
-}
-
 const char *pod_abort_cause_name(enum pod_abort_cause c)
 {
     static const char *const names[POD_CAUSE_COUNT] = {"read_lock", "write_lock", "upgrade",

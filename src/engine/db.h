@@ -28,7 +28,7 @@ struct pod_proc_stats {
     uint64_t user_aborts;      /* the procedure returned POD_USER_ABORT */
     uint64_t errors;           /* other negative statuses */
     uint64_t conflicts;        /* attempts rolled back and retried */
-    uint64_t gave_up;          /* calls that ended in POD_E_RETRIES */
+    uint64_t gave_up;          /* calls that ended in POD_E_RETRIES (not counted in errors) */
     uint64_t by_cause[POD_CAUSE_COUNT];
 };
 

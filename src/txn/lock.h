@@ -34,10 +34,7 @@ static inline bool lock_try_upgrade(uint64_t *w)
 static inline void lock_release_read(uint64_t *w) { __atomic_fetch_sub(w, 1, __ATOMIC_RELEASE); }
 static inline void lock_release_write(uint64_t *w) { __atomic_store_n(w, 0, __ATOMIC_RELEASE); }
 
-/* Nobody but a caller holding `held` (0, 1 reader, or LOCK_W) holds the lock. */
-static inline bool lock_only_mine(const uint64_t *w, uint64_t held)
-{
-    return __atomic_load_n(w, __ATOMIC_ACQUIRE) == held;
-}
+/* Exclusive -> shared (the caller held the exclusive lock). */
+static inline void lock_downgrade(uint64_t *w) { __atomic_store_n(w, 1, __ATOMIC_RELEASE); }
 
 #endif

@@ -420,6 +420,7 @@ int pod_insert(pod_txn *tx, pod_table *t, const void *key, const void *tuple)
          * lock on the next key, kept only if this transaction already had it. */
         struct access *gap = NULL;
         bool gap_fresh = false;
+        struct pod_row *downgrade = NULL; /* a shared lock of ours held exclusively for now */
         if (tx->db->opt.phantom_protection) {
             unsigned char k1[BT_MAX_KEY_WIDTH];
             bool end;
@@ -427,7 +428,12 @@ int pod_insert(pod_txn *tx, pod_table *t, const void *key, const void *tuple)
             struct access *had = find_access(tx, nr);
             uint8_t held = had ? had->held : HELD_NONE;
             if (held == HELD_READ) {
-                if (!lock_only_mine(&nr->lock, 1)) return conflict(tx, POD_CAUSE_NEXT_KEY);
+                /* Our shared lock does not keep other scanners out of the gap:
+                 * hold it exclusively for the insert, then go back to shared.
+                 * (Checking "only mine" without upgrading would let a scanner
+                 * lock the gap between the check and the insert.) */
+                if (!lock_try_upgrade(&nr->lock)) return conflict(tx, POD_CAUSE_NEXT_KEY);
+                downgrade = nr;
             } else if (held == HELD_NONE) {
                 if ((rc = lock_row(tx, t, part, nr, HELD_WRITE, POD_CAUSE_NEXT_KEY, &gap))) {
                     tx->cause = POD_CAUSE_NEXT_KEY;
@@ -438,12 +444,14 @@ int pod_insert(pod_txn *tx, pod_table *t, const void *key, const void *tuple)
             bool end2;
             if (next_row(t, part, key, false, k1, &end2) != nr) {
                 if (gap_fresh) unlock_fresh(tx, gap);
+                if (downgrade) lock_downgrade(&downgrade->lock);
                 continue;
             }
         }
         struct pod_row *row = row_alloc(t);
         if (!row) {
             if (gap_fresh) unlock_fresh(tx, gap);
+            if (downgrade) lock_downgrade(&downgrade->lock);
             tx->status = POD_E_NOMEM;
             return pod_txn_fail(tx, POD_E_NOMEM, "%s: out of memory for a row", t->name);
         }
@@ -452,6 +460,7 @@ int pod_insert(pod_txn *tx, pod_table *t, const void *key, const void *tuple)
         row->lock = LOCK_W;
         bt_status st = bt_insert(tree, key, (uint64_t)(uintptr_t)row);
         if (gap_fresh) unlock_fresh(tx, gap);
+        if (downgrade) lock_downgrade(&downgrade->lock);
         if (st != BT_OK) {
             row_free(row);
             if (st == BT_EXISTS) continue; /* raced with an insert of the same key */

@@ -575,11 +575,12 @@ static const struct bad_case {
      "5:3: region.hwcc_budgt: unknown key (expected one of: path, kind, size, hwcc_budget, "
      "numa_node, simulate_noncoherent)"},
     {"misspelt section", REGION_OK HOSTS_OK "engnie:\n  epoch_ms: 5\n",
-     "10:1: engnie: unknown key (expected one of: region, hosts, host_defaults, engine)"},
+     "10:1: engnie: unknown key (expected one of: region, hosts, host_defaults, engine, tables, "
+     "modules)"},
     {"misspelt host key",
      REGION_OK "hosts:\n  - workers: 2\n    sockt: /tmp/s\n    log_dir: /tmp/l\n",
      "8:5: hosts[0].sockt: unknown key (expected one of: workers, loggers, cpus, socket, "
-     "log_dir)"},
+     "log_dir, tcp_port)"},
     {"misspelt engine key", REGION_OK HOSTS_OK "engine:\n  epoch: 5\n",
      "11:3: engine.epoch: unknown key (expected one of: epoch_ms, moveout_threshold, "
      "coherence, phantom_protection)"},
@@ -587,6 +588,28 @@ static const struct bad_case {
      "7:3: host_defaults.worker: unknown key"},
     {"key in the wrong case", REGION_OK HOSTS_OK "Engine: {}\n", "10:1: Engine: unknown key"},
     {"merge key", REGION_OK "  <<: {numa_node: 1}\n" HOSTS_OK, "6:3: region.<<: unknown key"},
+
+    /* kv tables, modules, tcp ports */
+    {"table without value_size", REGION_OK HOSTS_OK "tables:\n  - name: users\n    key_size: 16\n",
+     "11:5: tables[0].value_size: missing required key"},
+    {"table name with a space", REGION_OK HOSTS_OK
+     "tables:\n  - {name: 'my users', key_size: 8, value_size: 8}\n",
+     "11:12: tables[0].name: 'my users' is not a valid name"},
+    {"table key_size too big", REGION_OK HOSTS_OK
+     "tables:\n  - {name: t, key_size: 256, value_size: 8}\n",
+     "11:25: tables[0].key_size: 256 is out of range (1..255)"},
+    {"duplicate table", REGION_OK HOSTS_OK
+     "tables:\n  - {name: t, key_size: 8, value_size: 8}\n  - {name: t, key_size: 8, value_size: 8}\n",
+     "12:12: tables[1].name: 't' is also the name of tables[0]"},
+    {"misspelt table key", REGION_OK HOSTS_OK
+     "tables:\n  - {name: t, key_size: 8, value_sise: 8}\n",
+     "11:28: tables[0].value_sise: unknown key"},
+    {"modules is a mapping", REGION_OK HOSTS_OK "modules:\n  a: b\n",
+     "11:3: modules: is a mapping (expected a sequence of paths"},
+    {"tcp port out of range", REGION_OK DEFAULTS_OK "hosts:\n  - tcp_port: 70000\n",
+     "11:15: hosts[0].tcp_port: 70000 is out of range (1..65535)"},
+    {"duplicate tcp port", REGION_OK DEFAULTS_OK "hosts:\n  - tcp_port: 7000\n  - tcp_port: 7000\n",
+     "12:15: hosts[1].tcp_port: 7000 is also the tcp_port of hosts[0]"},
 
     /* wrong types */
     {"word for an integer", REGION_OK "hosts:\n  - workers: two\n",
@@ -611,7 +634,7 @@ static const struct bad_case {
      "7:3: hosts: is a mapping (expected a sequence of 1..16 host entries)"},
     {"host entry is a scalar", REGION_OK "hosts:\n  - hello\n",
      "7:5: hosts[0]: is a scalar (expected a mapping with keys: workers, loggers, cpus, "
-     "socket, log_dir)"},
+     "socket, log_dir, tcp_port)"},
     {"host entry is empty", REGION_OK DEFAULTS_OK "hosts:\n  - {}\n  -\n",
      "12:4: hosts[1]: has no value (expected a mapping; write {} to take every key"},
     {"engine is a scalar", REGION_OK HOSTS_OK "engine: fast\n",
@@ -629,7 +652,7 @@ static const struct bad_case {
      "11:13: hosts[0].socket: is a mapping"},
     {"non-scalar key", REGION_OK HOSTS_OK "? [a, b]\n: c\n",
      "10:3: a key is a sequence (expected a name, one of: region, hosts, host_defaults, "
-     "engine)"},
+     "engine, tables, modules)"},
 
     /* missing required keys: the position of the mapping, the key's path */
     {"no region.kind",
@@ -799,7 +822,7 @@ static const struct bad_case {
 
     /* YAML itself */
     {"empty text", "", "1:1: the configuration is empty (expected a mapping with sections: "
-                       "region, hosts, host_defaults, engine)"},
+                       "region, hosts, host_defaults, engine, tables, modules)"},
     {"only comments", "# nothing here\n\n   \n", "1:1: the configuration is empty"},
     {"null document", "---\n~\n", "2:1: the configuration is empty"},
     {"top level sequence", "- region\n- hosts\n", "1:1: the top level is a sequence"},
@@ -857,7 +880,8 @@ START_TEST(test_raw_nul_byte)
     pod_err err;
     ck_assert_int_eq(pod_config_parse("t.yaml", NULL, 0, &cfg, &err), -1);
     ck_assert_str_eq(err.msg, "t.yaml:1:1: the configuration is empty (expected a mapping with "
-                              "sections: region, hosts, host_defaults, engine)");
+                              "sections: region, hosts, host_defaults, engine, tables, "
+                              "modules)");
     expect_error("", "1:1: the configuration is empty");
     ck_assert_int_eq(pod_config_parse("t.yaml", "a: 1", 4, &cfg, NULL), -1); /* err may be NULL */
 }

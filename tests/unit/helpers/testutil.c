@@ -20,10 +20,19 @@ static void remove_paths(void)
     for (int i = 0; i < ncleanup; i++) unlink(cleanup_paths[i]);
 }
 
+/* tests/run-tests sets PODDB_TEST_TAG and removes /dev/shm/poddb-test-TAG-*
+ * after the run, whatever state a test died in. */
+static const char *run_tag(void)
+{
+    const char *t = getenv("PODDB_TEST_TAG");
+    return t && *t ? t : "manual";
+}
+
 void tu_unique_shm_path(char *buf, int len, const char *tag)
 {
     static int counter;
-    snprintf(buf, (size_t)len, "/dev/shm/poddb-test-%d-%d-%s", (int)getpid(), counter++, tag);
+    snprintf(buf, (size_t)len, "/dev/shm/poddb-test-%s-%d-%d-%s", run_tag(), (int)getpid(),
+             counter++, tag);
     if (cleanup_owner != getpid()) {
         cleanup_owner = getpid();
         ncleanup = 0;
@@ -47,9 +56,10 @@ void tu_make_config(struct pod_config *c, int nhosts, uint64_t size, uint64_t hw
     for (int h = 0; h < nhosts; h++) {
         c->hosts[h].workers = 1;
         c->hosts[h].loggers = 1;
-        snprintf(c->hosts[h].socket_path, POD_PATH_MAX, "/tmp/poddb-test-%d-%d.sock",
+        snprintf(c->hosts[h].socket_path, POD_PATH_MAX, "/tmp/poddb-test-%s-%d-%d.sock",
+                 run_tag(), (int)getpid(), h);
+        snprintf(c->hosts[h].log_dir, POD_PATH_MAX, "/tmp/poddb-test-%s-%d-log-%d", run_tag(),
                  (int)getpid(), h);
-        snprintf(c->hosts[h].log_dir, POD_PATH_MAX, "/tmp/poddb-test-%d-log-%d", (int)getpid(), h);
     }
     c->engine.epoch_ms = 10;
     c->engine.moveout_threshold = 0.9;

@@ -1,0 +1,18 @@
+/* Status names: shared by the engine, the server and the client library. */
+#include "poddb/proc.h"
+
+const char *pod_status_name(int status)
+{
+    switch (status) {
+    case POD_OK: return "ok";
+    case POD_NOT_FOUND: return "not found";
+    case POD_EXISTS: return "exists";
+    case POD_CONFLICT: return "conflict";
+    case POD_USER_ABORT: return "aborted";
+    case POD_E_INVALID: return "invalid argument";
+    case POD_E_NOMEM: return "out of memory";
+    case POD_E_INTERNAL: return "internal error";
+    case POD_E_RETRIES: return "too many conflicts";
+    default: return "unknown status";
+    }
+}

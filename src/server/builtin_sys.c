@@ -1,0 +1,168 @@
+/* Administrative procedures: sys.ping, sys.stats, sys.config, sys.procs,
+ * sys.tables (docs/procedures.md). They read server and engine state; none
+ * touches a table. */
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+#include <time.h>
+
+#include "engine/db.h"
+#include "server/server.h"
+#include "storage/table.h"
+
+static uint64_t now_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+static uint64_t rd(const uint64_t *p) { return __atomic_load_n(p, __ATOMIC_RELAXED); }
+
+/* sys.ping -> ["pong", host] */
+static int sys_ping(pod_txn *tx, const pod_args *a, pod_result *res, void *ctx)
+{
+    (void)tx;
+    (void)a;
+    (void)ctx;
+    const struct pod_server_info *si = pod_server_info();
+    pod_result_str(res, "pong");
+    pod_result_i64(res, si ? si->host : -1);
+    return POD_OK;
+}
+
+/* sys.stats -> first row: host, uptime_s, open connections, connections,
+ * requests, bad frames; then one row per procedure that ran: name, commits,
+ * user_aborts, errors, conflicts, read_lock, write_lock, upgrade, next_key,
+ * gave_up. */
+static int sys_stats(pod_txn *tx, const pod_args *a, pod_result *res, void *ctx)
+{
+    (void)a;
+    (void)ctx;
+    pod_db *db = pod_txn_db(tx);
+    const struct pod_server_info *si = pod_server_info();
+    pod_result_i64(res, si ? si->host : -1);
+    pod_result_f64(res, si ? (double)(now_ns() - si->started_ns) / 1e9 : 0.0);
+    pod_result_i64(res, si ? (int64_t)rd(&si->connections_open) : 0);
+    pod_result_i64(res, si ? (int64_t)rd(&si->connections_total) : 0);
+    pod_result_i64(res, si ? (int64_t)rd(&si->requests_total) : 0);
+    pod_result_i64(res, si ? (int64_t)rd(&si->bad_frames) : 0);
+    for (uint32_t p = 0; p < db->nprocs; p++) {
+        struct pod_proc_stats s;
+        pod_db_proc_stats(db, (int)p, &s);
+        if (!s.commits && !s.user_aborts && !s.errors && !s.conflicts) continue;
+        pod_result_row(res);
+        pod_result_str(res, db->procs[p].name);
+        pod_result_i64(res, (int64_t)s.commits);
+        pod_result_i64(res, (int64_t)s.user_aborts);
+        pod_result_i64(res, (int64_t)s.errors);
+        pod_result_i64(res, (int64_t)s.conflicts);
+        for (int c = 0; c < POD_CAUSE_COUNT; c++) pod_result_i64(res, (int64_t)s.by_cause[c]);
+        pod_result_i64(res, (int64_t)s.gave_up);
+    }
+    return POD_OK;
+}
+
+static void kv_row(pod_result *res, int *row, const char *k, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+static void kv_row(pod_result *res, int *row, const char *k, const char *fmt, ...)
+{
+    char v[512];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(v, sizeof v, fmt, ap);
+    va_end(ap);
+    if ((*row)++) pod_result_row(res);
+    pod_result_str(res, k);
+    pod_result_str(res, v);
+}
+
+/* sys.config -> rows [key, value] of the effective configuration. */
+static int sys_config(pod_txn *tx, const pod_args *a, pod_result *res, void *ctx)
+{
+    (void)tx;
+    (void)a;
+    (void)ctx;
+    const struct pod_server_info *si = pod_server_info();
+    if (!si) return POD_OK;
+    const struct pod_config *c = si->conf;
+    int row = 0;
+    kv_row(res, &row, "source", "%s", c->source);
+    kv_row(res, &row, "digest", "%016llx", (unsigned long long)pod_config_digest(c));
+    kv_row(res, &row, "region.path", "%s", c->region.path);
+    kv_row(res, &row, "region.kind", "%s", pod_region_kind_name(c->region.kind));
+    kv_row(res, &row, "region.size", "%llu", (unsigned long long)c->region.size);
+    kv_row(res, &row, "region.hwcc_budget", "%llu", (unsigned long long)c->region.hwcc_budget);
+    kv_row(res, &row, "region.numa_node", "%d", c->region.numa_node);
+    kv_row(res, &row, "region.simulate_noncoherent", "%s",
+           c->region.simulate_noncoherent ? "true" : "false");
+    kv_row(res, &row, "hosts", "%d", c->nhosts);
+    kv_row(res, &row, "host", "%d", si->host);
+    const struct pod_host_conf *h = &c->hosts[si->host];
+    kv_row(res, &row, "host.workers", "%d", h->workers);
+    kv_row(res, &row, "host.loggers", "%d", h->loggers);
+    kv_row(res, &row, "host.cpus", "%s", h->ncpus ? h->cpu_list : "(not pinned)");
+    kv_row(res, &row, "host.socket", "%s", h->socket_path);
+    kv_row(res, &row, "host.tcp_port", "%d", h->tcp_port);
+    kv_row(res, &row, "host.log_dir", "%s", h->log_dir);
+    kv_row(res, &row, "engine.epoch_ms", "%d", c->engine.epoch_ms);
+    kv_row(res, &row, "engine.moveout_threshold", "%g", c->engine.moveout_threshold);
+    kv_row(res, &row, "engine.coherence", "%s", pod_coherence_name(c->engine.coherence));
+    kv_row(res, &row, "engine.phantom_protection", "%s",
+           c->engine.phantom_protection ? "true" : "false");
+    for (int i = 0; i < c->nmodules; i++) kv_row(res, &row, "module", "%s", c->modules[i]);
+    return POD_OK;
+}
+
+/* sys.procs -> rows [id, name, nargs (-1: any), read_only (0/1)]. */
+static int sys_procs(pod_txn *tx, const pod_args *a, pod_result *res, void *ctx)
+{
+    (void)a;
+    (void)ctx;
+    pod_db *db = pod_txn_db(tx);
+    for (uint32_t p = 0; p < db->nprocs; p++) {
+        if (p) pod_result_row(res);
+        pod_result_i64(res, p);
+        pod_result_str(res, db->procs[p].name);
+        pod_result_i64(res, db->procs[p].nargs);
+        pod_result_i64(res, db->procs[p].read_only);
+    }
+    return POD_OK;
+}
+
+/* sys.tables -> rows [name, key_size, tuple_size, partitions, keys]. */
+static int sys_tables(pod_txn *tx, const pod_args *a, pod_result *res, void *ctx)
+{
+    (void)a;
+    (void)ctx;
+    pod_db *db = pod_txn_db(tx);
+    for (uint32_t i = 0; i < db->ntables; i++) {
+        const pod_table *t = db->tables[i];
+        uint64_t keys = 0;
+        for (uint32_t p = 0; p < t->nparts; p++) {
+            bt_stats st;
+            if (bt_get_stats(&t->parts[p].tree, &st) == BT_OK) keys += st.keys;
+        }
+        if (i) pod_result_row(res);
+        pod_result_str(res, t->name);
+        pod_result_i64(res, t->key_size);
+        pod_result_i64(res, t->tuple_size);
+        pod_result_i64(res, t->nparts);
+        pod_result_i64(res, (int64_t)keys);
+    }
+    return POD_OK;
+}
+
+int pod_builtin_sys_init(pod_db *db, char *err, size_t errlen)
+{
+    const pod_proc_def defs[] = {
+        {"sys.ping", sys_ping, NULL, 0, NULL, true},
+        {"sys.stats", sys_stats, NULL, 0, NULL, true},
+        {"sys.config", sys_config, NULL, 0, NULL, true},
+        {"sys.procs", sys_procs, NULL, 0, NULL, true},
+        {"sys.tables", sys_tables, NULL, 0, NULL, true},
+    };
+    for (size_t i = 0; i < sizeof defs / sizeof defs[0]; i++)
+        if (pod_proc_register(db, &defs[i], err, errlen) < 0) return -1;
+    return 0;
+}

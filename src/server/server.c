@@ -1,0 +1,790 @@
+/* The server's event loop.
+ *
+ * Threads: the main thread runs an epoll loop over the listeners, the client
+ * connections, an eventfd that workers ring when replies are ready, and a
+ * signalfd for SIGTERM/SIGINT. It reads and decodes frames, answers framing
+ * and lookup errors itself, and queues calls; the host's worker threads take
+ * calls off the queue, run them (pod_call), encode the reply into the
+ * connection's output buffer and ring the eventfd; the main thread writes.
+ *
+ * A connection lives until the client closes it (or it sends unframeable
+ * bytes) AND no call of it is still queued or running: workers hold a
+ * reference. A connection whose unsent replies pass OUT_HIGH stops being read
+ * until they drain below OUT_LOW (a slow reader never grows the server without
+ * bound, and everyone else keeps being served).
+ *
+ * Shutdown (SIGTERM/SIGINT): stop accepting, stop reading, let queued and
+ * running calls finish (bounded), flush what can be written, stop workers,
+ * leave the region (the host slot goes back to free). */
+#include "server/server.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/eventfd.h>
+#include <sys/signalfd.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "cxl/region.h"
+#include "engine/result.h"
+#include "engine/worker.h"
+#include "net/proto.h"
+#include "util/log.h"
+
+#define MAX_ARGS 4096
+#define OUT_HIGH (8u << 20)
+#define OUT_LOW (1u << 20)
+#define MAX_INFLIGHT_PER_CONN 4096
+#define READ_CHUNK 65536
+#define SHUTDOWN_GRACE_MS 10000
+
+struct conn {
+    int fd;
+    int refs;               /* the loop's one + one per queued/running call (atomic) */
+    bool closing;           /* no more reads; close once refs drop to the loop's */
+    bool reading;           /* EPOLLIN armed */
+    bool want_write;        /* EPOLLOUT armed */
+    bool flush_queued;      /* on the ready list */
+    uint32_t armed;         /* epoll events currently registered */
+    int loop_watch;         /* atomic: reading paused or closing; the loop wants every reply */
+    bool dead;              /* freed in this batch of events: ignore its events */
+    uint32_t inflight;      /* calls queued or running (under out_lock) */
+    struct pod_buf in;
+    pthread_mutex_t out_lock;
+    struct pod_buf out;     /* encoded replies not yet written (under out_lock) */
+    struct conn *next_ready;
+    struct conn *prev, *next; /* all connections */
+};
+
+struct request {
+    struct request *next;
+    struct conn *conn;
+    uint64_t id;
+    int proc;
+    int nargs;
+    pod_value *args;        /* point into frame */
+    unsigned char frame[];  /* a copy of the frame */
+};
+
+struct pod_server {
+    const struct pod_config *conf;
+    int host;
+    struct cxl_region *region;
+    pod_db *db;
+    int epfd, evfd, sigfd, unix_fd, tcp_fd;
+    char unix_path[sizeof(((struct sockaddr_un *)0)->sun_path)];
+    struct conn *conns;
+    /* the call queue */
+    pthread_mutex_t q_lock;
+    pthread_cond_t q_cond;
+    struct request *q_head, *q_tail;
+    size_t q_len;
+    bool q_stop;
+    int q_running;
+    /* connections with replies to write, filled by workers */
+    pthread_mutex_t ready_lock;
+    struct conn *ready;
+    bool stopping;
+    int nclosing;               /* connections closing, waiting for their calls */
+    struct conn *dead;          /* retired during this batch of events */
+    struct pod_server_info info;
+};
+
+static struct pod_server *g_server;
+
+const struct pod_server_info *pod_server_info(void) { return g_server ? &g_server->info : NULL; }
+
+static uint64_t now_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+static void count(uint64_t *c, int64_t d) { __atomic_fetch_add(c, (uint64_t)d, __ATOMIC_RELAXED); }
+
+/* ---- listeners ---------------------------------------------------------------- */
+
+/* A socket file left by a dead server is removed; one that answers belongs to
+ * a live server (the host table already refused a second server for the same
+ * host id, so this is another pod's server using the same path). */
+static int listen_unix(struct pod_server *s, const char *path, pod_err *err)
+{
+    struct sockaddr_un sa = {.sun_family = AF_UNIX};
+    if (strlen(path) >= sizeof sa.sun_path) {
+        pod_err_set(err, "socket path %s is too long", path);
+        return -1;
+    }
+    strcpy(sa.sun_path, path);
+    int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+    if (fd < 0) {
+        pod_err_set(err, "socket: %s", strerror(errno));
+        return -1;
+    }
+    if (bind(fd, (struct sockaddr *)&sa, sizeof sa) != 0) {
+        if (errno != EADDRINUSE) {
+            pod_err_set(err, "cannot listen on %s: %s", path, strerror(errno));
+            close(fd);
+            return -1;
+        }
+        int probe = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+        bool live = probe >= 0 && connect(probe, (struct sockaddr *)&sa, sizeof sa) == 0;
+        if (probe >= 0) close(probe);
+        if (live) {
+            pod_err_set(err, "socket %s is in use by another running server", path);
+            close(fd);
+            return -1;
+        }
+        pod_info("removing stale socket %s", path);
+        unlink(path);
+        if (bind(fd, (struct sockaddr *)&sa, sizeof sa) != 0) {
+            pod_err_set(err, "cannot listen on %s: %s", path, strerror(errno));
+            close(fd);
+            return -1;
+        }
+    }
+    if (listen(fd, 512) != 0) {
+        pod_err_set(err, "cannot listen on %s: %s", path, strerror(errno));
+        close(fd);
+        unlink(path);
+        return -1;
+    }
+    snprintf(s->unix_path, sizeof s->unix_path, "%s", path);
+    return fd;
+}
+
+static int listen_tcp(int port, pod_err *err)
+{
+    int fd = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+    if (fd < 0) {
+        pod_err_set(err, "socket: %s", strerror(errno));
+        return -1;
+    }
+    int one = 1;
+    setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+    /* Loopback only: the protocol has no authentication. */
+    struct sockaddr_in sa = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port),
+                             .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+    if (bind(fd, (struct sockaddr *)&sa, sizeof sa) != 0 || listen(fd, 512) != 0) {
+        pod_err_set(err, "cannot listen on 127.0.0.1:%d: %s", port, strerror(errno));
+        close(fd);
+        return -1;
+    }
+    return fd;
+}
+
+/* ---- connections ------------------------------------------------------------ */
+
+/* Arm the events the connection wants; a system call only when they change. */
+static void conn_events(struct pod_server *s, struct conn *c)
+{
+    /* Once closing, the peer's half-close must not be armed: it stays
+     * signalled (level-triggered) and would spin the loop. */
+    uint32_t want = (c->reading ? EPOLLIN | EPOLLRDHUP : 0) | (c->want_write ? EPOLLOUT : 0);
+    if (want == c->armed) return;
+    struct epoll_event ev = {.events = want, .data.ptr = c};
+    epoll_ctl(s->epfd, EPOLL_CTL_MOD, c->fd, &ev);
+    c->armed = want;
+}
+
+static void accept_all(struct pod_server *s, int lfd)
+{
+    for (;;) {
+        int fd = accept4(lfd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
+        if (fd < 0) {
+            if (errno != EAGAIN && errno != EINTR && errno != ECONNABORTED)
+                pod_warn("accept: %s", strerror(errno));
+            return;
+        }
+        if (lfd == s->tcp_fd) {
+            int one = 1;
+            setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+        }
+        struct conn *c = calloc(1, sizeof *c);
+        if (!c) {
+            close(fd);
+            continue;
+        }
+        c->fd = fd;
+        c->refs = 1;
+        c->reading = true;
+        c->armed = EPOLLIN | EPOLLRDHUP;
+        pthread_mutex_init(&c->out_lock, NULL);
+        struct epoll_event ev = {.events = c->armed, .data.ptr = c};
+        if (epoll_ctl(s->epfd, EPOLL_CTL_ADD, fd, &ev) != 0) {
+            close(fd);
+            free(c);
+            continue;
+        }
+        c->next = s->conns;
+        if (s->conns) s->conns->prev = c;
+        s->conns = c;
+        count(&s->info.connections_total, 1);
+        count(&s->info.connections_open, 1);
+    }
+}
+
+/* Retire a connection: its descriptor goes at once, its memory at the end of
+ * the current batch of epoll events (a later event of the batch may still
+ * name it; handlers skip dead connections). */
+static void conn_free(struct pod_server *s, struct conn *c)
+{
+    if (c->closing) s->nclosing--;
+    if (c->prev) c->prev->next = c->next;
+    else s->conns = c->next;
+    if (c->next) c->next->prev = c->prev;
+    epoll_ctl(s->epfd, EPOLL_CTL_DEL, c->fd, NULL);
+    close(c->fd);
+    c->dead = true;
+    c->next = s->dead;
+    s->dead = c;
+    count(&s->info.connections_open, -1);
+}
+
+static void free_dead(struct pod_server *s)
+{
+    while (s->dead) {
+        struct conn *c = s->dead;
+        s->dead = c->next;
+        pod_buf_free(&c->in);
+        pod_buf_free(&c->out);
+        pthread_mutex_destroy(&c->out_lock);
+        free(c);
+    }
+}
+
+/* Best effort, without blocking: the peer may still read what we owe it. */
+static void flush_nowait(struct conn *c)
+{
+    pthread_mutex_lock(&c->out_lock);
+    while (c->out.len) {
+        ssize_t n = send(c->fd, c->out.p, c->out.len, MSG_NOSIGNAL | MSG_DONTWAIT);
+        if (n <= 0 && !(n < 0 && errno == EINTR)) break;
+        if (n > 0) pod_buf_consume(&c->out, (size_t)n);
+    }
+    pthread_mutex_unlock(&c->out_lock);
+}
+
+/* Stop reading. The connection is freed once no call of it is queued or
+ * running, no reply of it waits on the ready list (refs back to the loop's
+ * own), and its replies are written (a half-closed client still reads them)
+ * or cannot be (the peer is gone). Returns false if c was freed. */
+static bool conn_close(struct pod_server *s, struct conn *c)
+{
+    if (!c->closing) {
+        c->closing = true;
+        s->nclosing++;
+        c->reading = false;
+        __atomic_store_n(&c->loop_watch, 1, __ATOMIC_RELEASE);
+        shutdown(c->fd, SHUT_RD);
+    }
+    if (__atomic_load_n(&c->refs, __ATOMIC_ACQUIRE) == 1) {
+        flush_nowait(c);
+        pthread_mutex_lock(&c->out_lock);
+        bool pending = c->out.len > 0;
+        pthread_mutex_unlock(&c->out_lock);
+        if (!pending) {
+            conn_free(s, c);
+            return false;
+        }
+        c->want_write = true;
+    }
+    conn_events(s, c);
+    return true;
+}
+
+/* Write what is buffered. Called by the loop only. Returns false if c was
+ * freed (the peer is gone and nothing of it is pending). */
+static bool conn_flush(struct pod_server *s, struct conn *c)
+{
+    pthread_mutex_lock(&c->out_lock);
+    bool failed = false;
+    while (c->out.len) {
+        ssize_t n = send(c->fd, c->out.p, c->out.len, MSG_NOSIGNAL | MSG_DONTWAIT);
+        if (n > 0) {
+            pod_buf_consume(&c->out, (size_t)n);
+            continue;
+        }
+        if (n < 0 && errno == EINTR) continue;
+        if (n < 0 && errno == EAGAIN) break;
+        failed = true; /* the peer is gone: drop what it will never read */
+        c->out.len = 0;
+        break;
+    }
+    bool backlog = c->out.len > 0;
+    bool resume = !c->closing && !c->reading && c->out.len < OUT_LOW &&
+                  c->inflight < MAX_INFLIGHT_PER_CONN / 2;
+    pthread_mutex_unlock(&c->out_lock);
+    c->want_write = backlog && !failed;
+    if (resume && !s->stopping) {
+        c->reading = true;
+        __atomic_store_n(&c->loop_watch, 0, __ATOMIC_RELEASE);
+    }
+    if (failed || (c->closing && !backlog)) return conn_close(s, c);
+    conn_events(s, c);
+    return true;
+}
+
+/* Append an encoded reply. From a worker the call is done (inflight--); the
+ * worker flushes after its batch. From the loop, the loop flushes. */
+static void conn_reply(struct conn *c, const struct pod_buf *frame, bool from_worker)
+{
+    pthread_mutex_lock(&c->out_lock);
+    if (pod_buf_reserve(&c->out, frame->len) == 0) {
+        memcpy(c->out.p + c->out.len, frame->p, frame->len);
+        c->out.len += frame->len;
+    }
+    if (from_worker) c->inflight--;
+    pthread_mutex_unlock(&c->out_lock);
+}
+
+static void reply_error(struct conn *c, uint64_t id, int status,
+                        const char *msg)
+{
+    struct pod_buf b = {0};
+    if (pod_proto_encode_reply(&b, id, status, msg, NULL) == 0) conn_reply(c, &b, false);
+    pod_buf_free(&b);
+}
+
+/* ---- the call queue ----------------------------------------------------------- */
+
+static void enqueue(struct pod_server *s, struct request *r)
+{
+    pthread_mutex_lock(&s->q_lock);
+    r->next = NULL;
+    if (s->q_tail) s->q_tail->next = r;
+    else s->q_head = r;
+    s->q_tail = r;
+    s->q_len++;
+    pthread_cond_signal(&s->q_cond);
+    pthread_mutex_unlock(&s->q_lock);
+}
+
+/* Take up to max queued calls (waiting while there are none). 0 = stop. */
+static int dequeue_batch(struct pod_server *s, struct request **out, int max)
+{
+    pthread_mutex_lock(&s->q_lock);
+    while (!s->q_head && !s->q_stop) pthread_cond_wait(&s->q_cond, &s->q_lock);
+    int n = 0;
+    while (s->q_head && n < max) {
+        struct request *r = s->q_head;
+        s->q_head = r->next;
+        out[n++] = r;
+    }
+    if (!s->q_head) s->q_tail = NULL;
+    s->q_len -= (size_t)n;
+    s->q_running += n;
+    pthread_mutex_unlock(&s->q_lock);
+    return n;
+}
+
+static void requests_done(struct pod_server *s, int n)
+{
+    pthread_mutex_lock(&s->q_lock);
+    s->q_running -= n;
+    pthread_mutex_unlock(&s->q_lock);
+}
+
+/* After a batch: write a connection's replies from the worker itself (one
+ * send for all of them); whatever the socket does not take goes to the loop. */
+static void worker_flush(struct pod_server *s, struct conn *c)
+{
+    pthread_mutex_lock(&c->out_lock);
+    while (c->out.len) {
+        ssize_t n = send(c->fd, c->out.p, c->out.len, MSG_NOSIGNAL | MSG_DONTWAIT);
+        if (n > 0) pod_buf_consume(&c->out, (size_t)n);
+        else if (!(n < 0 && errno == EINTR)) break;
+    }
+    /* The loop also re-arms reading after backpressure and closes dead peers. */
+    bool hand_over = (c->out.len || __atomic_load_n(&c->loop_watch, __ATOMIC_ACQUIRE)) &&
+                     !c->flush_queued;
+    if (hand_over) {
+        c->flush_queued = true;
+        __atomic_fetch_add(&c->refs, 1, __ATOMIC_ACQ_REL); /* the ready list's reference */
+    }
+    pthread_mutex_unlock(&c->out_lock);
+    if (hand_over) {
+        pthread_mutex_lock(&s->ready_lock);
+        c->next_ready = s->ready;
+        s->ready = c;
+        pthread_mutex_unlock(&s->ready_lock);
+        uint64_t one = 1;
+        ssize_t w = write(s->evfd, &one, sizeof one);
+        (void)w;
+    }
+}
+
+#define BATCH 64
+
+static void worker_body(struct pod_worker *w, void *arg)
+{
+    struct pod_server *s = arg;
+    pod_result *res = pod_result_new();
+    struct pod_buf out = {0};
+    char msg[512];
+    struct request *batch[BATCH];
+    int n;
+    while (res && (n = dequeue_batch(s, batch, BATCH)) > 0) {
+        for (int i = 0; i < n; i++) {
+            struct request *r = batch[i];
+            pod_args args = {r->nargs, r->args};
+            int rc = pod_call(w, r->proc, &args, res, msg, sizeof msg);
+            out.len = 0;
+            if (pod_proto_encode_reply(&out, r->id, rc, rc < 0 ? msg : "", rc < 0 ? NULL : res)) {
+                out.len = 0;
+                snprintf(msg, sizeof msg, "%s: the result does not fit a %u-byte frame",
+                         s->db->procs[r->proc].name, POD_PROTO_MAX_FRAME);
+                pod_proto_encode_reply(&out, r->id, POD_E_INVALID, msg, NULL);
+            }
+            conn_reply(r->conn, &out, true);
+        }
+        /* Flush each connection once, then drop the calls' references. */
+        for (int i = 0; i < n; i++) {
+            bool first = true;
+            for (int j = 0; j < i && first; j++) first = batch[j]->conn != batch[i]->conn;
+            if (first) worker_flush(s, batch[i]->conn);
+        }
+        for (int i = 0; i < n; i++) {
+            __atomic_fetch_sub(&batch[i]->conn->refs, 1, __ATOMIC_RELEASE);
+            free(batch[i]);
+        }
+        requests_done(s, n);
+    }
+    pod_buf_free(&out);
+    pod_result_free(res);
+}
+
+/* ---- reading frames ------------------------------------------------------------- */
+
+static int find_proc(struct pod_server *s, const struct pod_call_frame *cf, char *err,
+                     size_t errlen)
+{
+    if (!cf->name) {
+        if (cf->proc_id < s->db->nprocs) return (int)cf->proc_id;
+        snprintf(err, errlen, "no procedure with id %u (see sys.procs)", cf->proc_id);
+        return -1;
+    }
+    for (uint32_t i = 0; i < s->db->nprocs; i++) {
+        const char *n = s->db->procs[i].name;
+        if (strlen(n) == cf->name_len && memcmp(n, cf->name, cf->name_len) == 0) return (int)i;
+    }
+    snprintf(err, errlen, "unknown procedure '%.*s' (see sys.procs)",
+             (int)(cf->name_len > 100 ? 100 : cf->name_len), cf->name);
+    return -1;
+}
+
+/* Handle one complete frame: queue the call, or answer the error. */
+static void handle_frame(struct pod_server *s, struct conn *c, const unsigned char *frame,
+                         size_t len, pod_value *args)
+{
+    struct pod_call_frame cf = {0};
+    cf.args = args;
+    char err[256];
+    count(&s->info.requests_total, 1);
+    if (pod_proto_decode_call(frame, len, &cf, MAX_ARGS, err, sizeof err) != 0) {
+        count(&s->info.bad_frames, 1);
+        reply_error(c, cf.request_id, POD_E_INVALID, err);
+        return;
+    }
+    int proc = find_proc(s, &cf, err, sizeof err);
+    if (proc < 0) {
+        reply_error(c, cf.request_id, POD_E_INVALID, err);
+        return;
+    }
+    /* Copy the frame (the connection's buffer moves on) and the decoded
+     * arguments after it, pointing into the copy. */
+    size_t args_off = (len + 7) & ~(size_t)7;
+    struct request *r = malloc(sizeof *r + args_off + (size_t)cf.nargs * sizeof(pod_value));
+    if (!r) {
+        reply_error(c, cf.request_id, POD_E_NOMEM, "server out of memory");
+        return;
+    }
+    memcpy(r->frame, frame, len);
+    r->args = (pod_value *)(r->frame + args_off);
+    for (int i = 0; i < cf.nargs; i++) {
+        r->args[i] = cf.args[i];
+        if (r->args[i].type == POD_T_BYTES)
+            r->args[i].u.bytes = r->frame + ((const unsigned char *)cf.args[i].u.bytes - frame);
+    }
+    r->conn = c;
+    r->id = cf.request_id;
+    r->proc = proc;
+    r->nargs = cf.nargs;
+    __atomic_fetch_add(&c->refs, 1, __ATOMIC_ACQ_REL);
+    pthread_mutex_lock(&c->out_lock);
+    c->inflight++;
+    pthread_mutex_unlock(&c->out_lock);
+    enqueue(s, r);
+}
+
+static void conn_read(struct pod_server *s, struct conn *c, pod_value *args)
+{
+    for (;;) {
+        if (pod_buf_reserve(&c->in, READ_CHUNK) != 0) {
+            conn_close(s, c);
+            return;
+        }
+        ssize_t n = recv(c->fd, c->in.p + c->in.len, READ_CHUNK, 0);
+        if (n < 0 && errno == EINTR) continue;
+        if (n < 0 && errno == EAGAIN) break;
+        if (n <= 0) { /* closed by the client (or an error): its calls still finish */
+            conn_close(s, c);
+            return;
+        }
+        c->in.len += (size_t)n;
+        size_t off = 0;
+        for (;;) {
+            long fs = pod_proto_frame_size(c->in.p + off, c->in.len - off);
+            if (fs == 0) break;
+            if (fs < 0) {
+                count(&s->info.bad_frames, 1);
+                reply_error(c, 0, POD_E_INVALID,
+                            "unframeable input: frame length out of range; closing");
+                conn_close(s, c);
+                return;
+            }
+            handle_frame(s, c, c->in.p + off, (size_t)fs, args);
+            off += (size_t)fs;
+        }
+        pod_buf_consume(&c->in, off);
+        pthread_mutex_lock(&c->out_lock);
+        bool full = c->out.len > OUT_HIGH || c->inflight >= MAX_INFLIGHT_PER_CONN;
+        pthread_mutex_unlock(&c->out_lock);
+        if (full) { /* backpressure: stop reading until replies drain */
+            c->reading = false;
+            __atomic_store_n(&c->loop_watch, 1, __ATOMIC_RELEASE);
+            conn_events(s, c);
+            break;
+        }
+        if ((size_t)n < READ_CHUNK) break;
+    }
+    conn_flush(s, c);
+}
+
+/* Connections with replies from workers. */
+static void flush_ready(struct pod_server *s)
+{
+    uint64_t v;
+    ssize_t r = read(s->evfd, &v, sizeof v);
+    (void)r;
+    pthread_mutex_lock(&s->ready_lock);
+    struct conn *list = s->ready;
+    s->ready = NULL;
+    pthread_mutex_unlock(&s->ready_lock);
+    while (list) {
+        struct conn *c = list;
+        list = c->next_ready;
+        pthread_mutex_lock(&c->out_lock);
+        c->flush_queued = false;
+        pthread_mutex_unlock(&c->out_lock);
+        __atomic_fetch_sub(&c->refs, 1, __ATOMIC_ACQ_REL);
+        conn_flush(s, c);
+    }
+}
+
+/* ---- setup and the loop --------------------------------------------------------- */
+
+static int build_db(struct pod_server *s, pod_err *err)
+{
+    const struct pod_config *c = s->conf;
+    char msg[512];
+    struct pod_db_options o = {.nworkers = c->hosts[s->host].workers,
+                               .host_id = s->host,
+                               .nhosts = c->nhosts,
+                               .phantom_protection = c->engine.phantom_protection};
+    if (!(s->db = pod_db_new(&o, msg, sizeof msg)) || pod_builtin_sys_init(s->db, msg, sizeof msg) ||
+        pod_builtin_kv_init(s->db, c, msg, sizeof msg) || pod_modules_load(s->db, c, msg, sizeof msg)) {
+        pod_err_set(err, "%s", msg);
+        return -1;
+    }
+    return 0;
+}
+
+static int add_fd(struct pod_server *s, int fd, void *tag)
+{
+    struct epoll_event ev = {.events = EPOLLIN, .data.ptr = tag};
+    return epoll_ctl(s->epfd, EPOLL_CTL_ADD, fd, &ev);
+}
+
+/* Tags for the loop's own descriptors (connections are struct conn pointers). */
+static char TAG_UNIX, TAG_TCP, TAG_EVENT, TAG_SIGNAL;
+
+static bool drained(struct pod_server *s)
+{
+    pthread_mutex_lock(&s->q_lock);
+    bool idle = !s->q_head && s->q_running == 0;
+    pthread_mutex_unlock(&s->q_lock);
+    return idle;
+}
+
+static void sweep_closing(struct pod_server *s)
+{
+    for (struct conn *c = s->conns, *next; c; c = next) {
+        next = c->next;
+        /* refs == 1: no call queued or running, not on the ready list. */
+        if (c->closing && !c->want_write && __atomic_load_n(&c->refs, __ATOMIC_ACQUIRE) == 1)
+            conn_close(s, c);
+    }
+}
+
+static void run_loop(struct pod_server *s)
+{
+    static pod_value args[MAX_ARGS];
+    struct epoll_event evs[64];
+    bool stopping = false;
+    uint64_t stop_deadline = 0;
+    for (;;) {
+        int n = epoll_wait(s->epfd, evs, 64, stopping || s->nclosing ? 10 : 1000);
+        if (n < 0 && errno != EINTR) {
+            pod_error("epoll_wait: %s", strerror(errno));
+            break;
+        }
+        for (int i = 0; i < n; i++) {
+            void *tag = evs[i].data.ptr;
+            if (tag == &TAG_UNIX) accept_all(s, s->unix_fd);
+            else if (tag == &TAG_TCP) accept_all(s, s->tcp_fd);
+            else if (tag == &TAG_EVENT) flush_ready(s);
+            else if (tag == &TAG_SIGNAL) {
+                struct signalfd_siginfo si;
+                if (read(s->sigfd, &si, sizeof si) == sizeof si && !stopping) {
+                    pod_info("signal %u: shutting down (finishing calls in progress)", si.ssi_signo);
+                    stopping = true;
+                    stop_deadline = now_ns() + SHUTDOWN_GRACE_MS * 1000000ull;
+                    cxl_region_set_state(s->region, CXL_HOST_STOPPING);
+                    /* Stop accepting and reading: nothing new starts. */
+                    epoll_ctl(s->epfd, EPOLL_CTL_DEL, s->unix_fd, NULL);
+                    close(s->unix_fd);
+                    s->unix_fd = -1;
+                    unlink(s->unix_path);
+                    if (s->tcp_fd >= 0) {
+                        epoll_ctl(s->epfd, EPOLL_CTL_DEL, s->tcp_fd, NULL);
+                        close(s->tcp_fd);
+                        s->tcp_fd = -1;
+                    }
+                    s->stopping = true;
+                    for (struct conn *c = s->conns; c; c = c->next) {
+                        c->reading = false;
+                        __atomic_store_n(&c->loop_watch, 1, __ATOMIC_RELEASE);
+                        conn_events(s, c);
+                    }
+                }
+            } else {
+                struct conn *c = tag;
+                if (c->dead) continue;
+                if ((evs[i].events & EPOLLOUT) && !conn_flush(s, c)) continue;
+                if (c->closing) continue;
+                if ((evs[i].events & (EPOLLIN | EPOLLRDHUP | EPOLLHUP | EPOLLERR)) && c->reading)
+                    conn_read(s, c, args);
+                else if (evs[i].events & (EPOLLHUP | EPOLLERR)) conn_close(s, c);
+            }
+        }
+        /* A worker may drop a closing connection's last call reference
+         * without telling the loop (it cannot touch the connection after);
+         * free those here. */
+        if (s->nclosing) sweep_closing(s);
+        free_dead(s);
+        if (stopping && (drained(s) || now_ns() > stop_deadline)) {
+            flush_ready(s);
+            if (!drained(s)) pod_warn("shutdown: calls still running after %d ms", SHUTDOWN_GRACE_MS);
+            break;
+        }
+    }
+}
+
+int pod_server_main(const struct pod_config *c, int host)
+{
+    pod_err err = {{0}};
+    struct pod_server *s = calloc(1, sizeof *s);
+    if (!s) return 1;
+    s->conf = c;
+    s->host = host;
+    s->epfd = s->evfd = s->sigfd = s->unix_fd = s->tcp_fd = -1;
+    s->info.conf = c;
+    s->info.host = host;
+    s->info.started_ns = now_ns();
+    pthread_mutex_init(&s->q_lock, NULL);
+    pthread_cond_init(&s->q_cond, NULL);
+    pthread_mutex_init(&s->ready_lock, NULL);
+    g_server = s;
+    int rc = 1;
+    const struct pod_host_conf *hc = &c->hosts[host];
+
+    sigset_t mask;
+    sigemptyset(&mask);
+    sigaddset(&mask, SIGTERM);
+    sigaddset(&mask, SIGINT);
+    pthread_sigmask(SIG_BLOCK, &mask, NULL); /* every thread started below inherits it */
+
+    s->region = cxl_region_open(c, host, CXL_OPEN_CREATE | CXL_OPEN_HEARTBEAT, &err);
+    if (!s->region) goto out;
+    pod_info("attached to region %s as host %d (generation %llu%s)", c->region.path, host,
+             (unsigned long long)s->region->sb->generation,
+             s->region->formatted_now ? ", formatted it" : "");
+    if (build_db(s, &err)) goto out;
+    if ((s->epfd = epoll_create1(EPOLL_CLOEXEC)) < 0 ||
+        (s->evfd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC)) < 0 ||
+        (s->sigfd = signalfd(-1, &mask, SFD_NONBLOCK | SFD_CLOEXEC)) < 0) {
+        pod_err_set(&err, "epoll/eventfd/signalfd: %s", strerror(errno));
+        goto out;
+    }
+    if ((s->unix_fd = listen_unix(s, hc->socket_path, &err)) < 0) goto out;
+    if (hc->tcp_port && (s->tcp_fd = listen_tcp(hc->tcp_port, &err)) < 0) goto out;
+    add_fd(s, s->unix_fd, &TAG_UNIX);
+    if (s->tcp_fd >= 0) add_fd(s, s->tcp_fd, &TAG_TCP);
+    add_fd(s, s->evfd, &TAG_EVENT);
+    add_fd(s, s->sigfd, &TAG_SIGNAL);
+    char msg[256];
+    if (pod_workers_start(s->db, hc->cpus, hc->ncpus, worker_body, s, msg, sizeof msg)) {
+        pod_err_set(&err, "%s", msg);
+        goto out;
+    }
+    cxl_region_set_state(s->region, CXL_HOST_RUNNING);
+    pod_info("serving on %s%s%s with %d worker%s", hc->socket_path, hc->tcp_port ? " and tcp " : "",
+             hc->tcp_port ? "127.0.0.1" : "", hc->workers, hc->workers == 1 ? "" : "s");
+    if (hc->tcp_port) pod_info("tcp listener on 127.0.0.1:%d", hc->tcp_port);
+    run_loop(s);
+
+    pthread_mutex_lock(&s->q_lock);
+    s->q_stop = true;
+    pthread_cond_broadcast(&s->q_cond);
+    pthread_mutex_unlock(&s->q_lock);
+    pod_workers_join(s->db);
+    flush_ready(s);
+    for (struct conn *c2 = s->conns; c2; c2 = c2->next) flush_nowait(c2);
+    rc = 0;
+out:
+    if (rc) pod_error("%s", err.msg);
+    while (s->conns) conn_free(s, s->conns);
+    free_dead(s);
+    for (struct request *r = s->q_head, *n; r; r = n) { /* only after a failed start */
+        n = r->next;
+        free(r);
+    }
+    if (s->unix_fd >= 0) {
+        close(s->unix_fd);
+        unlink(s->unix_path);
+    }
+    if (s->tcp_fd >= 0) close(s->tcp_fd);
+    if (s->sigfd >= 0) close(s->sigfd);
+    if (s->evfd >= 0) close(s->evfd);
+    if (s->epfd >= 0) close(s->epfd);
+    if (s->db) pod_db_free(s->db);
+    if (s->region) cxl_region_close(s->region);
+    if (!rc) pod_info("stopped cleanly");
+    g_server = NULL;
+    pthread_mutex_destroy(&s->q_lock);
+    pthread_cond_destroy(&s->q_cond);
+    pthread_mutex_destroy(&s->ready_lock);
+    free(s);
+    return rc;
+}

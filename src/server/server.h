@@ -1,0 +1,36 @@
+/* poddb-server: one per host. Attaches to the region, builds the host's
+ * database (kv tables from the config, built-in and module procedures), and
+ * serves stored-procedure calls on a Unix socket (and optionally TCP on
+ * loopback) until SIGTERM/SIGINT. */
+#ifndef PODDB_SERVER_SERVER_H
+#define PODDB_SERVER_SERVER_H
+
+#include <signal.h>
+#include <stdint.h>
+
+#include "conf/config.h"
+#include "engine/db.h"
+
+struct pod_server;
+
+/* Run the server for host `host` until a stop signal. Returns the exit
+ * status for main (0 on a clean shutdown). */
+int pod_server_main(const struct pod_config *c, int host);
+
+/* For built-in procedures (sys.*): the running server of this process. */
+struct pod_server_info {
+    const struct pod_config *conf;
+    int host;
+    uint64_t started_ns;
+    uint64_t connections_total, connections_open;
+    uint64_t requests_total, bad_frames;
+};
+const struct pod_server_info *pod_server_info(void);
+
+/* Built-in procedures and kv tables (builtin_kv.c, builtin_sys.c). */
+int pod_builtin_kv_init(pod_db *db, const struct pod_config *c, char *err, size_t errlen);
+int pod_builtin_sys_init(pod_db *db, char *err, size_t errlen);
+/* Load the shared objects listed in the config (modules.c). */
+int pod_modules_load(pod_db *db, const struct pod_config *c, char *err, size_t errlen);
+
+#endif
