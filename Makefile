@@ -86,6 +86,10 @@ build/asan/bin/%: tools/%.c build/lib/libpoddb_core_asan.a
 	@mkdir -p $(dir $@)
 	$(CC) $(BASE_CFLAGS) $(SAN_ASAN) $< build/lib/libpoddb_core_asan.a $(LIBS) -o $@
 
+build/tsan/bin/%: tools/%.c build/lib/libpoddb_core_tsan.a
+	@mkdir -p $(dir $@)
+	$(CC) $(BASE_CFLAGS) $(SAN_TSAN) $< build/lib/libpoddb_core_tsan.a $(LIBS) -o $@
+
 build/test/asan/%: tests/unit/%.c $(TEST_HELPER_SRCS) build/lib/libpoddb_core_asan.a
 	@mkdir -p $(dir $@)
 	$(CC) $(BASE_CFLAGS) $(SAN_ASAN) -Itests/unit $< $(TEST_HELPER_SRCS) build/lib/libpoddb_core_asan.a $(CHECK_LIBS) $(LIBS) -o $@
@@ -97,7 +101,7 @@ build/test/tsan/%: tests/unit/%.c $(TEST_HELPER_SRCS) build/lib/libpoddb_core_ts
 -include $(wildcard build/bin/*.d)
 
 # Per-program libraries.
-build/bin/poddb-cli build/asan/bin/poddb-cli: LIBS += -lreadline
+build/bin/poddb-cli build/asan/bin/poddb-cli build/tsan/bin/poddb-cli: LIBS += -lreadline
 
 ASAN_TESTS := $(patsubst tests/unit/%.c,build/test/asan/%,$(TEST_SRCS))
 ASAN_BINS  := $(patsubst tools/%.c,build/asan/bin/%,$(BIN_SRCS))
@@ -108,9 +112,13 @@ test: deps
 	@$(MAKE) --no-print-directory all $(ASAN_TESTS) $(ASAN_BINS)
 	@tests/run-tests --variant asan $(ASAN_TESTS) -- $(wildcard tests/integration/*.sh)
 
+# The server's threads are checked by running its integration test against
+# ThreadSanitizer builds of the programs.
+TSAN_SERVER_TESTS := test_server
+TSAN_BINS := $(patsubst tools/%.c,build/tsan/bin/%,$(BIN_SRCS))
 tsan: deps
-	@$(MAKE) --no-print-directory $(patsubst %,build/test/tsan/%,$(TSAN_TESTS))
-	@tests/run-tests --variant tsan $(patsubst %,build/test/tsan/%,$(TSAN_TESTS)) --
+	@$(MAKE) --no-print-directory $(patsubst %,build/test/tsan/%,$(TSAN_TESTS) $(TSAN_SERVER_TESTS)) $(TSAN_BINS)
+	@PODDB_BIN=build/tsan/bin tests/run-tests --variant tsan $(patsubst %,build/test/tsan/%,$(TSAN_TESTS) $(TSAN_SERVER_TESTS)) --
 
 run: deps
 	@$(MAKE) --no-print-directory all
