@@ -176,8 +176,8 @@ static int load_keys(const struct opts *o, const char *address)
         }
         uint64_t now = now_ns();
         if (!o->quiet && (now - last > 500000000ull || i + 1 == o->keys)) {
-            fprintf(stderr, "\rloading %s: %" PRIu64 "/%" PRIu64 " keys (%.0f%%)", o->table, i + 1,
-                    o->keys, 100.0 * (double)(i + 1) / (double)o->keys);
+            fprintf(stderr, "\rloading %s on %s: %" PRIu64 "/%" PRIu64 " keys (%.0f%%)", o->table,
+                    address, i + 1, o->keys, 100.0 * (double)(i + 1) / (double)o->keys);
             last = now;
         }
     }
@@ -332,8 +332,10 @@ int main(int argc, char **argv)
                     o.value_size, o.table, conf->tables[i].value_size);
             return 2;
         }
-    const char *load_addr = conf->hosts[o.host >= 0 ? o.host : 0].socket_path;
-    if (o.load && load_keys(&o, load_addr)) return 1;
+    /* Until cross-host transactions exist every host serves its own data: load
+     * each host that will be driven. */
+    for (int h = 0; o.load && h < conf->nhosts; h++)
+        if ((o.host < 0 || o.host == h) && load_keys(&o, conf->hosts[h].socket_path)) return 1;
 
     struct conn_thread *t = calloc((size_t)o.connections, sizeof *t);
     for (int i = 0; i < o.connections; i++) {
@@ -349,6 +351,7 @@ int main(int argc, char **argv)
     for (double w = 0; w < o.warmup; w += 0.1) nanosleep(&tick, NULL);
     __atomic_store_n(&g_phase, 1, __ATOMIC_RELAXED);
     uint64_t t0 = now_ns(), last_print = t0, last_done = 0;
+    bool tty = isatty(STDERR_FILENO);
     for (;;) {
         nanosleep(&tick, NULL);
         uint64_t now = now_ns(), done = 0;
@@ -359,8 +362,10 @@ int main(int argc, char **argv)
         }
         if (failed) break;
         if (!o.quiet && now - last_print >= 1000000000ull) {
-            fprintf(stderr, "\r%5.1f s  %10.0f calls/s", (double)(now - t0) / 1e9,
-                    (double)(done - last_done) * 1e9 / (double)(now - last_print));
+            /* On a terminal the line is rewritten; in a log, one line a second. */
+            fprintf(stderr, "%s%5.1f s  %10.0f calls/s%s", tty ? "\r" : "",
+                    (double)(now - t0) / 1e9,
+                    (double)(done - last_done) * 1e9 / (double)(now - last_print), tty ? "" : "\n");
             last_print = now;
             last_done = done;
         }
@@ -368,7 +373,7 @@ int main(int argc, char **argv)
     }
     double secs = (double)(now_ns() - t0) / 1e9;
     __atomic_store_n(&g_phase, 2, __ATOMIC_RELAXED);
-    if (!o.quiet) fprintf(stderr, "\n");
+    if (!o.quiet && tty) fprintf(stderr, "\n");
     struct hist all;
     hist_init(&all);
     uint64_t done = 0, errors = 0;

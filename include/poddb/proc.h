@@ -123,10 +123,12 @@ typedef struct pod_column {
  * p % hosts unless the table says otherwise. */
 typedef uint32_t (*pod_partition_fn)(const void *key, uint32_t nparts, void *ctx);
 
+#define POD_MAX_TUPLE_SIZE (16u << 20) /* bytes */
+
 typedef struct pod_table_def {
     const char *name;
     uint32_t key_size;      /* bytes, 1..255; keys compare with memcmp */
-    uint32_t tuple_size;    /* bytes */
+    uint32_t tuple_size;    /* bytes, 1..POD_MAX_TUPLE_SIZE */
     uint32_t ncols;         /* may be 0: the tuple is opaque bytes */
     const pod_column *cols;
     uint32_t nparts;        /* 0 means 1 */

@@ -363,7 +363,7 @@ static void enqueue(struct pod_server *s, struct request *r)
     pthread_mutex_lock(&s->q_lock);
     r->next = NULL;
     if (s->q_tail) s->q_tail->next = r;
-    else s->q_head = r;
+    else __atomic_store_n(&s->q_head, r, __ATOMIC_RELEASE);
     s->q_tail = r;
     s->q_len++;
     pthread_cond_signal(&s->q_cond);
@@ -373,12 +373,16 @@ static void enqueue(struct pod_server *s, struct request *r)
 /* Take up to max queued calls (waiting while there are none). 0 = stop. */
 static int dequeue_batch(struct pod_server *s, struct request **out, int max)
 {
+    /* Spin briefly before sleeping: a call arriving within ~20 us is taken
+     * without a futex wake-up (the common case under load). */
+    for (int i = 0; i < 2000 && !__atomic_load_n(&s->q_head, __ATOMIC_ACQUIRE); i++)
+        __builtin_ia32_pause();
     pthread_mutex_lock(&s->q_lock);
     while (!s->q_head && !s->q_stop) pthread_cond_wait(&s->q_cond, &s->q_lock);
     int n = 0;
     while (s->q_head && n < max) {
         struct request *r = s->q_head;
-        s->q_head = r->next;
+        __atomic_store_n(&s->q_head, r->next, __ATOMIC_RELAXED); /* read unlocked by spinners */
         out[n++] = r;
     }
     if (!s->q_head) s->q_tail = NULL;

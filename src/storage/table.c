@@ -62,9 +62,9 @@ pod_table *table_new(pod_db *db, uint32_t id, const pod_table_def *def, const bt
                  def->key_size, BT_MAX_KEY_WIDTH);
         return NULL;
     }
-    if (def->tuple_size == 0 || def->tuple_size > (1u << 20)) {
-        snprintf(err, errlen, "table %s: tuple_size %u is out of range (1..1048576)", def->name,
-                 def->tuple_size);
+    if (def->tuple_size == 0 || def->tuple_size > POD_MAX_TUPLE_SIZE) {
+        snprintf(err, errlen, "table %s: tuple_size %u is out of range (1..%u)", def->name,
+                 def->tuple_size, POD_MAX_TUPLE_SIZE);
         return NULL;
     }
     if (def->ncols && !def->cols) {
