@@ -425,7 +425,8 @@ static const struct key_spec top_keys[TOP_NKEYS] = {
 enum { T_NAME, T_KEY_SIZE, T_VALUE_SIZE, T_PARTITIONS, T_NKEYS };
 static const struct key_spec table_keys[T_NKEYS] = {
     [T_NAME] = {"name", true, "a table name: 1..63 letters, digits, '_' or '.'"},
-    [T_KEY_SIZE] = {"key_size", true, "an integer in 1..255 (bytes)"},
+    /* 254: the engine key is the key plus a length byte, at most 255 bytes */
+    [T_KEY_SIZE] = {"key_size", true, "an integer in 1..254 (bytes)"},
     [T_VALUE_SIZE] = {"value_size", true, "an integer in 1..1048576 (bytes)"},
     [T_PARTITIONS] = {"partitions", false, "an integer in 1..4096"},
 };
@@ -694,7 +695,7 @@ static int load_table(const struct ctx *c, const struct ynode *node, int i,
             return fail_node(c, v, it[T_NAME].path, "'%s' is also the name of tables[%d]",
                              t->name, j);
     int n;
-    if (get_int(c, &it[T_KEY_SIZE], 1, 255, &n) < 0) return -1;
+    if (get_int(c, &it[T_KEY_SIZE], 1, 254, &n) < 0) return -1;
     t->key_size = (uint32_t)n;
     if (get_int(c, &it[T_VALUE_SIZE], 1, 1 << 20, &n) < 0) return -1;
     t->value_size = (uint32_t)n;

@@ -44,7 +44,10 @@
 #define MAX_ARGS 4096
 #define OUT_HIGH (8u << 20)
 #define OUT_LOW (1u << 20)
-#define MAX_INFLIGHT_PER_CONN 4096
+/* Calls of one connection queued or running. With the 8 MiB output mark this
+ * bounds what a client that does not read can make the server hold: 8 MiB
+ * plus the replies of at most this many calls. */
+#define MAX_INFLIGHT_PER_CONN 128
 #define READ_CHUNK 65536
 #define SHUTDOWN_GRACE_MS 10000
 
@@ -97,6 +100,9 @@ struct pod_server {
     bool stopping;
     int nclosing;               /* connections closing, waiting for their calls */
     struct conn *dead;          /* retired during this batch of events */
+    int spare_fd;               /* reserved for shedding connections when out of descriptors */
+    pod_value args[MAX_ARGS];   /* decoded arguments of the frame being handled */
+    uint64_t shed, shed_warned_ns;
     struct pod_server_info info;
 };
 
@@ -197,11 +203,41 @@ static void conn_events(struct pod_server *s, struct conn *c)
     c->armed = want;
 }
 
+/* Out of descriptors, the listener stays readable and epoll would report it
+ * again at once: give back the spare descriptor, accept the newcomer and close
+ * it at once (it sees the connection closed rather than hanging), take the
+ * spare again, and say so at most once a second. */
+static bool shed_connection(struct pod_server *s, int lfd)
+{
+    if (s->spare_fd >= 0) {
+        close(s->spare_fd);
+        s->spare_fd = -1;
+    }
+    /* EMFILE comes before the queue is looked at: maybe nobody is waiting. */
+    int fd = accept4(lfd, NULL, NULL, SOCK_CLOEXEC);
+    if (fd >= 0) close(fd);
+    s->spare_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
+    if (fd < 0) return false;
+    s->shed++;
+    uint64_t now = now_ns();
+    if (now - s->shed_warned_ns > 1000000000ull) {
+        pod_warn("out of file descriptors: refused %llu connection(s) (raise the limit: ulimit -n)",
+                 (unsigned long long)s->shed);
+        s->shed_warned_ns = now;
+        s->shed = 0;
+    }
+    return true;
+}
+
 static void accept_all(struct pod_server *s, int lfd)
 {
     for (;;) {
         int fd = accept4(lfd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
         if (fd < 0) {
+            if (errno == EMFILE || errno == ENFILE) {
+                if (shed_connection(s, lfd)) continue;
+                return;
+            }
             if (errno != EAGAIN && errno != EINTR && errno != ECONNABORTED)
                 pod_warn("accept: %s", strerror(errno));
             return;
@@ -303,6 +339,8 @@ static bool conn_close(struct pod_server *s, struct conn *c)
     return true;
 }
 
+static bool process_frames(struct pod_server *s, struct conn *c);
+
 /* Write what is buffered. Called by the loop only. Returns false if c was
  * freed (the peer is gone and nothing of it is pending). */
 static bool conn_flush(struct pod_server *s, struct conn *c)
@@ -329,6 +367,9 @@ static bool conn_flush(struct pod_server *s, struct conn *c)
     if (resume && !s->stopping) {
         c->reading = true;
         __atomic_store_n(&c->loop_watch, 0, __ATOMIC_RELEASE);
+        /* Frames that arrived while paused are already buffered: no EPOLLIN
+         * will announce them. */
+        if (c->in.len && !process_frames(s, c)) return false;
     }
     if (failed || (c->closing && !backlog)) return conn_close(s, c);
     conn_events(s, c);
@@ -531,9 +572,50 @@ static void handle_frame(struct pod_server *s, struct conn *c, const unsigned ch
     enqueue(s, r);
 }
 
-static void conn_read(struct pod_server *s, struct conn *c, pod_value *args)
+static bool conn_full(struct conn *c)
 {
+    pthread_mutex_lock(&c->out_lock);
+    bool full = c->out.len > OUT_HIGH || c->inflight >= MAX_INFLIGHT_PER_CONN;
+    pthread_mutex_unlock(&c->out_lock);
+    return full;
+}
+
+/* Stop reading until replies drain (conn_flush resumes). */
+static void conn_pause(struct pod_server *s, struct conn *c)
+{
+    c->reading = false;
+    __atomic_store_n(&c->loop_watch, 1, __ATOMIC_RELEASE);
+    conn_events(s, c);
+}
+
+/* Handle the complete frames buffered in c->in, stopping (and pausing the
+ * connection) as soon as it has as much in flight as it may. Returns false if
+ * c was closed. */
+static bool process_frames(struct pod_server *s, struct conn *c)
+{
+    size_t off = 0;
+    bool full = false;
     for (;;) {
+        long fs = pod_proto_frame_size(c->in.p + off, c->in.len - off);
+        if (fs == 0) break;
+        if (fs < 0) {
+            count(&s->info.bad_frames, 1);
+            reply_error(c, 0, POD_E_INVALID, "unframeable input: frame length out of range; closing");
+            conn_close(s, c);
+            return false;
+        }
+        handle_frame(s, c, c->in.p + off, (size_t)fs, s->args);
+        off += (size_t)fs;
+        if ((full = conn_full(c))) break; /* the rest waits in c->in */
+    }
+    pod_buf_consume(&c->in, off);
+    if (full) conn_pause(s, c);
+    return true;
+}
+
+static void conn_read(struct pod_server *s, struct conn *c)
+{
+    while (c->reading) {
         if (pod_buf_reserve(&c->in, READ_CHUNK) != 0) {
             conn_close(s, c);
             return;
@@ -546,30 +628,7 @@ static void conn_read(struct pod_server *s, struct conn *c, pod_value *args)
             return;
         }
         c->in.len += (size_t)n;
-        size_t off = 0;
-        for (;;) {
-            long fs = pod_proto_frame_size(c->in.p + off, c->in.len - off);
-            if (fs == 0) break;
-            if (fs < 0) {
-                count(&s->info.bad_frames, 1);
-                reply_error(c, 0, POD_E_INVALID,
-                            "unframeable input: frame length out of range; closing");
-                conn_close(s, c);
-                return;
-            }
-            handle_frame(s, c, c->in.p + off, (size_t)fs, args);
-            off += (size_t)fs;
-        }
-        pod_buf_consume(&c->in, off);
-        pthread_mutex_lock(&c->out_lock);
-        bool full = c->out.len > OUT_HIGH || c->inflight >= MAX_INFLIGHT_PER_CONN;
-        pthread_mutex_unlock(&c->out_lock);
-        if (full) { /* backpressure: stop reading until replies drain */
-            c->reading = false;
-            __atomic_store_n(&c->loop_watch, 1, __ATOMIC_RELEASE);
-            conn_events(s, c);
-            break;
-        }
+        if (!process_frames(s, c)) return;
         if ((size_t)n < READ_CHUNK) break;
     }
     conn_flush(s, c);
@@ -643,7 +702,6 @@ static void sweep_closing(struct pod_server *s)
 
 static void run_loop(struct pod_server *s)
 {
-    static pod_value args[MAX_ARGS];
     struct epoll_event evs[64];
     bool stopping = false;
     uint64_t stop_deadline = 0;
@@ -688,7 +746,7 @@ static void run_loop(struct pod_server *s)
                 if ((evs[i].events & EPOLLOUT) && !conn_flush(s, c)) continue;
                 if (c->closing) continue;
                 if ((evs[i].events & (EPOLLIN | EPOLLRDHUP | EPOLLHUP | EPOLLERR)) && c->reading)
-                    conn_read(s, c, args);
+                    conn_read(s, c);
                 else if (evs[i].events & (EPOLLHUP | EPOLLERR)) conn_close(s, c);
             }
         }
@@ -713,6 +771,7 @@ int pod_server_main(const struct pod_config *c, int host)
     s->conf = c;
     s->host = host;
     s->epfd = s->evfd = s->sigfd = s->unix_fd = s->tcp_fd = -1;
+    s->spare_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
     s->info.conf = c;
     s->info.host = host;
     s->info.started_ns = now_ns();
@@ -782,6 +841,7 @@ out:
     if (s->sigfd >= 0) close(s->sigfd);
     if (s->evfd >= 0) close(s->evfd);
     if (s->epfd >= 0) close(s->epfd);
+    if (s->spare_fd >= 0) close(s->spare_fd);
     if (s->db) pod_db_free(s->db);
     if (s->region) cxl_region_close(s->region);
     if (!rc) pod_info("stopped cleanly");

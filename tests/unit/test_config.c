@@ -597,7 +597,7 @@ static const struct bad_case {
      "11:12: tables[0].name: 'my users' is not a valid name"},
     {"table key_size too big", REGION_OK HOSTS_OK
      "tables:\n  - {name: t, key_size: 256, value_size: 8}\n",
-     "11:25: tables[0].key_size: 256 is out of range (1..255)"},
+     "11:25: tables[0].key_size: 256 is out of range (1..254)"},
     {"duplicate table", REGION_OK HOSTS_OK
      "tables:\n  - {name: t, key_size: 8, value_size: 8}\n  - {name: t, key_size: 8, value_size: 8}\n",
      "12:12: tables[1].name: 't' is also the name of tables[0]"},

@@ -384,12 +384,13 @@ START_TEST(test_sys_tables)
     static const struct {
         const char *name;
         int key_size, tuple_size, parts;
-    } want[] = {{"kv", 65, 1028, 4}, {"scan", 17, 68, 4}, {"big", 9, 65540, 2}, {"safe", 33, 132, 3}};
+    } want[] = {{"kv", 65, 1028, 4},   {"scan", 17, 68, 4},       {"big", 9, 65540, 2},
+                {"safe", 33, 132, 3}, {"huge", 9, 1048580, 1}};
     pod_client *c = conn(S.sock);
     pod_reply *r = call(c, "sys.tables", NULL, 0);
     ck_assert_int_eq(pod_reply_status(r), POD_OK);
-    ck_assert_int_eq(pod_reply_nrows(r), 4);
-    for (int i = 0; i < 4; i++) {
+    ck_assert_int_eq(pod_reply_nrows(r), 5);
+    for (int i = 0; i < 5; i++) {
         ck_assert_int_eq(pod_reply_ncols(r, i), 5);
         char name[64];
         ck_assert_str_eq(str_at(r, i, 0, name, sizeof name), want[i].name);
@@ -787,8 +788,8 @@ START_TEST(test_kv_scan_errors)
 }
 END_TEST
 
-/* A scan whose rows pass the reply budget fails cleanly (big has 24 x 64 KiB:
- * fine); the result of every row of big is exactly right. */
+/* A 1.5 MiB scan result (big: 24 rows of 64 KiB, over both partitions) is
+ * exactly right. */
 START_TEST(test_kv_scan_big_rows)
 {
     REQUIRE_SHARED();
@@ -808,6 +809,56 @@ START_TEST(test_kv_scan_big_rows)
     }
     free(bv);
     pod_reply_free(r);
+    pod_client_close(c);
+}
+END_TEST
+
+/* Results near the 16 MiB frame limit: 1 MiB values round-trip; a scan whose
+ * rows pass its budget and a kv.multi whose result does not fit a frame fail
+ * with a message (nothing is cut off silently), and the connection goes on. */
+START_TEST(test_result_size_limits)
+{
+    REQUIRE_SHARED();
+    enum { NHUGE = 16, MiB = 1 << 20 };
+    pod_client *c = conn(S.sock);
+    unsigned char *v = malloc(MiB + 1);
+    for (int i = 0; i < NHUGE; i++) {
+        unsigned char k[8] = {0, 0, 0, 0, 0, 0, 0, (unsigned char)i};
+        for (int j = 0; j < MiB; j++) v[j] = (unsigned char)(i + j * 3);
+        ck_assert_int_eq(kv_put(c, "huge", k, 8, v, MiB), POD_OK);
+    }
+    unsigned char k5[8] = {0, 0, 0, 0, 0, 0, 0, 5};
+    for (int j = 0; j < MiB; j++) v[j] = (unsigned char)(5 + j * 3);
+    ck_assert_int_eq(kv_get_check(c, "huge", k5, 8, v, MiB), POD_OK);
+    pod_value big[] = {pod_v_str("huge"), pod_v_bytes(k5, 8), pod_v_bytes(v, MiB + 1)};
+    expect_error(call(c, "kv.put", big, 3), POD_E_INVALID, "value_size 1048576", "1 MiB + 1");
+    free(v);
+
+    pod_value all[] = {pod_v_str("huge"), null_v(), null_v(), pod_v_i64(0)};
+    expect_error(call(c, "kv.scan", all, 3), POD_E_INVALID, "use a limit", "16 MiB scan");
+    all[3] = pod_v_i64(10);
+    pod_reply *r = call(c, "kv.scan", all, 4);
+    ck_assert_msg(pod_reply_status(r) == POD_OK, "10 MiB scan: %s", pod_reply_message(r));
+    ck_assert_int_eq(pod_reply_nrows(r), 10);
+    ck_assert_int_eq(pod_reply_value(r, 9, 1)->len, MiB);
+    pod_reply_free(r);
+
+    pod_value m[3 * NHUGE];
+    unsigned char keys[NHUGE][8];
+    for (int i = 0; i < NHUGE; i++) {
+        memset(keys[i], 0, 8);
+        keys[i][7] = (unsigned char)i;
+        m[3 * i] = pod_v_str("get");
+        m[3 * i + 1] = pod_v_str("huge");
+        m[3 * i + 2] = pod_v_bytes(keys[i], 8);
+    }
+    expect_error(call(c, "kv.multi", m, 3 * NHUGE), POD_E_INVALID,
+                 "kv.multi: the result does not fit a 16777216-byte frame", "16 MiB kv.multi");
+    r = call(c, "kv.multi", m, 3 * 15); /* 15 MiB fits */
+    ck_assert_msg(pod_reply_status(r) == POD_OK, "15 MiB kv.multi: %s", pod_reply_message(r));
+    ck_assert_int_eq(pod_reply_nrows(r), 15);
+    pod_reply_free(r);
+    ck_assert_int_eq(kv_get_s(c, "kv", "after-huge", NULL), POD_NOT_FOUND);
     pod_client_close(c);
 }
 END_TEST
@@ -1903,6 +1954,90 @@ START_TEST(test_socket_dir_missing)
 }
 END_TEST
 
+/* Out of file descriptors (accept fails with EMFILE while clients keep
+ * connecting): the server must not spin or flood its log, must keep serving
+ * the connections it has, and must accept again once descriptors are free. */
+START_TEST(test_fd_exhaustion)
+{
+    enum { NOFILE = 64, NCONN = 100 };
+    struct sh_server a;
+    ck_assert_int_eq(sh_prepare(&a, 1, 0, NULL), 0);
+    sh_spawn_nofile = NOFILE;
+    start_or_fail(&a);
+    sh_spawn_nofile = 0;
+    pod_client *c = conn(a.sock); /* connected before the descriptors run out */
+    int fds[NCONN], n = 0;
+    for (; n < NCONN; n++) {
+        fds[n] = sh_raw_connect(a.sock);
+        if (fds[n] < 0) break; /* the backlog is full: enough */
+    }
+    ck_assert_int_gt(n, NOFILE);
+    sh_sleep_ms(200);
+    struct stat st0, st1;
+    ck_assert_int_eq(stat(a.log, &st0), 0);
+    long hz = sysconf(_SC_CLK_TCK), t0 = sh_cpu_ticks(a.pid);
+    uint64_t p0 = sh_now_ms();
+    pod_reply *r = call(c, "sys.ping", NULL, 0); /* served meanwhile */
+    ck_assert_int_eq(pod_reply_status(r), POD_OK);
+    pod_reply_free(r);
+    uint64_t ping_ms = sh_now_ms() - p0;
+    sh_sleep_ms(1000);
+    long spent_ms = (sh_cpu_ticks(a.pid) - t0) * 1000 / hz;
+    ck_assert_int_eq(stat(a.log, &st1), 0);
+    long logged = (long)(st1.st_size - st0.st_size);
+    for (int i = 0; i < n; i++) close(fds[i]);
+    /* accepting again */
+    uint64_t end = sh_now_ms() + 10000;
+    bool back = false;
+    while (!back && sh_now_ms() < end) back = sh_ping(a.sock, 2000);
+    pod_client_close(c);
+    fprintf(stderr, "fd exhaustion: %ld ms CPU in 1 s, %ld bytes logged, ping %" PRIu64 " ms\n",
+            spent_ms, logged, ping_ms);
+    ck_assert_msg(back, "the server does not accept connections after descriptors are free");
+    ck_assert_msg(ping_ms < 2000, "a connected client waited %" PRIu64 " ms", ping_ms);
+    ck_assert_msg(logged < 64 * 1024,
+                  "the server logged %ld bytes in 1 s while out of descriptors (a warning per "
+                  "failed accept?)", logged);
+    ck_assert_msg(spent_ms < 300,
+                  "the server used %ld ms of CPU in 1 s while out of descriptors (accept "
+                  "failing with EMFILE on a level-triggered listener: a busy loop)", spent_ms);
+    stop_clean(&a, SIGTERM);
+    sh_remove_region(&a);
+}
+END_TEST
+
+/* The largest sizes the config accepts (key_size 255, value_size 1048576,
+ * docs/configuration.md) give a server that starts and stores such keys. */
+START_TEST(test_max_key_size_table)
+{
+    struct sh_server a;
+    sh_extra_tables = "  - name: maxk\n    key_size: 254\n    value_size: 16\n";
+    ck_assert_int_eq(sh_prepare(&a, 1, 0, NULL), 0);
+    sh_extra_tables = NULL;
+    if (sh_start(&a, START_TIMEOUT_MS) != 0) {
+        sh_dump_log(&a, "key_size 254");
+        ck_abort_msg("a config with key_size 254 (the documented maximum) passes validation but "
+                     "the server does not start (see its log above)");
+    }
+    pod_client *c = conn(a.sock);
+    char k[256];
+    memset(k, 0xab, sizeof k);
+    ck_assert_int_eq(kv_put(c, "maxk", k, 254, "v", 1), POD_OK);
+    ck_assert_int_eq(kv_get_check(c, "maxk", k, 254, "v", 1), POD_OK);
+    ck_assert_int_eq(kv_get_check(c, "maxk", k, 253, NULL, 0), POD_NOT_FOUND);
+    pod_value a3[] = {pod_v_str("maxk"), pod_v_bytes(k, 256), pod_v_str("v")};
+    expect_error(call(c, "kv.put", a3, 3), POD_E_INVALID, "key_size 254", "256-byte key");
+    pod_value nul = null_v();
+    pod_value sc[] = {pod_v_str("maxk"), nul, nul};
+    pod_reply *r = call(c, "kv.scan", sc, 3);
+    ck_assert_int_eq(pod_reply_nrows(r), 1);
+    pod_reply_free(r);
+    pod_client_close(c);
+    stop_clean(&a, SIGTERM);
+    sh_remove_region(&a);
+}
+END_TEST
+
 static Suite *server_suite(void)
 {
     Suite *s = suite_create("server");
@@ -1921,6 +2056,7 @@ static Suite *server_suite(void)
     tcase_add_test(tc, test_kv_scan);
     tcase_add_test(tc, test_kv_scan_errors);
     tcase_add_test(tc, test_kv_scan_big_rows);
+    tcase_add_test(tc, test_result_size_limits);
     tcase_add_test(tc, test_kv_multi);
     tcase_add_test(tc, test_kv_multi_rollback);
     tcase_add_test(tc, test_kv_multi_errors);
@@ -1947,6 +2083,8 @@ static Suite *server_suite(void)
     tcase_add_test(lc, test_stale_socket_replaced);
     tcase_add_test(lc, test_socket_of_other_server);
     tcase_add_test(lc, test_socket_dir_missing);
+    tcase_add_test(lc, test_fd_exhaustion);
+    tcase_add_test(lc, test_max_key_size_table);
     suite_add_tcase(s, lc);
     return s;
 }

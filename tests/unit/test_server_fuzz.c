@@ -180,6 +180,7 @@ static void mutate_framed(uint64_t *r, struct pod_buf *b, size_t off)
             break;
         case 4: { /* append random bytes */
             uint32_t add = 1 + rn(r, 16);
+            b->len = off + len; /* reserve past what the frame is now */
             if (pod_buf_reserve(b, add) != 0) break;
             f = b->p + off;
             for (uint32_t k = 0; k < add; k++) f[len + k] = (unsigned char)rnd(r);
@@ -415,7 +416,7 @@ static void mode_session(struct worker *w)
     }
     w->conns++;
     uint64_t sent = 0, id_sum = 0;
-    uint64_t until = sh_now_ms() + 100 + rn(r, 400);
+    uint64_t until = sh_now_ms() + 20 + rn(r, 150);
     struct pod_buf b = {0};
     while (sh_now_ms() < until && sh_now_ms() < w->deadline_ms && !c.closed) {
         b.len = 0;
@@ -501,11 +502,11 @@ static void *storm(void *arg)
 {
     struct worker *w = arg;
     while (sh_now_ms() < w->deadline_ms && !w->fail[0]) {
-        switch (rn(&w->rng, 10)) {
-        case 0: case 1: case 2: mode_short(w); break;
-        case 3: mode_garbage(w); break;
-        case 4: case 5: mode_burst(w); break;
-        case 6: case 7: case 8: mode_session(w); break;
+        switch (rn(&w->rng, 12)) {
+        case 0: case 1: case 2: case 3: mode_short(w); break;
+        case 4: case 5: mode_garbage(w); break;
+        case 6: case 7: mode_burst(w); break;
+        case 8: case 9: mode_session(w); break;
         default: mode_partial(w); break;
         }
     }

@@ -10,7 +10,8 @@
  *   - every process that started servers kills them at exit (atexit);
  *   - every file lives under /tmp/poddb-srvtest-<main pid>/ or is named
  *     /dev/shm/poddb-srvtest-<main pid>-*, and the main process removes both
- *     at exit (and on SIGTERM/SIGINT/SIGHUP).
+ *     at exit (and on SIGTERM/SIGINT/SIGHUP); files of earlier runs that were
+ *     killed outright are removed by the next run's sh_init().
  *
  * Call sh_init() once in main() before anything else. Everything is static
  * inline so that a test that does not use a helper does not warn. */
@@ -30,6 +31,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
@@ -62,6 +64,10 @@ static pid_t sh_main_pid;
 static pid_t sh_owner;
 static pid_t sh_pids[SH_MAX_SERVERS];
 static int sh_counter;
+/* > 0: the next servers start with this RLIMIT_NOFILE (soft and hard). */
+static int sh_spawn_nofile;
+/* More entries for the `tables:` section of the next configs (or NULL). */
+static const char *sh_extra_tables;
 
 static inline uint64_t sh_now_ms(void)
 {
@@ -116,6 +122,28 @@ static inline void sh_cleanup(void)
     }
 }
 
+/* Files of earlier runs whose main process is gone (killed with SIGKILL, so
+ * its atexit cleanup never ran). Only our own naming pattern is touched. */
+static inline void sh_remove_stale(void)
+{
+    const char *dirs[] = {"/dev/shm", "/tmp"};
+    for (int i = 0; i < 2; i++) {
+        DIR *d = opendir(dirs[i]);
+        if (!d) continue;
+        struct dirent *e;
+        while ((e = readdir(d))) {
+            int pid = 0;
+            if (sscanf(e->d_name, "poddb-srvtest-%d", &pid) != 1 || pid <= 1) continue;
+            if (kill(pid, 0) == 0 || errno != ESRCH) continue; /* still running */
+            char p[SH_PATH + 64];
+            snprintf(p, sizeof p, "%s/%s", dirs[i], e->d_name);
+            if (i == 0) unlink(p);
+            else nftw(p, sh_rm_one, 16, FTW_DEPTH | FTW_PHYS);
+        }
+        closedir(d);
+    }
+}
+
 static inline void sh_on_signal(int sig)
 {
     sh_cleanup();
@@ -126,6 +154,7 @@ static inline void sh_on_signal(int sig)
 static inline void sh_init(void)
 {
     sh_main_pid = sh_owner = getpid();
+    sh_remove_stale();
     snprintf(sh_root, sizeof sh_root, "/tmp/poddb-srvtest-%d", (int)sh_main_pid);
     mkdir(sh_root, 0700);
     atexit(sh_cleanup);
@@ -155,7 +184,8 @@ static inline const char *sh_bin_dir(void)
     "  - name: kv\n    key_size: 64\n    value_size: 1024\n    partitions: 4\n"    \
     "  - name: scan\n    key_size: 16\n    value_size: 64\n    partitions: 4\n"    \
     "  - name: big\n    key_size: 8\n    value_size: 65536\n    partitions: 2\n"   \
-    "  - name: safe\n    key_size: 32\n    value_size: 128\n    partitions: 3\n"
+    "  - name: safe\n    key_size: 32\n    value_size: 128\n    partitions: 3\n"    \
+    "  - name: huge\n    key_size: 8\n    value_size: 1048576\n    partitions: 1\n"
 
 /* Fill in unique paths and write the config. socket_override: NULL, or a
  * socket path to use instead of the default one (for error tests). */
@@ -185,6 +215,7 @@ static inline int sh_prepare(struct sh_server *s, int workers, int tcp_port,
             s->region, workers, s->sock, s->dir, workers);
     if (tcp_port) fprintf(f, "    tcp_port: %d\n", tcp_port);
     fputs(SH_TABLES_YAML, f);
+    if (sh_extra_tables) fputs(sh_extra_tables, f);
     fputs("engine:\n  epoch_ms: 10\n", f);
     return fclose(f) == 0 ? 0 : -1;
 }
@@ -213,6 +244,10 @@ static inline pid_t sh_spawn(const char *conf, const char *log)
             dup2(fd, 2);
         }
         if (nul >= 0) dup2(nul, 0);
+        if (sh_spawn_nofile > 0) {
+            struct rlimit rl = {(rlim_t)sh_spawn_nofile, (rlim_t)sh_spawn_nofile};
+            setrlimit(RLIMIT_NOFILE, &rl);
+        }
         execl(bin, bin, "--conf", conf, "--host", "0", (char *)NULL);
         fprintf(stderr, "exec %s: %s\n", bin, strerror(errno));
         _exit(127);
