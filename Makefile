@@ -100,8 +100,16 @@ build/test/tsan/%: tests/unit/%.c $(TEST_HELPER_SRCS) build/lib/libpoddb_core_ts
 
 -include $(wildcard build/bin/*.d)
 
-# Per-program libraries.
+# Per-program libraries. The server exports its symbols so that procedure
+# modules (dlopen'ed) can call the API of include/poddb/proc.h.
 build/bin/poddb-cli build/asan/bin/poddb-cli build/tsan/bin/poddb-cli: LIBS += -lreadline
+build/bin/poddb-server build/asan/bin/poddb-server build/tsan/bin/poddb-server: LIBS += -rdynamic
+
+# Example procedure modules for the tests.
+TEST_MODULES := $(patsubst tests/modules/%.c,build/test/modules/%.so,$(wildcard tests/modules/*.c))
+build/test/modules/%.so: tests/modules/%.c include/poddb/proc.h
+	@mkdir -p $(dir $@)
+	$(CC) $(BASE_CFLAGS) -O2 -fPIC -shared $< -o $@
 
 ASAN_TESTS := $(patsubst tests/unit/%.c,build/test/asan/%,$(TEST_SRCS))
 ASAN_BINS  := $(patsubst tools/%.c,build/asan/bin/%,$(BIN_SRCS))
@@ -109,7 +117,7 @@ ASAN_BINS  := $(patsubst tools/%.c,build/asan/bin/%,$(BIN_SRCS))
 # make test: deps, the release build (integration tests use it too), sanitized unit
 # tests, then the integration scripts against the sanitized programs.
 test: deps
-	@$(MAKE) --no-print-directory all $(ASAN_TESTS) $(ASAN_BINS)
+	@$(MAKE) --no-print-directory all $(ASAN_TESTS) $(ASAN_BINS) $(TEST_MODULES)
 	@tests/run-tests --variant asan $(ASAN_TESTS) -- $(wildcard tests/integration/*.sh)
 
 # The server's threads are checked by running its integration test against

@@ -1,0 +1,42 @@
+# Stored procedures from shared objects listed under modules: in the config.
+source tests/lib.sh
+mods=$PWD/build/test/modules
+for m in counter broken nosym; do [ -f "$mods/$m.so" ] || fail "$mods/$m.so not built"; done
+
+start_with_module() { # $1: module path; starts host 0, sets $pid, $conf
+  conf=$(make_conf)
+  printf 'modules:\n  - %s\n' "$1" >>"$conf"
+  $BIN/poddb-server --conf "$conf" --host 0 >"$TMP/server.log" 2>&1 &
+  pid=$!
+  on_exit "kill -KILL $pid; $BIN/poddb-region destroy --conf $conf --force"
+}
+
+# A working module: its table and procedure are there, transactions work.
+start_with_module "$mods/counter.so"
+for _ in $(seq 100); do
+  $BIN/poddb-cli --conf "$conf" call sys.ping >/dev/null 2>&1 && break; sleep 0.1
+done
+[ "$($BIN/poddb-cli --conf "$conf" call counter.incr s:apples 5)" = 5 ] || fail "first incr"
+[ "$($BIN/poddb-cli --conf "$conf" call counter.incr s:apples -2)" = 3 ] || fail "second incr"
+[ "$($BIN/poddb-cli --conf "$conf" call counter.incr s:pears 1)" = 1 ] || fail "other counter"
+$BIN/poddb-cli --conf "$conf" call sys.procs | grep -q "counter.incr" || fail "sys.procs"
+$BIN/poddb-cli --conf "$conf" call sys.tables | grep -q "^counters" || fail "sys.tables"
+set +e
+$BIN/poddb-cli --conf "$conf" call counter.incr s:apples x:00 2>"$TMP/err"; rc=$?
+set -e
+[ $rc = 1 ] && grep -q "argument 2 must be int64" "$TMP/err" || fail "argument check ($rc)"
+grep -q "loaded module $mods/counter.so" "$TMP/server.log" || fail "no load message"
+kill -TERM $pid; wait $pid || fail "server exit status"
+pass "a module's table and procedure work"
+
+# Modules that cannot be used stop the server with the reason.
+expect_refused() { # $1 module, $2 text the log must contain
+  start_with_module "$1"
+  set +e; wait $pid; rc=$?; set -e
+  [ $rc = 1 ] || fail "server with $1 exited $rc"
+  grep -q -- "$2" "$TMP/server.log" || fail "log lacks '$2': $(cat "$TMP/server.log")"
+  pass "refused: $2"
+}
+expect_refused "$mods/broken.so" "initialisation failed: deliberately broken for a test"
+expect_refused "$mods/nosym.so" "does not export poddb_module_init"
+expect_refused "$TMP/no-such-module.so" "no-such-module.so: cannot open shared object"
