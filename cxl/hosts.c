@@ -15,17 +15,13 @@
 #include <unistd.h>
 
 #include "cxl/region_priv.h"
+#include "util/clock.h"
 #include "util/log.h"
 
 #define HEARTBEAT_PERIOD_NS (100ull * 1000 * 1000)
 #define HEARTBEAT_TIMEOUT_NS (3ull * 1000 * 1000 * 1000)
 
-uint64_t cxl_now_realtime_ns(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_REALTIME, &ts);
-    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
+uint64_t cxl_now_realtime_ns(void) { return pod_real_ns(); }
 
 void cxl_read_boot_id(char out[40])
 {

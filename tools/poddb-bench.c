@@ -13,10 +13,12 @@
 #include <time.h>
 #include <unistd.h>
 
+
 #include "conf/config.h"
 #include "poddb/client.h"
 #include "util/hist.h"
 #include "util/json.h"
+#include "util/clock.h"
 
 static const char usage[] =
     "usage: poddb-bench --conf FILE --workload kv [options]\n"
@@ -66,30 +68,15 @@ struct conn_thread {
 
 static volatile int g_phase; /* 0 warmup, 1 measure, 2 stop */
 
-static uint64_t now_ns(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
-
-static uint64_t rnd(uint64_t *s)
-{
-    *s ^= *s << 13;
-    *s ^= *s >> 7;
-    *s ^= *s << 17;
-    return *s;
-}
-
 static void key_of(uint64_t i, char *buf) { snprintf(buf, 24, "key%012" PRIu64, i); }
 
 static uint64_t send_one(struct conn_thread *t, pod_client *c, char *value)
 {
     char key[24];
-    key_of(rnd(&t->rng) % t->o->keys, key);
+    key_of(pod_rand(&t->rng) % t->o->keys, key);
     pod_value a[3] = {pod_v_str(t->o->table), pod_v_str(key),
                       pod_v_bytes(value, (uint32_t)t->o->value_size)};
-    bool read = (double)(rnd(&t->rng) % 1000000) / 1e6 < t->o->read_ratio;
+    bool read = (double)(pod_rand(&t->rng) % 1000000) / 1e6 < t->o->read_ratio;
     return pod_client_send(c, read ? "kv.get" : "kv.put", a, read ? 2 : 3,
                            t->o->early ? POD_CALL_EARLY_REPLY : 0);
 }
@@ -113,7 +100,7 @@ static void *conn_main(void *arg)
     int unflushed = 0, flush_every = o->depth >= 4 ? o->depth / 4 : 1;
     for (int i = 0; i < o->depth; i++) {
         uint64_t id = send_one(t, c, value);
-        sent_at[id & (ring - 1)] = now_ns();
+        sent_at[id & (ring - 1)] = pod_mono_ns();
     }
     pod_client_flush(c);
     while (__atomic_load_n(&g_phase, __ATOMIC_RELAXED) < 2) {
@@ -123,7 +110,7 @@ static void *conn_main(void *arg)
             t->failed = true;
             break;
         }
-        uint64_t lat = now_ns() - sent_at[pod_reply_id(r) & (ring - 1)];
+        uint64_t lat = pod_mono_ns() - sent_at[pod_reply_id(r) & (ring - 1)];
         if (pod_reply_status(r) != POD_OK) __atomic_fetch_add(&t->errors, 1, __ATOMIC_RELAXED);
         pod_reply_free(r);
         if (__atomic_load_n(&g_phase, __ATOMIC_RELAXED) == 1) {
@@ -131,7 +118,7 @@ static void *conn_main(void *arg)
             __atomic_fetch_add(&t->done, 1, __ATOMIC_RELAXED);
         }
         uint64_t id = send_one(t, c, value);
-        sent_at[id & (ring - 1)] = now_ns();
+        sent_at[id & (ring - 1)] = pod_mono_ns();
         /* Flush in batches, but never leave nothing on the wire to wait for. */
         if (++unflushed >= flush_every || pod_client_pending(c) <= (size_t)unflushed) {
             pod_client_flush(c);
@@ -154,7 +141,7 @@ static int load_keys(const struct opts *o, const char *address)
     }
     char *value = malloc((size_t)o->value_size);
     memset(value, 'v', (size_t)o->value_size);
-    uint64_t t0 = now_ns(), last = t0;
+    uint64_t t0 = pod_mono_ns(), last = t0;
     int rc = 0;
     for (uint64_t i = 0; i < o->keys && !rc; i++) {
         key_of(i, key);
@@ -174,7 +161,7 @@ static int load_keys(const struct opts *o, const char *address)
                 if (rc) break;
             }
         }
-        uint64_t now = now_ns();
+        uint64_t now = pod_mono_ns();
         if (!o->quiet && (now - last > 500000000ull || i + 1 == o->keys)) {
             fprintf(stderr, "\rloading %s on %s: %" PRIu64 "/%" PRIu64 " keys (%.0f%%)", o->table,
                     address, i + 1, o->keys, 100.0 * (double)(i + 1) / (double)o->keys);
@@ -350,11 +337,11 @@ int main(int argc, char **argv)
     struct timespec tick = {0, 100 * 1000 * 1000};
     for (double w = 0; w < o.warmup; w += 0.1) nanosleep(&tick, NULL);
     __atomic_store_n(&g_phase, 1, __ATOMIC_RELAXED);
-    uint64_t t0 = now_ns(), last_print = t0, last_done = 0;
+    uint64_t t0 = pod_mono_ns(), last_print = t0, last_done = 0;
     bool tty = isatty(STDERR_FILENO);
     for (;;) {
         nanosleep(&tick, NULL);
-        uint64_t now = now_ns(), done = 0;
+        uint64_t now = pod_mono_ns(), done = 0;
         bool failed = false;
         for (int i = 0; i < o.connections; i++) {
             done += __atomic_load_n(&t[i].done, __ATOMIC_RELAXED);
@@ -371,7 +358,7 @@ int main(int argc, char **argv)
         }
         if ((double)(now - t0) / 1e9 >= o.duration) break;
     }
-    double secs = (double)(now_ns() - t0) / 1e9;
+    double secs = (double)(pod_mono_ns() - t0) / 1e9;
     __atomic_store_n(&g_phase, 2, __ATOMIC_RELAXED);
     if (!o.quiet && tty) fprintf(stderr, "\n");
     struct hist all;

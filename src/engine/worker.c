@@ -7,21 +7,11 @@
 #include "cxl/numa.h"
 #include "txn/txn.h"
 #include "util/log.h"
+#include "util/clock.h"
 
 static __thread struct pod_worker *tls_worker;
 
 struct pod_worker *pod_current_worker(void) { return tls_worker; }
-
-static uint64_t rng_next(uint64_t *s)
-{
-    /* xorshift64*: cheap and good enough for backoff */
-    uint64_t x = *s;
-    x ^= x >> 12;
-    x ^= x << 25;
-    x ^= x >> 27;
-    *s = x;
-    return x * 0x2545f4914f6cdd1dull;
-}
 
 /* Randomized exponential backoff after a conflict: up to 2^attempt
  * microseconds, capped at 1 ms; short waits spin (a sleep would cost more
@@ -29,7 +19,7 @@ static uint64_t rng_next(uint64_t *s)
 static void backoff(struct pod_worker *w, int attempt)
 {
     uint64_t cap_us = attempt < 10 ? (1ull << attempt) : 1024;
-    uint64_t us = rng_next(&w->rng) % (cap_us + 1);
+    uint64_t us = pod_rand(&w->rng) % (cap_us + 1);
     if (us < 20) {
         for (uint64_t i = 0; i < us * 100; i++) __asm__ __volatile__("" ::: "memory");
         return;

@@ -9,13 +9,7 @@
 #include "engine/db.h"
 #include "server/server.h"
 #include "storage/table.h"
-
-static uint64_t now_ns(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_REALTIME, &ts);
-    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
+#include "util/clock.h"
 
 static uint64_t rd(const uint64_t *p) { return __atomic_load_n(p, __ATOMIC_RELAXED); }
 
@@ -42,7 +36,7 @@ static int sys_stats(pod_txn *tx, const pod_args *a, pod_result *res, void *ctx)
     pod_db *db = pod_txn_db(tx);
     const struct pod_server_info *si = pod_server_info();
     pod_result_i64(res, si ? si->host : -1);
-    pod_result_f64(res, si ? (double)(now_ns() - si->started_ns) / 1e9 : 0.0);
+    pod_result_f64(res, si ? (double)(pod_real_ns() - si->started_ns) / 1e9 : 0.0);
     pod_result_i64(res, si ? (int64_t)rd(&si->connections_open) : 0);
     pod_result_i64(res, si ? (int64_t)rd(&si->connections_total) : 0);
     pod_result_i64(res, si ? (int64_t)rd(&si->requests_total) : 0);

@@ -40,6 +40,7 @@
 #include "engine/worker.h"
 #include "net/proto.h"
 #include "util/log.h"
+#include "util/clock.h"
 
 #define MAX_ARGS 4096
 #define OUT_HIGH (8u << 20)
@@ -109,13 +110,6 @@ struct pod_server {
 static struct pod_server *g_server;
 
 const struct pod_server_info *pod_server_info(void) { return g_server ? &g_server->info : NULL; }
-
-static uint64_t now_ns(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_REALTIME, &ts);
-    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
 
 static void count(uint64_t *c, int64_t d) { __atomic_fetch_add(c, (uint64_t)d, __ATOMIC_RELAXED); }
 
@@ -219,7 +213,7 @@ static bool shed_connection(struct pod_server *s, int lfd)
     s->spare_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
     if (fd < 0) return false;
     s->shed++;
-    uint64_t now = now_ns();
+    uint64_t now = pod_real_ns();
     if (now - s->shed_warned_ns > 1000000000ull) {
         pod_warn("out of file descriptors: refused %llu connection(s) (raise the limit: ulimit -n)",
                  (unsigned long long)s->shed);
@@ -721,7 +715,7 @@ static void run_loop(struct pod_server *s)
                 if (read(s->sigfd, &si, sizeof si) == sizeof si && !stopping) {
                     pod_info("signal %u: shutting down (finishing calls in progress)", si.ssi_signo);
                     stopping = true;
-                    stop_deadline = now_ns() + SHUTDOWN_GRACE_MS * 1000000ull;
+                    stop_deadline = pod_real_ns() + SHUTDOWN_GRACE_MS * 1000000ull;
                     cxl_region_set_state(s->region, CXL_HOST_STOPPING);
                     /* Stop accepting and reading: nothing new starts. */
                     epoll_ctl(s->epfd, EPOLL_CTL_DEL, s->unix_fd, NULL);
@@ -755,7 +749,7 @@ static void run_loop(struct pod_server *s)
          * free those here. */
         if (s->nclosing) sweep_closing(s);
         free_dead(s);
-        if (stopping && (drained(s) || now_ns() > stop_deadline)) {
+        if (stopping && (drained(s) || pod_real_ns() > stop_deadline)) {
             flush_ready(s);
             if (!drained(s)) pod_warn("shutdown: calls still running after %d ms", SHUTDOWN_GRACE_MS);
             break;
@@ -774,7 +768,7 @@ int pod_server_main(const struct pod_config *c, int host)
     s->spare_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
     s->info.conf = c;
     s->info.host = host;
-    s->info.started_ns = now_ns();
+    s->info.started_ns = pod_real_ns();
     pthread_mutex_init(&s->q_lock, NULL);
     pthread_cond_init(&s->q_cond, NULL);
     pthread_mutex_init(&s->ready_lock, NULL);
