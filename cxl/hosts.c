@@ -33,7 +33,9 @@ void cxl_read_boot_id(char out[40])
     out[strcspn(out, "\n")] = 0;
 }
 
-/* Field 22 of /proc/PID/stat: start time in clock ticks since boot; 0 if gone. */
+/* Field 22 of /proc/PID/stat: start time in clock ticks since boot; 0 if the
+ * process is gone or is a zombie (killed but not yet reaped by its parent:
+ * dead for the pod). */
 static uint64_t proc_start_time(pid_t pid)
 {
     char path[64], buf[1024];
@@ -46,11 +48,12 @@ static uint64_t proc_start_time(pid_t pid)
     char *p = strrchr(buf, ')'); /* the command name may contain spaces */
     if (!p) return 0;
     unsigned long long start = 0;
-    /* after ")": state(3) ppid(4) ... starttime(22): skip 19 fields */
-    if (sscanf(p + 1, " %*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %*u %*u %*d %*d %*d %*d "
-                      "%*d %*d %llu", &start) != 1)
+    char state = 0;
+    /* after ")": state(3) ppid(4) ... starttime(22): skip 18 fields after state */
+    if (sscanf(p + 1, " %c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %*u %*u %*d %*d %*d %*d "
+                      "%*d %*d %llu", &state, &start) != 2)
         return 0;
-    return start;
+    return (state == 'Z' || state == 'X') ? 0 : start;
 }
 
 const char *cxl_host_state_name(uint32_t st)

@@ -226,6 +226,9 @@ START_TEST(killed_host_is_dead)
     ck_assert_ptr_null(cxl_region_open(c, 0, CXL_OPEN_CREATE, &err));
     ck_assert_msg(strstr(err.msg, "already running"), "%s", err.msg);
     kill(pid, SIGKILL);
+    /* Killed but not reaped yet (a zombie): already dead for the pod. */
+    for (int i = 0; i < 500 && cxl_host_alive(obs, 0); i++) usleep(2000);
+    ck_assert_msg(!cxl_host_alive(obs, 0), "a killed, unreaped host still looks alive");
     ck_assert_int_eq(tu_wait_child(pid, 5000), -1);
     ck_assert(!cxl_host_alive(obs, 0));
     cxl_region_close(obs);
