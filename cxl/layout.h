@@ -22,6 +22,15 @@
 #define CXL_SLICE_ALIGN (32ull << 20)  /* mimalloc 2.0.9 arena block/segment size */
 #define CXL_CACHELINE 64
 #define CXL_MAX_ROOTS 16               /* published root offsets per host */
+
+/* Root slots: what each host publishes where (cxl_root_publish). One list so
+ * that modules never collide. */
+enum cxl_root_slot {
+    CXL_ROOT_TEST = 0,      /* free for tests */
+    CXL_ROOT_RING = 1,      /* the host's inbox ring (cxl/ring.c) */
+    CXL_ROOT_INDEX_DIR = 2, /* the host's CXL index directory (src/pod/cxl_index.c) */
+    CXL_ROOT_REPLY = 3,     /* the host's reply slots (cxl/ring.c) */
+};
 #define CXL_CONTROL_OFF 4096ull
 
 enum cxl_sb_state { CXL_SB_EMPTY = 0, CXL_SB_FORMATTING = 1, CXL_SB_READY = 2 };
@@ -86,6 +95,8 @@ struct cxl_control {
     struct cxl_padded_u64 logger_durable[POD_MAX_HOSTS][POD_MAX_LOGGERS];
     /* epoch each worker is in, for cross-host epoch-based reclamation */
     struct cxl_padded_u64 worker_epoch[POD_MAX_HOSTS][POD_MAX_WORKERS];
+    /* the global epoch of cross-host EBR (src/pod/xebr.h); any host may advance it */
+    struct cxl_padded_u64 ebr_epoch;
     /* offsets a host publishes for others to find (its rings, index roots, ...);
      * written only by that host, with release stores */
     cxl_off roots[POD_MAX_HOSTS][CXL_MAX_ROOTS];

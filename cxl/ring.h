@@ -34,8 +34,6 @@
 
 /* Root slots (cxl_root_publish) used by the transport. Slot 0 is used by
  * tests, slot 2 by the CXL index directory (src/pod/cxl_index.h). */
-#define CXL_ROOT_RING 1  /* the host's inbox ring */
-#define CXL_ROOT_REPLY 3 /* the host's reply area */
 
 /* A message is one 256-byte slot: a 16-byte header and up to 240 bytes inline.
  * Larger messages are refused (CXL_RING_TOOBIG); there is no fragmentation. */
