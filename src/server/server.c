@@ -22,6 +22,7 @@
 #include <fcntl.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
+#include <poll.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -684,6 +685,29 @@ static bool drained(struct pod_server *s)
     return idle;
 }
 
+/* At shutdown every call that was taken has run: give each client its replies
+ * (they say which calls committed), waiting up to SHUTDOWN_FLUSH_MS in all
+ * for slow readers. */
+#define SHUTDOWN_FLUSH_MS 2000
+static void flush_at_shutdown(struct pod_server *s)
+{
+    uint64_t deadline = pod_mono_ns() + SHUTDOWN_FLUSH_MS * 1000000ull;
+    for (struct conn *c = s->conns; c; c = c->next) {
+        for (;;) {
+            flush_nowait(c);
+            pthread_mutex_lock(&c->out_lock);
+            bool pending = c->out.len > 0;
+            pthread_mutex_unlock(&c->out_lock);
+            uint64_t now = pod_mono_ns();
+            if (!pending || now >= deadline) break;
+            struct pollfd p = {.fd = c->fd, .events = POLLOUT};
+            if (poll(&p, 1, (int)((deadline - now) / 1000000 + 1)) <= 0 ||
+                (p.revents & (POLLERR | POLLHUP)))
+                break;
+        }
+    }
+}
+
 static void sweep_closing(struct pod_server *s)
 {
     for (struct conn *c = s->conns, *next; c; c = next) {
@@ -817,7 +841,7 @@ int pod_server_main(const struct pod_config *c, int host)
     pthread_mutex_unlock(&s->q_lock);
     pod_workers_join(s->db);
     flush_ready(s);
-    for (struct conn *c2 = s->conns; c2; c2 = c2->next) flush_nowait(c2);
+    flush_at_shutdown(s);
     rc = 0;
 out:
     if (rc) pod_error("%s", err.msg);
