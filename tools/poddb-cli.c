@@ -91,7 +91,7 @@ static const char usage_text[] =
     "Exit status:\n"
     "  0  the call succeeded\n"
     "  1  the procedure failed (conflict, aborted, invalid argument, ...); stderr\n"
-    "     gets \"poddb-cli: PROC: STATUS: MESSAGE\" (--json: the JSON object)\n"
+    "     gets \"poddb-cli: PROC: STATUS: MESSAGE\" (with --json the error is the JSON object, on stdout)\n"
     "  2  usage error, bad argument or config, or a transport error (cannot\n"
     "     connect, connection lost, timeout)\n"
     "  3  an outcome: the key was not found, or exists already\n"
