@@ -1,0 +1,98 @@
+#include "log/crc32c.h"
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <string.h>
+
+#define CRC32C_POLY_REFLECTED 0x82F63B78u
+
+/* Slicing-by-8 tables: table[0] is the classic byte-at-a-time table. */
+static uint32_t crc_table[8][256];
+static pthread_once_t table_once = PTHREAD_ONCE_INIT;
+
+static void build_tables(void)
+{
+    for (uint32_t i = 0; i < 256; i++) {
+        uint32_t c = i;
+        for (int k = 0; k < 8; k++) c = (c & 1) ? (c >> 1) ^ CRC32C_POLY_REFLECTED : c >> 1;
+        crc_table[0][i] = c;
+    }
+    for (uint32_t i = 0; i < 256; i++)
+        for (int t = 1; t < 8; t++)
+            crc_table[t][i] = (crc_table[t - 1][i] >> 8) ^ crc_table[0][crc_table[t - 1][i] & 0xff];
+}
+
+static inline uint64_t load_le64(const unsigned char *p)
+{
+    uint64_t v = 0;
+    for (int i = 7; i >= 0; i--) v = (v << 8) | p[i];
+    return v;
+}
+
+uint32_t crc32c_sw(uint32_t crc, const void *buf, size_t len)
+{
+    pthread_once(&table_once, build_tables);
+    const unsigned char *p = buf;
+    uint32_t c = ~crc;
+    while (len >= 8) {
+        uint64_t v = load_le64(p) ^ c;
+        c = crc_table[7][v & 0xff] ^ crc_table[6][(v >> 8) & 0xff] ^
+            crc_table[5][(v >> 16) & 0xff] ^ crc_table[4][(v >> 24) & 0xff] ^
+            crc_table[3][(v >> 32) & 0xff] ^ crc_table[2][(v >> 40) & 0xff] ^
+            crc_table[1][(v >> 48) & 0xff] ^ crc_table[0][v >> 56];
+        p += 8;
+        len -= 8;
+    }
+    while (len--) c = (c >> 8) ^ crc_table[0][(c ^ *p++) & 0xff];
+    return ~c;
+}
+
+#if defined(__x86_64__)
+__attribute__((target("sse4.2"))) static uint32_t crc32c_sse42(uint32_t crc, const void *buf,
+                                                               size_t len)
+{
+    const unsigned char *p = buf;
+    uint64_t c = (uint32_t)~crc;
+    while (len && ((uintptr_t)p & 7)) {
+        c = __builtin_ia32_crc32qi((uint32_t)c, *p++);
+        len--;
+    }
+    while (len >= 8) {
+        uint64_t v;
+        memcpy(&v, p, 8);
+        c = __builtin_ia32_crc32di(c, v);
+        p += 8;
+        len -= 8;
+    }
+    while (len--) c = __builtin_ia32_crc32qi((uint32_t)c, *p++);
+    return ~(uint32_t)c;
+}
+
+/* 0 unknown, 1 no, 2 yes */
+static atomic_int hw_state;
+
+bool crc32c_hw_available(void)
+{
+    int s = atomic_load_explicit(&hw_state, memory_order_relaxed);
+    if (s == 0) {
+        __builtin_cpu_init();
+        s = __builtin_cpu_supports("sse4.2") ? 2 : 1;
+        atomic_store_explicit(&hw_state, s, memory_order_relaxed);
+    }
+    return s == 2;
+}
+
+uint32_t crc32c_hw(uint32_t crc, const void *buf, size_t len)
+{
+    return crc32c_hw_available() ? crc32c_sse42(crc, buf, len) : crc32c_sw(crc, buf, len);
+}
+
+uint32_t crc32c(uint32_t crc, const void *buf, size_t len)
+{
+    return crc32c_hw_available() ? crc32c_sse42(crc, buf, len) : crc32c_sw(crc, buf, len);
+}
+#else
+bool crc32c_hw_available(void) { return false; }
+uint32_t crc32c_hw(uint32_t crc, const void *buf, size_t len) { return crc32c_sw(crc, buf, len); }
+uint32_t crc32c(uint32_t crc, const void *buf, size_t len) { return crc32c_sw(crc, buf, len); }
+#endif

@@ -1,0 +1,670 @@
+/* Log segment files; the format is described in docs/log-format.md. */
+#include "log/segment.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "log/crc32c.h"
+
+/* ---- little-endian helpers -------------------------------------------------- */
+
+static inline void put16(unsigned char *p, uint16_t v)
+{
+    p[0] = (unsigned char)v;
+    p[1] = (unsigned char)(v >> 8);
+}
+static inline void put32(unsigned char *p, uint32_t v)
+{
+    for (int i = 0; i < 4; i++) p[i] = (unsigned char)(v >> (8 * i));
+}
+static inline void put64(unsigned char *p, uint64_t v)
+{
+    for (int i = 0; i < 8; i++) p[i] = (unsigned char)(v >> (8 * i));
+}
+static inline uint16_t get16(const unsigned char *p) { return (uint16_t)(p[0] | p[1] << 8); }
+static inline uint32_t get32(const unsigned char *p)
+{
+    return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
+}
+static inline uint64_t get64(const unsigned char *p)
+{
+    return (uint64_t)get32(p) | (uint64_t)get32(p + 4) << 32;
+}
+
+/* ---- names -------------------------------------------------------------------- */
+
+void seg_format_name(char *buf, size_t len, uint32_t host, uint32_t logger, uint64_t seq)
+{
+    snprintf(buf, len, "seg-%" PRIu32 "-%" PRIu32 "-%010" PRIu64 ".log", host, logger, seq);
+}
+
+/* Parse 1..max_digits decimal digits into *v; returns the end or NULL. */
+static const char *parse_num(const char *s, int max_digits, uint64_t limit, uint64_t *v)
+{
+    int n = 0;
+    uint64_t x = 0;
+    while (*s >= '0' && *s <= '9') {
+        if (++n > max_digits) return NULL;
+        x = x * 10 + (uint64_t)(*s - '0');
+        s++;
+    }
+    if (n == 0 || x > limit) return NULL;
+    *v = x;
+    return s;
+}
+
+bool seg_parse_name(const char *name, uint32_t *host, uint32_t *logger, uint64_t *seq)
+{
+    uint64_t h, l, q;
+    const char *p = name;
+    if (strncmp(p, "seg-", 4) != 0) return false;
+    if (!(p = parse_num(p + 4, 10, UINT32_MAX, &h)) || *p != '-') return false;
+    if (!(p = parse_num(p + 1, 10, UINT32_MAX, &l)) || *p != '-') return false;
+    const char *q0 = p + 1;
+    if (!(p = parse_num(q0, 10, UINT64_MAX, &q)) || p - q0 != 10) return false;
+    if (strcmp(p, ".log") != 0) return false;
+    if (host) *host = (uint32_t)h;
+    if (logger) *logger = (uint32_t)l;
+    if (seq) *seq = q;
+    return true;
+}
+
+const char *seg_tail_name(enum seg_tail_kind k)
+{
+    switch (k) {
+    case SEG_TAIL_CLEAN: return "clean";
+    case SEG_TAIL_TORN: return "torn";
+    case SEG_TAIL_CORRUPT: return "corrupt";
+    default: return "unknown";
+    }
+}
+
+/* ---- I/O helpers ---------------------------------------------------------------- */
+
+/* Write all of buf at off, continuing short writes. 0, or -1 with errno set and
+ * *done holding the bytes that did get written. */
+static int pwrite_all(int fd, const void *buf, size_t len, uint64_t off, size_t *done)
+{
+    const unsigned char *p = buf;
+    *done = 0;
+    while (*done < len) {
+        ssize_t n = pwrite(fd, p + *done, len - *done, (off_t)(off + *done));
+        if (n < 0) {
+            if (errno == EINTR) continue;
+            return -1;
+        }
+        if (n == 0) {
+            errno = ENOSPC; /* no progress and no error: treat as out of space */
+            return -1;
+        }
+        *done += (size_t)n;
+    }
+    return 0;
+}
+
+/* Read len bytes at off. Returns bytes read (< len only at end of file), or -1
+ * with errno set. */
+static ssize_t pread_full(int fd, void *buf, size_t len, uint64_t off)
+{
+    unsigned char *p = buf;
+    size_t got = 0;
+    while (got < len) {
+        ssize_t n = pread(fd, p + got, len - got, (off_t)(off + got));
+        if (n < 0) {
+            if (errno == EINTR) continue;
+            return -1;
+        }
+        if (n == 0) break;
+        got += (size_t)n;
+    }
+    return (ssize_t)got;
+}
+
+/* ---- header --------------------------------------------------------------------- */
+
+static void encode_header(unsigned char *b, const struct seg_header *h)
+{
+    memset(b, 0, SEG_HEADER_SIZE);
+    memcpy(b, SEG_MAGIC, 8);
+    put32(b + 8, h->version);
+    put32(b + 12, SEG_HEADER_SIZE);
+    put32(b + 16, h->host);
+    put32(b + 20, h->logger);
+    put64(b + 24, h->seq);
+    put64(b + 32, h->first_epoch);
+    put64(b + 40, h->create_time_ns);
+    /* 48..59 reserved, zero */
+    put32(b + 60, crc32c(0, b, 60));
+}
+
+/* ---- writer ----------------------------------------------------------------------- */
+
+struct seg_writer {
+    int fd;
+    char path[PATH_MAX];
+    uint64_t size;   /* bytes in the file */
+    uint64_t synced; /* bytes known durable */
+    unsigned char *buf; /* block header space + payload */
+    size_t cap;
+    size_t len; /* payload bytes */
+    uint32_t nrec;
+    uint64_t epoch_lo, epoch_hi;
+    bool broken;
+    pod_err broken_err;
+};
+
+static int fsync_dir(const char *dir, pod_err *err)
+{
+    int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (dfd < 0) {
+        pod_err_set(err, "cannot open log directory %s to sync it: %s", dir, strerror(errno));
+        return -1;
+    }
+    int rc = fsync(dfd);
+    int e = errno;
+    close(dfd);
+    if (rc != 0) {
+        pod_err_set(err, "cannot sync log directory %s: %s", dir, strerror(e));
+        return -1;
+    }
+    return 0;
+}
+
+struct seg_writer *seg_writer_open(const char *dir, uint32_t host, uint32_t logger, uint64_t seq,
+                                   uint64_t first_epoch, pod_err *err)
+{
+    char name[SEG_NAME_MAX];
+    seg_format_name(name, sizeof name, host, logger, seq);
+    struct seg_writer *w = calloc(1, sizeof *w);
+    if (!w) {
+        pod_err_set(err, "out of memory opening a log segment");
+        return NULL;
+    }
+    w->fd = -1;
+    if ((size_t)snprintf(w->path, sizeof w->path, "%s/%s", dir, name) >= sizeof w->path) {
+        pod_err_set(err, "log directory path too long: %s", dir);
+        free(w);
+        return NULL;
+    }
+    w->fd = open(w->path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+    if (w->fd < 0) {
+        int e = errno;
+        if (e == EEXIST)
+            pod_err_set(err, "cannot create log segment %s: it exists already (segments are never overwritten)",
+                        w->path);
+        else
+            pod_err_set(err, "cannot create log segment %s: %s", w->path, strerror(e));
+        free(w);
+        return NULL;
+    }
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    struct seg_header h = {
+        .version = SEG_VERSION,
+        .host = host,
+        .logger = logger,
+        .seq = seq,
+        .first_epoch = first_epoch,
+        .create_time_ns = (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec,
+    };
+    unsigned char hb[SEG_HEADER_SIZE];
+    encode_header(hb, &h);
+    size_t done;
+    if (pwrite_all(w->fd, hb, sizeof hb, 0, &done) != 0) {
+        pod_err_set(err, "cannot write the header of log segment %s: %s", w->path, strerror(errno));
+        goto fail;
+    }
+    if (fdatasync(w->fd) != 0) {
+        pod_err_set(err, "cannot sync the header of log segment %s: %s", w->path, strerror(errno));
+        goto fail;
+    }
+    if (fsync_dir(dir, err) != 0) goto fail;
+    w->size = w->synced = SEG_HEADER_SIZE;
+    w->epoch_lo = UINT64_MAX;
+    return w;
+fail:
+    close(w->fd);
+    unlink(w->path);
+    free(w);
+    return NULL;
+}
+
+static int check_broken(const struct seg_writer *w, pod_err *err)
+{
+    if (!w->broken) return 0;
+    pod_err_set(err, "%s", w->broken_err.msg);
+    return -1;
+}
+
+static void set_broken(struct seg_writer *w, const char *msg)
+{
+    w->broken = true;
+    pod_err_set(&w->broken_err, "log segment %s is unusable after an earlier error: %s", w->path, msg);
+}
+
+int seg_writer_flush_block(struct seg_writer *w, pod_err *err)
+{
+    if (check_broken(w, err)) return -1;
+    if (w->nrec == 0) return 0;
+    unsigned char *h = w->buf;
+    put32(h, SEG_BLOCK_MAGIC);
+    put32(h + 4, (uint32_t)w->len);
+    put64(h + 8, w->epoch_lo);
+    put64(h + 16, w->epoch_hi);
+    put32(h + 24, w->nrec);
+    uint32_t c = crc32c(0, h, 28);
+    c = crc32c(c, h + SEG_BLOCK_HEADER_SIZE, w->len);
+    put32(h + 28, c);
+    size_t total = SEG_BLOCK_HEADER_SIZE + w->len, done;
+    if (pwrite_all(w->fd, w->buf, total, w->size, &done) != 0) {
+        int e = errno;
+        pod_err_set(err, "cannot write a block of %zu bytes to log segment %s at offset %" PRIu64
+                    " (%zu bytes written): %s", total, w->path, w->size, done, strerror(e));
+        /* Take a partial block back off the file so later blocks stay readable. */
+        if (done > 0 && ftruncate(w->fd, (off_t)w->size) != 0) {
+            char msg[400];
+            snprintf(msg, sizeof msg, "a partial block was left at offset %" PRIu64
+                     " and truncating it failed: %s", w->size, strerror(errno));
+            set_broken(w, msg);
+            pod_err_set(err, "cannot write a block of %zu bytes to log segment %s at offset %" PRIu64
+                        ": %s; removing the partial block failed too (%s), the segment is unusable",
+                        total, w->path, w->size, strerror(e), strerror(errno));
+        }
+        return -1;
+    }
+    w->size += total;
+    w->len = 0;
+    w->nrec = 0;
+    w->epoch_lo = UINT64_MAX;
+    w->epoch_hi = 0;
+    return 0;
+}
+
+int seg_writer_append(struct seg_writer *w, const struct log_record *rec, pod_err *err)
+{
+    if (check_broken(w, err)) return -1;
+    if (rec->kind != LOG_PUT && rec->kind != LOG_DELETE) {
+        pod_err_set(err, "log record of table %" PRIu32 " has invalid kind %u (PUT=1, DELETE=2)",
+                    rec->table_id, rec->kind);
+        return -1;
+    }
+    if (rec->kind == LOG_DELETE && rec->tuple_len != 0) {
+        pod_err_set(err, "DELETE log record of table %" PRIu32 " carries a %" PRIu32 "-byte tuple",
+                    rec->table_id, rec->tuple_len);
+        return -1;
+    }
+    if (rec->tuple_len > SEG_MAX_TUPLE) {
+        pod_err_set(err, "log record of table %" PRIu32 ": tuple of %" PRIu32
+                    " bytes exceeds the limit of %u bytes", rec->table_id, rec->tuple_len,
+                    SEG_MAX_TUPLE);
+        return -1;
+    }
+    if ((rec->key_len && !rec->key) || (rec->tuple_len && !rec->tuple)) {
+        pod_err_set(err, "log record of table %" PRIu32 " has a length but no data", rec->table_id);
+        return -1;
+    }
+    size_t rlen = SEG_RECORD_OVERHEAD + rec->key_len + rec->tuple_len;
+    if (w->len + rlen > SEG_MAX_BLOCK_PAYLOAD && seg_writer_flush_block(w, err) != 0) return -1;
+    size_t need = SEG_BLOCK_HEADER_SIZE + w->len + rlen;
+    if (need > w->cap) {
+        size_t nc = w->cap ? w->cap : 64 * 1024;
+        while (nc < need) nc *= 2;
+        unsigned char *nb = realloc(w->buf, nc);
+        if (!nb) {
+            pod_err_set(err, "out of memory growing the block buffer of %s to %zu bytes", w->path, nc);
+            return -1;
+        }
+        w->buf = nb;
+        w->cap = nc;
+    }
+    unsigned char *p = w->buf + SEG_BLOCK_HEADER_SIZE + w->len;
+    put32(p, (uint32_t)rlen);
+    put32(p + 4, rec->table_id);
+    put16(p + 8, rec->key_len);
+    p[10] = rec->kind;
+    p[11] = 0;
+    put64(p + 12, rec->epoch_version);
+    if (rec->key_len) memcpy(p + 20, rec->key, rec->key_len);
+    if (rec->tuple_len) memcpy(p + 20 + rec->key_len, rec->tuple, rec->tuple_len);
+    put32(p + rlen - 4, crc32c(0, p, rlen - 4));
+    w->len += rlen;
+    w->nrec++;
+    uint64_t e = log_ev_epoch(rec->epoch_version);
+    if (e < w->epoch_lo) w->epoch_lo = e;
+    if (e > w->epoch_hi) w->epoch_hi = e;
+    return 0;
+}
+
+int seg_writer_sync(struct seg_writer *w, pod_err *err)
+{
+    if (check_broken(w, err)) return -1;
+    if (w->synced == w->size) return 0;
+    if (fdatasync(w->fd) != 0) {
+        char msg[300];
+        snprintf(msg, sizeof msg, "fdatasync failed: %s", strerror(errno));
+        set_broken(w, msg);
+        pod_err_set(err, "cannot make log segment %s durable (fdatasync): %s; blocks after offset %"
+                    PRIu64 " must be considered lost", w->path, strerror(errno), w->synced);
+        return -1;
+    }
+    w->synced = w->size;
+    return 0;
+}
+
+uint64_t seg_writer_size(const struct seg_writer *w) { return w->size; }
+uint64_t seg_writer_pending(const struct seg_writer *w)
+{
+    return w->nrec ? SEG_BLOCK_HEADER_SIZE + w->len : 0;
+}
+uint32_t seg_writer_pending_records(const struct seg_writer *w) { return w->nrec; }
+uint64_t seg_writer_synced_size(const struct seg_writer *w) { return w->synced; }
+const char *seg_writer_path(const struct seg_writer *w) { return w->path; }
+
+static void writer_free(struct seg_writer *w)
+{
+    if (w->fd >= 0) close(w->fd);
+    free(w->buf);
+    free(w);
+}
+
+int seg_writer_close(struct seg_writer *w, pod_err *err)
+{
+    if (!w) return 0;
+    int rc = 0;
+    if (seg_writer_flush_block(w, err) != 0 || seg_writer_sync(w, err) != 0) rc = -1;
+    int fd = w->fd;
+    w->fd = -1;
+    if (close(fd) != 0 && rc == 0) {
+        pod_err_set(err, "closing log segment %s failed: %s", w->path, strerror(errno));
+        rc = -1;
+    }
+    writer_free(w);
+    return rc;
+}
+
+void seg_writer_abandon(struct seg_writer *w)
+{
+    if (w) writer_free(w);
+}
+
+/* ---- reader ------------------------------------------------------------------------- */
+
+struct seg_reader {
+    int fd;
+    char path[PATH_MAX];
+    struct seg_header hdr;
+    struct seg_tail_status tail;
+    struct seg_reader_stats st;
+    uint64_t off; /* next block's offset */
+    unsigned char *buf; /* the current block's payload */
+    size_t cap;
+    size_t len, pos; /* payload length, next record's position */
+    uint32_t left;   /* records of the current block not yet handed out */
+};
+
+struct seg_reader *seg_reader_open(const char *path, pod_err *err)
+{
+    struct seg_reader *r = calloc(1, sizeof *r);
+    if (!r) {
+        pod_err_set(err, "out of memory opening %s", path);
+        return NULL;
+    }
+    snprintf(r->path, sizeof r->path, "%s", path);
+    r->fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (r->fd < 0) {
+        pod_err_set(err, "cannot open log segment %s: %s", path, strerror(errno));
+        free(r);
+        return NULL;
+    }
+    struct stat sb;
+    if (fstat(r->fd, &sb) != 0) {
+        pod_err_set(err, "cannot stat log segment %s: %s", path, strerror(errno));
+        goto fail;
+    }
+    if (!S_ISREG(sb.st_mode)) {
+        pod_err_set(err, "%s is not a regular file, so not a log segment", path);
+        goto fail;
+    }
+    r->st.file_size = (uint64_t)sb.st_size;
+    unsigned char b[SEG_HEADER_SIZE];
+    ssize_t n = pread_full(r->fd, b, sizeof b, 0);
+    if (n < 0) {
+        pod_err_set(err, "cannot read the header of log segment %s: %s", path, strerror(errno));
+        goto fail;
+    }
+    if (n < (ssize_t)SEG_HEADER_SIZE) {
+        pod_err_set(err, "%s is not a log segment: %zd bytes, shorter than the %u-byte header", path,
+                    n, SEG_HEADER_SIZE);
+        goto fail;
+    }
+    if (memcmp(b, SEG_MAGIC, 8) != 0) {
+        pod_err_set(err, "%s is not a log segment: bad magic (expected \"%s\")", path, SEG_MAGIC);
+        goto fail;
+    }
+    uint32_t stored = get32(b + 60), computed = crc32c(0, b, 60);
+    if (stored != computed) {
+        pod_err_set(err, "log segment %s has a damaged header: CRC 0x%08" PRIx32
+                    " stored, 0x%08" PRIx32 " computed", path, stored, computed);
+        goto fail;
+    }
+    r->hdr.version = get32(b + 8);
+    if (r->hdr.version != SEG_VERSION) {
+        pod_err_set(err, "log segment %s has format version %" PRIu32 "; this build reads version %u",
+                    path, r->hdr.version, SEG_VERSION);
+        goto fail;
+    }
+    if (get32(b + 12) != SEG_HEADER_SIZE) {
+        pod_err_set(err, "log segment %s declares a %" PRIu32 "-byte header; version %u has %u bytes",
+                    path, get32(b + 12), SEG_VERSION, SEG_HEADER_SIZE);
+        goto fail;
+    }
+    r->hdr.host = get32(b + 16);
+    r->hdr.logger = get32(b + 20);
+    r->hdr.seq = get64(b + 24);
+    r->hdr.first_epoch = get64(b + 32);
+    r->hdr.create_time_ns = get64(b + 40);
+    r->off = r->st.good_bytes = SEG_HEADER_SIZE;
+    r->st.epoch_lo = UINT64_MAX;
+    r->st.epoch_hi = 0;
+    return r;
+fail:
+    close(r->fd);
+    free(r);
+    return NULL;
+}
+
+const struct seg_header *seg_reader_header(const struct seg_reader *r) { return &r->hdr; }
+const struct seg_tail_status *seg_reader_tail_status(const struct seg_reader *r) { return &r->tail; }
+const struct seg_reader_stats *seg_reader_stats(const struct seg_reader *r) { return &r->st; }
+
+static void set_tail(struct seg_reader *r, enum seg_tail_kind k, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+static void set_tail(struct seg_reader *r, enum seg_tail_kind k, const char *fmt, ...)
+{
+    r->tail.kind = k;
+    r->tail.offset = r->off;
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(r->tail.reason, sizeof r->tail.reason, fmt, ap);
+    va_end(ap);
+}
+
+/* 1 when every byte from off to the end of the file is zero, 0 if not, -1 on error. */
+static int all_zero_from(struct seg_reader *r, uint64_t off)
+{
+    unsigned char chunk[8192];
+    while (off < r->st.file_size) {
+        uint64_t want = r->st.file_size - off;
+        if (want > sizeof chunk) want = sizeof chunk;
+        ssize_t n = pread_full(r->fd, chunk, (size_t)want, off);
+        if (n < 0) return -1;
+        if (n == 0) return 1;
+        for (ssize_t i = 0; i < n; i++)
+            if (chunk[i]) return 0;
+        off += (uint64_t)n;
+    }
+    return 1;
+}
+
+/* Read, verify and parse-check the block at r->off. 1: it is loaded (records
+ * ready); 0: the log ends here (tail set); -1: I/O error. */
+static int load_block(struct seg_reader *r, pod_err *err)
+{
+    uint64_t off = r->off, size = r->st.file_size;
+    if (off >= size) {
+        set_tail(r, SEG_TAIL_CLEAN, "end of file after the last complete block");
+        return 0;
+    }
+    uint64_t rem = size - off;
+    int z;
+    if (rem < SEG_BLOCK_HEADER_SIZE) {
+        set_tail(r, SEG_TAIL_TORN, "incomplete block header: %" PRIu64 " of %u bytes", rem,
+                 SEG_BLOCK_HEADER_SIZE);
+        return 0;
+    }
+    unsigned char h[SEG_BLOCK_HEADER_SIZE];
+    ssize_t n = pread_full(r->fd, h, sizeof h, off);
+    if (n < 0) goto io_error;
+    if (n < (ssize_t)sizeof h) {
+        set_tail(r, SEG_TAIL_TORN, "file shrank while reading: block header cut short");
+        return 0;
+    }
+    uint32_t magic = get32(h), len = get32(h + 4), count = get32(h + 24), stored = get32(h + 28);
+    uint64_t elo = get64(h + 8), ehi = get64(h + 16);
+    if (magic != SEG_BLOCK_MAGIC) {
+        /* Zeros from here to the end: space the file system allocated for an
+         * append whose data never reached the disk — a torn write. */
+        if ((z = all_zero_from(r, off)) < 0) goto io_error;
+        if (z == 1) {
+            set_tail(r, SEG_TAIL_TORN, "%" PRIu64 " zero bytes after the last complete block "
+                     "(space allocated but never written)", rem);
+            return 0;
+        }
+        set_tail(r, SEG_TAIL_CORRUPT, "bad block magic 0x%08" PRIx32 " (expected 0x%08x): "
+                 "garbage after the last good block", magic, SEG_BLOCK_MAGIC);
+        return 0;
+    }
+    if (len > SEG_MAX_BLOCK_PAYLOAD) {
+        set_tail(r, SEG_TAIL_CORRUPT, "block payload length %" PRIu32 " exceeds the limit of %u",
+                 len, SEG_MAX_BLOCK_PAYLOAD);
+        return 0;
+    }
+    if ((uint64_t)SEG_BLOCK_HEADER_SIZE + len > rem) {
+        set_tail(r, SEG_TAIL_TORN, "incomplete block: %" PRIu64 " of %" PRIu64 " bytes present",
+                 rem, (uint64_t)SEG_BLOCK_HEADER_SIZE + len);
+        return 0;
+    }
+    if (len > r->cap) {
+        size_t nc = r->cap ? r->cap : 64 * 1024;
+        while (nc < len) nc *= 2;
+        unsigned char *nb = realloc(r->buf, nc);
+        if (!nb) {
+            pod_err_set(err, "out of memory reading a %" PRIu32 "-byte block of %s", len, r->path);
+            return -1;
+        }
+        r->buf = nb;
+        r->cap = nc;
+    }
+    n = pread_full(r->fd, r->buf, len, off + SEG_BLOCK_HEADER_SIZE);
+    if (n < 0) goto io_error;
+    if (n < (ssize_t)len) {
+        set_tail(r, SEG_TAIL_TORN, "file shrank while reading: block payload cut short");
+        return 0;
+    }
+    uint32_t c = crc32c(crc32c(0, h, 28), r->buf, len);
+    if (c != stored) {
+        set_tail(r, SEG_TAIL_CORRUPT, "block CRC mismatch: 0x%08" PRIx32 " stored, 0x%08" PRIx32
+                 " computed", stored, c);
+        return 0;
+    }
+    if (count == 0 || elo > ehi) {
+        set_tail(r, SEG_TAIL_CORRUPT, "block with a valid CRC but %s", count == 0
+                 ? "no records" : "an inverted epoch range");
+        return 0;
+    }
+    /* Check every record before handing out any. */
+    size_t pos = 0;
+    for (uint32_t i = 0; i < count; i++) {
+        const unsigned char *p = r->buf + pos;
+        size_t avail = len - pos;
+        if (avail < SEG_RECORD_OVERHEAD) {
+            set_tail(r, SEG_TAIL_CORRUPT, "record %" PRIu32 " of %" PRIu32 " at payload offset %zu "
+                     "runs past the block", i, count, pos);
+            return 0;
+        }
+        uint32_t rl = get32(p);
+        uint16_t kl = get16(p + 8);
+        uint8_t kind = p[10];
+        uint64_t e = log_ev_epoch(get64(p + 12));
+        const char *bad = NULL;
+        if (rl < SEG_RECORD_OVERHEAD || rl > avail) bad = "bad record length";
+        else if ((uint64_t)SEG_RECORD_OVERHEAD + kl > rl) bad = "key longer than the record";
+        else if (get32(p + rl - 4) != crc32c(0, p, rl - 4)) bad = "record CRC mismatch";
+        else if (kind != LOG_PUT && kind != LOG_DELETE) bad = "invalid record kind";
+        else if (kind == LOG_DELETE && rl != SEG_RECORD_OVERHEAD + kl) bad = "DELETE with a tuple";
+        else if (e < elo || e > ehi) bad = "record epoch outside the block's epoch range";
+        if (bad) {
+            set_tail(r, SEG_TAIL_CORRUPT, "%s in record %" PRIu32 " of %" PRIu32
+                     " (payload offset %zu)", bad, i, count, pos);
+            return 0;
+        }
+        pos += rl;
+    }
+    if (pos != len) {
+        set_tail(r, SEG_TAIL_CORRUPT, "%zu bytes after the block's %" PRIu32 " records", len - pos,
+                 count);
+        return 0;
+    }
+    r->len = len;
+    r->pos = 0;
+    r->left = count;
+    r->off = off + SEG_BLOCK_HEADER_SIZE + len;
+    r->st.good_bytes = r->off;
+    r->st.blocks++;
+    if (elo < r->st.epoch_lo) r->st.epoch_lo = elo;
+    if (ehi > r->st.epoch_hi) r->st.epoch_hi = ehi;
+    return 1;
+io_error:
+    pod_err_set(err, "cannot read log segment %s at offset %" PRIu64 ": %s", r->path, off,
+                strerror(errno));
+    return -1;
+}
+
+int seg_reader_next(struct seg_reader *r, struct log_record *out, pod_err *err)
+{
+    while (r->left == 0) {
+        if (r->tail.kind != SEG_TAIL_UNKNOWN) return 0;
+        int rc = load_block(r, err);
+        if (rc <= 0) return rc;
+    }
+    const unsigned char *p = r->buf + r->pos;
+    uint32_t rl = get32(p);
+    out->table_id = get32(p + 4);
+    out->key_len = get16(p + 8);
+    out->kind = p[10];
+    out->epoch_version = get64(p + 12);
+    out->key = p + 20;
+    out->tuple = p + 20 + out->key_len;
+    out->tuple_len = rl - SEG_RECORD_OVERHEAD - out->key_len;
+    r->pos += rl;
+    r->left--;
+    r->st.records++;
+    return 1;
+}
+
+void seg_reader_close(struct seg_reader *r)
+{
+    if (!r) return;
+    close(r->fd);
+    free(r->buf);
+    free(r);
+}

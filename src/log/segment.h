@@ -1,0 +1,165 @@
+/* Log segment files: the on-disk format of the durability layer (docs/log-format.md).
+ *
+ * A segment is a 64-byte header followed by blocks; a block is a 32-byte block
+ * header plus a payload of records, covered by one CRC-32C; every record also
+ * carries its own CRC-32C. A block is the unit one fdatasync makes durable: the
+ * writer appends whole blocks, and the reader hands out a block's records only
+ * after the whole block has been verified, so it never returns part of a block.
+ * At the first block that is incomplete or damaged the reader stops and reports
+ * the tail (clean, torn or corrupt, with offset and reason); everything before
+ * it is intact.
+ *
+ * Loggers, epochs and recovery are built on top of this; this module knows
+ * nothing about them beyond the epoch numbers it stores. Not thread-safe: one
+ * writer or reader per thread. */
+#ifndef PODDB_LOG_SEGMENT_H
+#define PODDB_LOG_SEGMENT_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "util/err.h"
+
+#define SEG_MAGIC "PODDBLOG" /* 8 bytes, no NUL on disk */
+#define SEG_VERSION 1u
+#define SEG_HEADER_SIZE 64u
+#define SEG_BLOCK_MAGIC 0x4B4C4250u /* "PBLK" little-endian */
+#define SEG_BLOCK_HEADER_SIZE 32u
+#define SEG_RECORD_OVERHEAD 24u /* 20-byte record header + 4-byte CRC */
+/* Largest block payload the writer produces and the reader accepts; a larger
+ * length field is corruption. */
+#define SEG_MAX_BLOCK_PAYLOAD (16u << 20)
+/* Largest tuple a record may carry (a record must fit into one block). */
+#define SEG_MAX_TUPLE (SEG_MAX_BLOCK_PAYLOAD - SEG_RECORD_OVERHEAD - 65535u)
+/* "seg-<host>-<logger>-<seq 10 digits>.log" */
+#define SEG_NAME_MAX 64
+
+enum log_kind { LOG_PUT = 1, LOG_DELETE = 2 };
+
+/* One value log record. For the writer key/tuple are read during append only;
+ * from the reader they point into the reader's buffer and stay valid until the
+ * next seg_reader_next or seg_reader_close. A DELETE has no tuple (tuple_len 0);
+ * a PUT may have an empty one. */
+struct log_record {
+    uint32_t table_id;
+    uint8_t kind; /* enum log_kind */
+    uint16_t key_len;
+    uint32_t tuple_len;
+    uint64_t epoch_version; /* epoch << 32 | version */
+    const void *key;
+    const void *tuple;
+};
+
+static inline uint32_t log_ev_epoch(uint64_t ev) { return (uint32_t)(ev >> 32); }
+static inline uint32_t log_ev_version(uint64_t ev) { return (uint32_t)ev; }
+static inline uint64_t log_ev_make(uint32_t epoch, uint32_t version)
+{
+    return (uint64_t)epoch << 32 | version;
+}
+
+/* The segment header's fields. */
+struct seg_header {
+    uint32_t version;
+    uint32_t host;
+    uint32_t logger;
+    uint64_t seq;
+    uint64_t first_epoch;
+    uint64_t create_time_ns; /* CLOCK_REALTIME at creation */
+};
+
+/* "seg-<host>-<logger>-<seq %010>.log" into buf (>= SEG_NAME_MAX). */
+void seg_format_name(char *buf, size_t len, uint32_t host, uint32_t logger, uint64_t seq);
+/* Parse a base name of that form; false when it is not one. */
+bool seg_parse_name(const char *name, uint32_t *host, uint32_t *logger, uint64_t *seq);
+
+/* ---- writer ------------------------------------------------------------------ */
+
+struct seg_writer;
+
+/* Create DIR/seg-<host>-<logger>-<seq>.log (it must not exist), write and
+ * fdatasync the header and fsync DIR, so the segment survives a crash from the
+ * moment this returns. NULL with err filled on failure. */
+struct seg_writer *seg_writer_open(const char *dir, uint32_t host, uint32_t logger, uint64_t seq,
+                                   uint64_t first_epoch, pod_err *err);
+
+/* Add a record to the current block (in memory). When the record would make the
+ * block's payload exceed SEG_MAX_BLOCK_PAYLOAD the current block is written
+ * first (seg_writer_flush_block), so this can do I/O and fail like it.
+ * -1 with err filled on an invalid record (kind, DELETE with a tuple, tuple
+ * larger than SEG_MAX_TUPLE) or a write error. */
+int seg_writer_append(struct seg_writer *w, const struct log_record *rec, pod_err *err);
+
+/* Write the current block (if it has records) to the file; not yet durable.
+ * Short writes are continued; on an error (ENOSPC, EIO, EFBIG...) the file is
+ * truncated back to its last complete block and the block stays buffered, so a
+ * later call may retry; if that truncation fails too the writer is broken and
+ * every later call fails. */
+int seg_writer_flush_block(struct seg_writer *w, pod_err *err);
+
+/* Make everything written so far durable (fdatasync). Does not flush the
+ * current block: call seg_writer_flush_block first. A failed fdatasync breaks
+ * the writer for good (the kernel may have dropped the dirty pages; retrying
+ * could report success for data that never reached the disk): the caller must
+ * treat the segment's unsynced blocks as lost and continue in a new segment. */
+int seg_writer_sync(struct seg_writer *w, pod_err *err);
+
+/* Bytes in the file (header + written blocks): the caller rotates on this. */
+uint64_t seg_writer_size(const struct seg_writer *w);
+/* Bytes of the current, not yet written block (0 when empty; else header + payload). */
+uint64_t seg_writer_pending(const struct seg_writer *w);
+/* Records in the current block. */
+uint32_t seg_writer_pending_records(const struct seg_writer *w);
+/* Bytes in the file known durable (after the last successful seg_writer_sync). */
+uint64_t seg_writer_synced_size(const struct seg_writer *w);
+const char *seg_writer_path(const struct seg_writer *w);
+
+/* Write the current block, fdatasync, close and free. 0, or -1 when any of it
+ * failed (the writer is freed either way). A writer that was already broken is
+ * just closed (-1, with the earlier error). NULL is a no-op. */
+int seg_writer_close(struct seg_writer *w, pod_err *err);
+/* Close without writing the current block or syncing (after an error). */
+void seg_writer_abandon(struct seg_writer *w);
+
+/* ---- reader ------------------------------------------------------------------ */
+
+enum seg_tail_kind {
+    SEG_TAIL_UNKNOWN = 0, /* not at the end yet */
+    SEG_TAIL_CLEAN,       /* the file ends exactly after the last block */
+    SEG_TAIL_TORN,        /* an incomplete last block: what a crash leaves */
+    SEG_TAIL_CORRUPT,     /* a complete block that is damaged, or garbage */
+};
+
+struct seg_tail_status {
+    enum seg_tail_kind kind;
+    uint64_t offset; /* where the first bad byte's block starts (= good bytes) */
+    char reason[200];
+};
+
+struct seg_reader_stats {
+    uint64_t file_size;
+    uint64_t good_bytes; /* header + verified blocks handed out so far */
+    uint64_t blocks;     /* verified blocks */
+    uint64_t records;    /* records handed out */
+    uint64_t epoch_lo, epoch_hi; /* over the verified blocks; lo > hi when none */
+};
+
+struct seg_reader;
+
+/* Open a segment and validate its header (magic, version, size, CRC). NULL
+ * with err naming the file and the problem otherwise. */
+struct seg_reader *seg_reader_open(const char *path, pod_err *err);
+const struct seg_header *seg_reader_header(const struct seg_reader *r);
+
+/* 1: *out holds the next record. 0: end of the log — read the tail status.
+ * -1: an I/O error reading the file (err filled); the tail status stays UNKNOWN. */
+int seg_reader_next(struct seg_reader *r, struct log_record *out, pod_err *err);
+
+const struct seg_tail_status *seg_reader_tail_status(const struct seg_reader *r);
+const struct seg_reader_stats *seg_reader_stats(const struct seg_reader *r);
+void seg_reader_close(struct seg_reader *r);
+
+/* "clean", "torn", "corrupt", "unknown". */
+const char *seg_tail_name(enum seg_tail_kind k);
+
+#endif
