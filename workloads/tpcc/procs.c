@@ -1,0 +1,476 @@
+/* The five TPC-C transactions (spec 2.4-2.8) as PodDB stored procedures.
+ * Argument lists are in tpcc.h. Each runs as one serializable transaction
+ * (strict 2PL NO_WAIT, next-key locking); conflicts are retried by pod_call. */
+#include "workloads/tpcc/tpcc.h"
+
+#include <inttypes.h>
+#include <stdio.h>
+#include <string.h>
+
+#define ARG(i) (a->v[(i)].u.i64)
+
+/* A row that must exist: NOT_FOUND is a broken database, not an outcome. */
+static int must_get(pod_txn *tx, pod_table *t, const unsigned char *key, void *out, bool upd,
+                    const char *what)
+{
+    int rc = upd ? pod_get_for_update(tx, t, key, out) : pod_get(tx, t, key, out);
+    if (rc < 0) return rc;
+    if (rc != POD_OK) return pod_txn_fail(tx, POD_E_INTERNAL, "tpcc: %s: %s", what, pod_status_name(rc));
+    return POD_OK;
+}
+
+static int must_put(pod_txn *tx, pod_table *t, const unsigned char *key, const void *tuple,
+                    const char *what)
+{
+    int rc = pod_put(tx, t, key, tuple);
+    if (rc < 0) return rc;
+    if (rc != POD_OK) return pod_txn_fail(tx, POD_E_INTERNAL, "tpcc: put %s: %s", what, pod_status_name(rc));
+    return POD_OK;
+}
+
+static int must_insert(pod_txn *tx, pod_table *t, const unsigned char *key, const void *tuple,
+                       const char *what)
+{
+    int rc = pod_insert(tx, t, key, tuple);
+    if (rc < 0) return rc;
+    if (rc != POD_OK)
+        return pod_txn_fail(tx, POD_E_INTERNAL, "tpcc: insert %s: %s", what, pod_status_name(rc));
+    return POD_OK;
+}
+
+static int check_wd(pod_txn *tx, const struct tpcc *t, int64_t w, int64_t d)
+{
+    if (w < 1 || w > t->cfg.warehouses || d < 1 || d > TPCC_DISTRICTS)
+        return pod_txn_fail(tx, POD_E_INVALID, "tpcc: no warehouse/district %" PRId64 "/%" PRId64,
+                            w, d);
+    return POD_OK;
+}
+
+/* ---- customer selection by id or by last name (spec 2.5.2.2, 2.6.2.2) ------------- */
+
+#define NAME_CAP 256
+
+struct name_scan {
+    uint32_t ids[NAME_CAP];
+    uint32_t n;        /* rows seen */
+    uint32_t want;     /* second pass: stop at row number want (0-based) */
+    bool second;
+};
+
+static bool name_visit(void *arg, const void *key, const void *tuple)
+{
+    (void)key;
+    struct name_scan *s = arg;
+    struct tpcc_customer_name cn;
+    memcpy(&cn, tuple, sizeof cn);
+    if (s->n < NAME_CAP) s->ids[s->n] = cn.c_id;
+    else if (s->second) s->ids[0] = cn.c_id;
+    s->n++;
+    return !(s->second && s->n > s->want);
+}
+
+/* The customer with last name number `last` at position ceil(n/2) of those
+ * sorted by C_FIRST; or c_id itself when it is not 0. */
+static int pick_customer(pod_txn *tx, struct tpcc *t, uint32_t w, uint32_t d, uint32_t c_id,
+                         uint32_t last, uint32_t *out)
+{
+    if (c_id) {
+        if (c_id > t->cfg.customers_per_district)
+            return pod_txn_fail(tx, POD_E_INVALID, "tpcc: no customer %u", c_id);
+        *out = c_id;
+        return POD_OK;
+    }
+    char name[TPCC_LAST_LEN + 1];
+    tpcc_last_name(name, last);
+    unsigned char lo[TPCC_K_CUST_NAME], hi[TPCC_K_CUST_NAME];
+    tpcc_k_cust_name(lo, w, d, name, "", 0);
+    tpcc_k_cust_name(hi, w, d, name, "", 0);
+    memset(hi + 8 + TPCC_LAST_LEN, 0xff, TPCC_FIRST_LEN + 4);
+    struct name_scan s = {0};
+    POD_TRY(pod_scan(tx, t->t[TPCC_CUST_NAME], lo, hi, 0, 0, name_visit, &s));
+    if (!s.n)
+        return pod_txn_fail(tx, POD_E_INTERNAL, "tpcc: no customer named %s in %u/%u", name, w, d);
+    uint32_t mid = (s.n - 1) / 2;
+    if (mid < NAME_CAP) {
+        *out = s.ids[mid];
+        return POD_OK;
+    }
+    struct name_scan s2 = {.want = mid, .second = true};
+    POD_TRY(pod_scan(tx, t->t[TPCC_CUST_NAME], lo, hi, mid + 1, 0, name_visit, &s2));
+    *out = s2.ids[0];
+    return POD_OK;
+}
+
+/* ---- NewOrder ------------------------------------------------------------------------ */
+
+static int p_new_order(pod_txn *tx, const pod_args *a, pod_result *res, void *ctx)
+{
+    struct tpcc *t = ctx;
+    int64_t w = ARG(0), d = ARG(1), c = ARG(2), n = ARG(3), entry = ARG(5);
+    POD_TRY(check_wd(tx, t, w, d));
+    if (c < 1 || c > t->cfg.customers_per_district || n < 1 || n > TPCC_MAX_OL ||
+        a->v[4].len != (uint32_t)n * 12)
+        return pod_txn_fail(tx, POD_E_INVALID, "tpcc.new_order: bad customer or lines");
+    uint32_t lines[TPCC_MAX_OL * 3];
+    memcpy(lines, a->v[4].u.bytes, (size_t)n * 12);
+    bool all_local = true;
+    for (int64_t i = 0; i < n; i++) {
+        uint32_t sw = lines[3 * i + 1];
+        if (sw < 1 || sw > t->cfg.warehouses)
+            return pod_txn_fail(tx, POD_E_INVALID, "tpcc.new_order: no supply warehouse %u", sw);
+        if (sw != (uint32_t)w) all_local = false;
+    }
+
+    unsigned char k[TPCC_K_CUST_NAME];
+    struct tpcc_warehouse wh;
+    tpcc_k_warehouse(k, (uint32_t)w);
+    POD_TRY(must_get(tx, t->t[TPCC_WAREHOUSE], k, &wh, false, "warehouse"));
+    struct tpcc_district di;
+    tpcc_k_district(k, (uint32_t)w, (uint32_t)d);
+    POD_TRY(must_get(tx, t->t[TPCC_DISTRICT], k, &di, true, "district"));
+    uint32_t o_id = di.d_next_o_id++;
+    POD_TRY(must_put(tx, t->t[TPCC_DISTRICT], k, &di, "district"));
+    struct tpcc_customer cu;
+    tpcc_k_customer(k, (uint32_t)w, (uint32_t)d, (uint32_t)c);
+    POD_TRY(must_get(tx, t->t[TPCC_CUSTOMER], k, &cu, false, "customer"));
+
+    struct tpcc_order o = {.o_entry_d = entry, .o_w_id = (uint32_t)w, .o_d_id = (uint32_t)d,
+                           .o_id = o_id, .o_c_id = (uint32_t)c, .o_carrier_id = 0,
+                           .o_ol_cnt = (uint32_t)n, .o_all_local = all_local};
+    tpcc_k_order(k, (uint32_t)w, (uint32_t)d, o_id);
+    POD_TRY(must_insert(tx, t->t[TPCC_ORDER], k, &o, "order"));
+    struct tpcc_new_order no = {(uint32_t)w, (uint32_t)d, o_id};
+    POD_TRY(must_insert(tx, t->t[TPCC_NEW_ORDER], k, &no, "new_order"));
+    struct tpcc_order_by_cust oc = {o_id};
+    tpcc_k_order_cust(k, (uint32_t)w, (uint32_t)d, (uint32_t)c, o_id);
+    POD_TRY(must_insert(tx, t->t[TPCC_ORDER_CUST], k, &oc, "oorder_by_customer"));
+
+    int64_t sum = 0;
+    for (int64_t i = 0; i < n; i++) {
+        uint32_t i_id = lines[3 * i], sw = lines[3 * i + 1], qty = lines[3 * i + 2];
+        struct tpcc_item it;
+        /* ITEM is replicated per warehouse: read the home warehouse's copy. */
+        tpcc_k_item(k, (uint32_t)w, i_id);
+        int rc = pod_get(tx, t->t[TPCC_ITEM], k, &it);
+        if (rc < 0) return rc;
+        if (rc == POD_NOT_FOUND) {
+            /* The 1% rollback (spec 2.4.2.3): an unused item id. */
+            pod_result_i64(res, o_id);
+            pod_result_i64(res, -1);
+            return POD_USER_ABORT;
+        }
+        struct tpcc_stock st;
+        tpcc_k_stock(k, sw, i_id);
+        POD_TRY(must_get(tx, t->t[TPCC_STOCK], k, &st, true, "stock"));
+        if (st.s_quantity >= (int32_t)qty + 10) st.s_quantity -= (int32_t)qty;
+        else st.s_quantity = st.s_quantity - (int32_t)qty + 91;
+        st.s_ytd += qty;
+        st.s_order_cnt++;
+        if (sw != (uint32_t)w) st.s_remote_cnt++;
+        POD_TRY(must_put(tx, t->t[TPCC_STOCK], k, &st, "stock"));
+        struct tpcc_order_line ol = {
+            .ol_delivery_d = 0, .ol_amount = (int64_t)qty * it.i_price, .ol_w_id = (uint32_t)w,
+            .ol_d_id = (uint32_t)d, .ol_o_id = o_id, .ol_number = (uint32_t)(i + 1),
+            .ol_i_id = i_id, .ol_supply_w_id = sw, .ol_quantity = qty};
+        memcpy(ol.ol_dist_info, st.s_dist[d - 1], sizeof ol.ol_dist_info);
+        tpcc_k_order_line(k, (uint32_t)w, (uint32_t)d, o_id, (uint32_t)(i + 1));
+        POD_TRY(must_insert(tx, t->t[TPCC_ORDER_LINE], k, &ol, "order_line"));
+        sum += ol.ol_amount;
+    }
+    /* total = sum * (1 - c_discount) * (1 + w_tax + d_tax), rates in basis points */
+    int64_t total = sum * (10000 - cu.c_discount) / 10000 * (10000 + wh.w_tax + di.d_tax) / 10000;
+    pod_result_i64(res, o_id);
+    pod_result_i64(res, total);
+    return POD_OK;
+}
+
+/* ---- Payment --------------------------------------------------------------------------- */
+
+static int p_payment(pod_txn *tx, const pod_args *a, pod_result *res, void *ctx)
+{
+    struct tpcc *t = ctx;
+    int64_t w = ARG(0), d = ARG(1), cw = ARG(2), cd = ARG(3), amount = ARG(6);
+    uint64_t hseq = (uint64_t)ARG(7);
+    POD_TRY(check_wd(tx, t, w, d));
+    POD_TRY(check_wd(tx, t, cw, cd));
+    unsigned char k[TPCC_K_CUST_NAME];
+    struct tpcc_warehouse wh;
+    tpcc_k_warehouse(k, (uint32_t)w);
+    POD_TRY(must_get(tx, t->t[TPCC_WAREHOUSE], k, &wh, true, "warehouse"));
+    wh.w_ytd += amount;
+    POD_TRY(must_put(tx, t->t[TPCC_WAREHOUSE], k, &wh, "warehouse"));
+    struct tpcc_district di;
+    tpcc_k_district(k, (uint32_t)w, (uint32_t)d);
+    POD_TRY(must_get(tx, t->t[TPCC_DISTRICT], k, &di, true, "district"));
+    di.d_ytd += amount;
+    POD_TRY(must_put(tx, t->t[TPCC_DISTRICT], k, &di, "district"));
+
+    uint32_t c;
+    POD_TRY(pick_customer(tx, t, (uint32_t)cw, (uint32_t)cd, (uint32_t)ARG(4), (uint32_t)ARG(5), &c));
+    struct tpcc_customer cu;
+    tpcc_k_customer(k, (uint32_t)cw, (uint32_t)cd, c);
+    POD_TRY(must_get(tx, t->t[TPCC_CUSTOMER], k, &cu, true, "customer"));
+    cu.c_balance -= amount;
+    cu.c_ytd_payment += amount;
+    cu.c_payment_cnt++;
+    if (memcmp(cu.c_credit, "BC", 2) == 0) {
+        char data[sizeof cu.c_data];
+        int n = snprintf(data, sizeof data, "%u %u %u %u %u %" PRId64 ".%02" PRId64 " |", c,
+                         (unsigned)cd, (unsigned)cw, (unsigned)d, (unsigned)w, amount / 100,
+                         amount % 100);
+        if (n > 0 && (size_t)n < sizeof data) {
+            size_t keep = sizeof data - 1 - (size_t)n;
+            size_t old = strnlen(cu.c_data, sizeof cu.c_data - 1);
+            if (old > keep) old = keep;
+            memcpy(data + n, cu.c_data, old);
+            data[(size_t)n + old] = 0;
+            memcpy(cu.c_data, data, sizeof data);
+        }
+    }
+    POD_TRY(must_put(tx, t->t[TPCC_CUSTOMER], k, &cu, "customer"));
+
+    struct tpcc_history h = {.h_date = 1, .h_amount = amount, .h_c_id = c,
+                             .h_c_d_id = (uint32_t)cd, .h_c_w_id = (uint32_t)cw,
+                             .h_d_id = (uint32_t)d, .h_w_id = (uint32_t)w};
+    snprintf(h.h_data, sizeof h.h_data, "%.10s    %.10s", wh.w_name, di.d_name);
+    tpcc_k_history(k, (uint32_t)w, (uint32_t)d, c, hseq);
+    POD_TRY(must_insert(tx, t->t[TPCC_HISTORY], k, &h, "history"));
+    pod_result_i64(res, c);
+    pod_result_i64(res, cu.c_balance);
+    return POD_OK;
+}
+
+/* ---- OrderStatus ------------------------------------------------------------------------- */
+
+struct last_order {
+    uint32_t o_id;
+    bool found;
+};
+
+static bool last_order_visit(void *arg, const void *key, const void *tuple)
+{
+    (void)key;
+    struct last_order *l = arg;
+    struct tpcc_order_by_cust oc;
+    memcpy(&oc, tuple, sizeof oc);
+    l->o_id = oc.o_id;
+    l->found = true;
+    return false;
+}
+
+struct lines_out {
+    pod_result *res;
+    uint32_t n;
+};
+
+static bool status_line_visit(void *arg, const void *key, const void *tuple)
+{
+    (void)key;
+    struct lines_out *l = arg;
+    struct tpcc_order_line ol;
+    memcpy(&ol, tuple, sizeof ol);
+    pod_result_row(l->res);
+    pod_result_i64(l->res, ol.ol_i_id);
+    pod_result_i64(l->res, ol.ol_supply_w_id);
+    pod_result_i64(l->res, ol.ol_quantity);
+    pod_result_i64(l->res, ol.ol_amount);
+    pod_result_i64(l->res, ol.ol_delivery_d);
+    l->n++;
+    return true;
+}
+
+static int p_order_status(pod_txn *tx, const pod_args *a, pod_result *res, void *ctx)
+{
+    struct tpcc *t = ctx;
+    int64_t w = ARG(0), d = ARG(1);
+    POD_TRY(check_wd(tx, t, w, d));
+    uint32_t c;
+    POD_TRY(pick_customer(tx, t, (uint32_t)w, (uint32_t)d, (uint32_t)ARG(2), (uint32_t)ARG(3), &c));
+    unsigned char k[TPCC_K_ORDER_LINE], hi[TPCC_K_ORDER_LINE];
+    struct tpcc_customer cu;
+    tpcc_k_customer(k, (uint32_t)w, (uint32_t)d, c);
+    POD_TRY(must_get(tx, t->t[TPCC_CUSTOMER], k, &cu, false, "customer"));
+    tpcc_k_order_cust(k, (uint32_t)w, (uint32_t)d, c, 0);
+    tpcc_k_order_cust(hi, (uint32_t)w, (uint32_t)d, c, UINT32_MAX);
+    struct last_order lo = {0};
+    POD_TRY(pod_scan(tx, t->t[TPCC_ORDER_CUST], k, hi, 1, POD_SCAN_REVERSE, last_order_visit, &lo));
+    pod_result_i64(res, c);
+    pod_result_i64(res, cu.c_balance);
+    if (!lo.found) {
+        pod_result_i64(res, 0);
+        pod_result_i64(res, 0);
+        pod_result_i64(res, 0);
+        return POD_OK;
+    }
+    struct tpcc_order o;
+    tpcc_k_order(k, (uint32_t)w, (uint32_t)d, lo.o_id);
+    POD_TRY(must_get(tx, t->t[TPCC_ORDER], k, &o, false, "order"));
+    pod_result_i64(res, lo.o_id);
+    pod_result_i64(res, o.o_carrier_id);
+    pod_result_i64(res, o.o_ol_cnt);
+    tpcc_k_order_line(k, (uint32_t)w, (uint32_t)d, lo.o_id, 0);
+    tpcc_k_order_line(hi, (uint32_t)w, (uint32_t)d, lo.o_id, UINT32_MAX);
+    struct lines_out lines = {res, 0};
+    POD_TRY(pod_scan(tx, t->t[TPCC_ORDER_LINE], k, hi, 0, 0, status_line_visit, &lines));
+    if (lines.n != o.o_ol_cnt)
+        return pod_txn_fail(tx, POD_E_INTERNAL, "tpcc.order_status: order %u has %u lines, O_OL_CNT %u",
+                            lo.o_id, lines.n, o.o_ol_cnt);
+    return POD_OK;
+}
+
+/* ---- Delivery --------------------------------------------------------------------------- */
+
+struct oldest {
+    uint32_t o_id;
+    bool found;
+};
+
+static bool oldest_visit(void *arg, const void *key, const void *tuple)
+{
+    (void)tuple;
+    struct oldest *o = arg;
+    o->o_id = pod_key_get_u32((const unsigned char *)key + 8);
+    o->found = true;
+    return false;
+}
+
+struct deliver_lines {
+    struct tpcc_order_line ol[TPCC_MAX_OL];
+    uint32_t n;
+    bool overflow;
+};
+
+static bool deliver_line_visit(void *arg, const void *key, const void *tuple)
+{
+    (void)key;
+    struct deliver_lines *l = arg;
+    if (l->n == TPCC_MAX_OL) {
+        l->overflow = true;
+        return false;
+    }
+    memcpy(&l->ol[l->n++], tuple, sizeof l->ol[0]);
+    return true;
+}
+
+static int p_delivery(pod_txn *tx, const pod_args *a, pod_result *res, void *ctx)
+{
+    struct tpcc *t = ctx;
+    int64_t w = ARG(0), carrier = ARG(1), date = ARG(2);
+    POD_TRY(check_wd(tx, t, w, 1));
+    int64_t delivered = 0;
+    for (uint32_t d = 1; d <= TPCC_DISTRICTS; d++) {
+        unsigned char k[TPCC_K_ORDER_LINE], hi[TPCC_K_ORDER_LINE];
+        tpcc_k_new_order(k, (uint32_t)w, d, 0);
+        tpcc_k_new_order(hi, (uint32_t)w, d, UINT32_MAX);
+        struct oldest old = {0};
+        POD_TRY(pod_scan(tx, t->t[TPCC_NEW_ORDER], k, hi, 1, POD_SCAN_FOR_UPDATE, oldest_visit, &old));
+        if (!old.found) continue; /* spec 2.7.4.2: skipped */
+        uint32_t o_id = old.o_id;
+        tpcc_k_new_order(k, (uint32_t)w, d, o_id);
+        int rc = pod_delete(tx, t->t[TPCC_NEW_ORDER], k);
+        if (rc < 0) return rc;
+        if (rc != POD_OK) return pod_txn_fail(tx, POD_E_INTERNAL, "tpcc.delivery: delete new_order");
+        struct tpcc_order o;
+        tpcc_k_order(k, (uint32_t)w, d, o_id);
+        POD_TRY(must_get(tx, t->t[TPCC_ORDER], k, &o, true, "order"));
+        o.o_carrier_id = (uint32_t)carrier;
+        POD_TRY(must_put(tx, t->t[TPCC_ORDER], k, &o, "order"));
+        tpcc_k_order_line(k, (uint32_t)w, d, o_id, 0);
+        tpcc_k_order_line(hi, (uint32_t)w, d, o_id, UINT32_MAX);
+        struct deliver_lines dl;
+        dl.n = 0;
+        dl.overflow = false;
+        POD_TRY(pod_scan(tx, t->t[TPCC_ORDER_LINE], k, hi, 0, POD_SCAN_FOR_UPDATE,
+                         deliver_line_visit, &dl));
+        if (dl.overflow || dl.n != o.o_ol_cnt)
+            return pod_txn_fail(tx, POD_E_INTERNAL, "tpcc.delivery: order %u/%u/%u: %u lines, O_OL_CNT %u",
+                                (unsigned)w, d, o_id, dl.n, o.o_ol_cnt);
+        int64_t sum = 0;
+        for (uint32_t i = 0; i < dl.n; i++) {
+            dl.ol[i].ol_delivery_d = date;
+            sum += dl.ol[i].ol_amount;
+            tpcc_k_order_line(k, (uint32_t)w, d, o_id, dl.ol[i].ol_number);
+            POD_TRY(must_put(tx, t->t[TPCC_ORDER_LINE], k, &dl.ol[i], "order_line"));
+        }
+        struct tpcc_customer cu;
+        tpcc_k_customer(k, (uint32_t)w, d, o.o_c_id);
+        POD_TRY(must_get(tx, t->t[TPCC_CUSTOMER], k, &cu, true, "customer"));
+        cu.c_balance += sum;
+        cu.c_delivery_cnt++;
+        POD_TRY(must_put(tx, t->t[TPCC_CUSTOMER], k, &cu, "customer"));
+        delivered++;
+    }
+    pod_result_i64(res, delivered);
+    return POD_OK;
+}
+
+/* ---- StockLevel ------------------------------------------------------------------------- */
+
+struct recent_items {
+    uint32_t ids[20 * TPCC_MAX_OL];
+    uint32_t n;
+};
+
+static bool recent_visit(void *arg, const void *key, const void *tuple)
+{
+    (void)key;
+    struct recent_items *r = arg;
+    struct tpcc_order_line ol;
+    memcpy(&ol, tuple, sizeof ol);
+    for (uint32_t i = 0; i < r->n; i++)
+        if (r->ids[i] == ol.ol_i_id) return true;
+    if (r->n < 20 * TPCC_MAX_OL) r->ids[r->n++] = ol.ol_i_id;
+    return true;
+}
+
+static int p_stock_level(pod_txn *tx, const pod_args *a, pod_result *res, void *ctx)
+{
+    struct tpcc *t = ctx;
+    int64_t w = ARG(0), d = ARG(1), threshold = ARG(2);
+    POD_TRY(check_wd(tx, t, w, d));
+    unsigned char k[TPCC_K_ORDER_LINE], hi[TPCC_K_ORDER_LINE];
+    struct tpcc_district di;
+    tpcc_k_district(k, (uint32_t)w, (uint32_t)d);
+    POD_TRY(must_get(tx, t->t[TPCC_DISTRICT], k, &di, false, "district"));
+    uint32_t next = di.d_next_o_id;
+    uint32_t from = next > 20 ? next - 20 : 1;
+    if (next <= 1) {
+        pod_result_i64(res, 0);
+        return POD_OK;
+    }
+    tpcc_k_order_line(k, (uint32_t)w, (uint32_t)d, from, 0);
+    tpcc_k_order_line(hi, (uint32_t)w, (uint32_t)d, next - 1, UINT32_MAX);
+    struct recent_items *r = &(struct recent_items){.n = 0};
+    POD_TRY(pod_scan(tx, t->t[TPCC_ORDER_LINE], k, hi, 0, 0, recent_visit, r));
+    int64_t low = 0;
+    for (uint32_t i = 0; i < r->n; i++) {
+        struct tpcc_stock st;
+        tpcc_k_stock(k, (uint32_t)w, r->ids[i]);
+        POD_TRY(must_get(tx, t->t[TPCC_STOCK], k, &st, false, "stock"));
+        if (st.s_quantity < threshold) low++;
+    }
+    pod_result_i64(res, low);
+    return POD_OK;
+}
+
+/* ---- registration ----------------------------------------------------------------------- */
+
+int tpcc_register_txns(pod_db *db, struct tpcc *t, char *err, size_t errlen)
+{
+    static const enum pod_type no_types[6] = {POD_T_I64, POD_T_I64, POD_T_I64,
+                                              POD_T_I64, POD_T_BYTES, POD_T_I64};
+    static const enum pod_type i64s[8] = {POD_T_I64, POD_T_I64, POD_T_I64, POD_T_I64,
+                                          POD_T_I64, POD_T_I64, POD_T_I64, POD_T_I64};
+    const pod_proc_def defs[TPCC_NTXNS] = {
+        {tpcc_txn_names[TPCC_NEW_ORDER_TXN], p_new_order, t, 6, no_types, false},
+        {tpcc_txn_names[TPCC_PAYMENT], p_payment, t, 8, i64s, false},
+        {tpcc_txn_names[TPCC_ORDER_STATUS], p_order_status, t, 4, i64s, true},
+        {tpcc_txn_names[TPCC_DELIVERY], p_delivery, t, 3, i64s, false},
+        {tpcc_txn_names[TPCC_STOCK_LEVEL], p_stock_level, t, 3, i64s, true},
+    };
+    for (int i = 0; i < TPCC_NTXNS; i++) {
+        t->proc[i] = pod_proc_register(db, &defs[i], err, errlen);
+        if (t->proc[i] < 0) return -1;
+    }
+    return 0;
+}

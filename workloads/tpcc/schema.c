@@ -1,0 +1,168 @@
+/* TPC-C tables, partitioning, configuration and registration. */
+#include "workloads/tpcc/tpcc.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "engine/db.h"
+
+const char *const tpcc_table_names[TPCC_NTABLES] = {
+    "warehouse", "district", "customer", "customer_by_name", "history", "new_order",
+    "oorder",    "oorder_by_customer", "order_line", "item", "stock",
+};
+
+const char *const tpcc_txn_names[TPCC_NTXNS] = {
+    "tpcc.new_order", "tpcc.payment", "tpcc.order_status", "tpcc.delivery", "tpcc.stock_level",
+};
+
+void tpcc_config_default(struct tpcc_config *c, uint32_t warehouses)
+{
+    memset(c, 0, sizeof *c);
+    c->warehouses = warehouses ? warehouses : 1;
+    c->items = 100000;
+    c->customers_per_district = 3000;
+    c->new_orders_per_district = 900;
+    c->remote_new_order_pct = 10;
+    c->remote_payment_pct = 15;
+    c->load_batch = 100;
+    c->seed = 42;
+}
+
+void tpcc_config_scaled(struct tpcc_config *c, uint32_t warehouses, uint32_t items,
+                        uint32_t customers_per_district)
+{
+    tpcc_config_default(c, warehouses);
+    c->items = items ? items : 1;
+    c->customers_per_district = customers_per_district ? customers_per_district : 1;
+    c->new_orders_per_district = c->customers_per_district * 3 / 10;
+}
+
+uint32_t tpcc_partition(const void *key, uint32_t nparts, void *ctx)
+{
+    (void)ctx;
+    uint32_t w = pod_key_get_u32(key);
+    return nparts ? (w - 1) % nparts : 0;
+}
+
+static const uint32_t key_sizes[TPCC_NTABLES] = {
+    TPCC_K_WAREHOUSE, TPCC_K_DISTRICT, TPCC_K_CUSTOMER, TPCC_K_CUST_NAME,
+    TPCC_K_HISTORY,   TPCC_K_NEW_ORDER, TPCC_K_ORDER,   TPCC_K_ORDER_CUST,
+    TPCC_K_ORDER_LINE, TPCC_K_ITEM,     TPCC_K_STOCK,
+};
+
+static const uint32_t tuple_sizes[TPCC_NTABLES] = {
+    sizeof(struct tpcc_warehouse),     sizeof(struct tpcc_district),
+    sizeof(struct tpcc_customer),      sizeof(struct tpcc_customer_name),
+    sizeof(struct tpcc_history),       sizeof(struct tpcc_new_order),
+    sizeof(struct tpcc_order),         sizeof(struct tpcc_order_by_cust),
+    sizeof(struct tpcc_order_line),    sizeof(struct tpcc_item),
+    sizeof(struct tpcc_stock),
+};
+
+#define COL(name, type, st, field) \
+    {name, type, (uint32_t)offsetof(struct st, field), (uint32_t)sizeof(((struct st *)0)->field)}
+
+/* Columns of the tables a client most likely looks at (the others are opaque). */
+static const pod_column warehouse_cols[] = {
+    COL("w_ytd", POD_COL_I64, tpcc_warehouse, w_ytd),
+    COL("w_tax", POD_COL_I32, tpcc_warehouse, w_tax),
+    COL("w_id", POD_COL_I32, tpcc_warehouse, w_id),
+    COL("w_name", POD_COL_BYTES, tpcc_warehouse, w_name),
+};
+static const pod_column district_cols[] = {
+    COL("d_ytd", POD_COL_I64, tpcc_district, d_ytd),
+    COL("d_tax", POD_COL_I32, tpcc_district, d_tax),
+    COL("d_w_id", POD_COL_I32, tpcc_district, d_w_id),
+    COL("d_id", POD_COL_I32, tpcc_district, d_id),
+    COL("d_next_o_id", POD_COL_I32, tpcc_district, d_next_o_id),
+};
+static const pod_column customer_cols[] = {
+    COL("c_credit_lim", POD_COL_I64, tpcc_customer, c_credit_lim),
+    COL("c_balance", POD_COL_I64, tpcc_customer, c_balance),
+    COL("c_ytd_payment", POD_COL_I64, tpcc_customer, c_ytd_payment),
+    COL("c_id", POD_COL_I32, tpcc_customer, c_id),
+    COL("c_payment_cnt", POD_COL_I32, tpcc_customer, c_payment_cnt),
+    COL("c_delivery_cnt", POD_COL_I32, tpcc_customer, c_delivery_cnt),
+    COL("c_first", POD_COL_BYTES, tpcc_customer, c_first),
+    COL("c_last", POD_COL_BYTES, tpcc_customer, c_last),
+};
+
+static int create_tables(pod_db *db, struct tpcc *t, char *err, size_t errlen)
+{
+    for (int i = 0; i < TPCC_NTABLES; i++) {
+        pod_table *tab = pod_table_find(db, tpcc_table_names[i]);
+        if (tab) {
+            if (pod_table_key_size(tab) != key_sizes[i] ||
+                pod_table_tuple_size(tab) != tuple_sizes[i]) {
+                snprintf(err, errlen, "table %s exists with another layout", tpcc_table_names[i]);
+                return -1;
+            }
+            t->t[i] = tab;
+            continue;
+        }
+        pod_table_def def = {
+            .name = tpcc_table_names[i],
+            .key_size = key_sizes[i],
+            .tuple_size = tuple_sizes[i],
+            .nparts = t->cfg.warehouses,
+            .partition = tpcc_partition,
+        };
+        if (i == TPCC_WAREHOUSE) def.ncols = 4, def.cols = warehouse_cols;
+        if (i == TPCC_DISTRICT) def.ncols = 5, def.cols = district_cols;
+        if (i == TPCC_CUSTOMER) def.ncols = 8, def.cols = customer_cols;
+        t->t[i] = pod_table_create(db, &def, err, errlen);
+        if (!t->t[i]) return -1;
+    }
+    return 0;
+}
+
+int tpcc_register(pod_db *db, const struct tpcc_config *cfg, char *err, size_t errlen)
+{
+    if (!cfg->warehouses || !cfg->items || !cfg->customers_per_district ||
+        cfg->new_orders_per_district > cfg->customers_per_district) {
+        snprintf(err, errlen, "tpcc: bad configuration");
+        return -1;
+    }
+    if (tpcc_get(db)) {
+        snprintf(err, errlen, "tpcc: already registered");
+        return -1;
+    }
+    struct tpcc *t = calloc(1, sizeof *t);
+    if (!t) {
+        snprintf(err, errlen, "tpcc: out of memory");
+        return -1;
+    }
+    t->cfg = *cfg;
+    if (!t->cfg.load_batch) t->cfg.load_batch = 100;
+    /* The first registered procedure carries t: tpcc_free finds it there. If a
+     * later step fails, the procedures registered so far stay (there is no
+     * unregister) and keep t alive. */
+    if (create_tables(db, t, err, errlen) != 0) {
+        free(t);
+        return -1;
+    }
+    if (tpcc_register_txns(db, t, err, errlen) != 0) {
+        if (pod_proc_find(db, tpcc_txn_names[0]) < 0) free(t);
+        return -1;
+    }
+    if (tpcc_register_load(db, t, err, errlen) != 0) return -1;
+    if (tpcc_register_check(db, t, err, errlen) != 0) return -1;
+    return 0;
+}
+
+struct tpcc *tpcc_get(pod_db *db)
+{
+    int p = pod_proc_find(db, tpcc_txn_names[0]);
+    return p < 0 ? NULL : (struct tpcc *)db->procs[p].ctx;
+}
+
+void tpcc_free(pod_db *db)
+{
+    int p = pod_proc_find(db, tpcc_txn_names[0]);
+    if (p < 0) return;
+    free(db->procs[p].ctx);
+    /* Every tpcc procedure shares the pointer: none may run from now on. */
+    for (uint32_t i = 0; i < db->nprocs; i++)
+        if (strncmp(db->procs[i].name, "tpcc.", 5) == 0) db->procs[i].ctx = NULL;
+}
