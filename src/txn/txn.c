@@ -69,6 +69,11 @@ struct pod_txn {
     struct pod_worker *w;
     struct access *acc;
     uint32_t nacc, cap;
+    /* Open-addressing index row -> access, built once a transaction has more
+     * than LINEAR_MAX accesses (small ones search linearly: faster). */
+    uint32_t *hidx;
+    uint32_t hcap;          /* a power of two, or 0 */
+    bool hvalid;
     struct undo_chunk *chunks, *cur;
     int status;
     enum pod_abort_cause cause;
@@ -105,6 +110,7 @@ struct pod_txn *txn_new(pod_db *db, struct pod_worker *w)
 void txn_free(struct pod_txn *tx)
 {
     if (!tx) return;
+    free(tx->hidx);
     for (struct undo_chunk *c = tx->chunks, *n; c; c = n) {
         n = c->next;
         free(c);
@@ -116,6 +122,7 @@ void txn_free(struct pod_txn *tx)
 void txn_begin(struct pod_txn *tx)
 {
     tx->nacc = 0;
+    tx->hvalid = false;
     tx->status = POD_OK;
     tx->msg[0] = 0;
     for (struct undo_chunk *c = tx->chunks; c; c = c->next) c->used = 0;
@@ -175,8 +182,47 @@ static void *undo_alloc(struct pod_txn *tx, size_t n)
 
 /* ---- the access set ------------------------------------------------------- */
 
+#define LINEAR_MAX 16
+#define HIDX_EMPTY UINT32_MAX
+
+static uint32_t hash_row(const struct pod_row *row, uint32_t mask)
+{
+    return (uint32_t)((((uintptr_t)row >> 6) * 0x9e3779b97f4a7c15ull) >> 32) & mask;
+}
+
+static void hidx_put(struct pod_txn *tx, uint32_t i)
+{
+    uint32_t mask = tx->hcap - 1, h = hash_row(tx->acc[i].row, mask);
+    while (tx->hidx[h] != HIDX_EMPTY) h = (h + 1) & mask;
+    tx->hidx[h] = i;
+}
+
+/* (Re)build the index for the current accesses with room to grow (load <= 1/4).
+ * false when out of memory: callers fall back to the linear search. */
+static bool hidx_build(struct pod_txn *tx)
+{
+    uint32_t want = 64;
+    while (want < 4 * tx->nacc) want *= 2;
+    if (want > tx->hcap) {
+        uint32_t *n = realloc(tx->hidx, want * sizeof *n);
+        if (!n) return false;
+        tx->hidx = n;
+        tx->hcap = want;
+    }
+    memset(tx->hidx, 0xff, tx->hcap * sizeof *tx->hidx);
+    for (uint32_t i = 0; i < tx->nacc; i++) hidx_put(tx, i);
+    tx->hvalid = true;
+    return true;
+}
+
 static struct access *find_access(struct pod_txn *tx, const struct pod_row *row)
 {
+    if (tx->nacc > LINEAR_MAX && (tx->hvalid || hidx_build(tx))) {
+        uint32_t mask = tx->hcap - 1;
+        for (uint32_t h = hash_row(row, mask); tx->hidx[h] != HIDX_EMPTY; h = (h + 1) & mask)
+            if (tx->acc[tx->hidx[h]].row == row) return &tx->acc[tx->hidx[h]];
+        return NULL;
+    }
     for (uint32_t i = tx->nacc; i-- > 0;)
         if (tx->acc[i].row == row) return &tx->acc[i];
     return NULL;
@@ -193,6 +239,10 @@ static struct access *add_access(struct pod_txn *tx, struct pod_row *row, pod_ta
     }
     struct access *a = &tx->acc[tx->nacc++];
     *a = (struct access){row, t, part, held, 0, NULL};
+    if (tx->hvalid) {
+        if (4 * tx->nacc <= tx->hcap) hidx_put(tx, tx->nacc - 1);
+        else tx->hvalid = false; /* rebuilt bigger at the next lookup */
+    }
     return a;
 }
 
@@ -236,6 +286,7 @@ static void unlock_fresh(struct pod_txn *tx, struct access *a)
     if (a->held == HELD_WRITE) lock_release_write(&a->row->lock);
     else if (a->held == HELD_READ) lock_release_read(&a->row->lock);
     tx->nacc--;
+    tx->hvalid = false; /* its index entry is gone with it */
 }
 
 /* ---- argument checks ------------------------------------------------------ */

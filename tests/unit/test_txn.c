@@ -330,6 +330,43 @@ START_TEST(phantoms_without_protection)
 }
 END_TEST
 
+START_TEST(large_transactions_find_their_own_locks)
+{
+    /* Past 16 accesses a transaction finds its locks through a hash index. */
+    load_even(0, 3998); /* 2000 rows */
+    unsigned char k[8];
+    struct acct a;
+    txn_begin(A);
+    for (uint64_t i = 0; i <= 3998; i += 2) {
+        key(k, i);
+        ck_assert_int_eq(pod_get(A, T, k, &a), POD_OK);
+    }
+    for (uint64_t i = 0; i <= 3998; i += 2) { /* upgrades: A is the sole reader */
+        key(k, i);
+        a = (struct acct){(int64_t)i, 1};
+        ck_assert_int_eq(pod_put(A, T, k, &a), POD_OK);
+    }
+    for (uint64_t i = 1; i < 400; i += 2) { /* inserts: own gap locks found */
+        key(k, i);
+        a = (struct acct){-1, 2};
+        ck_assert_int_eq(pod_insert(A, T, k, &a), POD_OK);
+    }
+    key(k, 1000);
+    ck_assert_int_eq(pod_get(A, T, k, &a), POD_OK);
+    ck_assert_int_eq(a.balance, 1000); /* own write */
+    txn_begin(B);
+    ck_assert_int_eq(pod_get(B, T, k, &a), POD_CONFLICT); /* still locked */
+    txn_abort(B);
+    txn_abort(A);
+    txn_begin(B);
+    ck_assert_int_eq(pod_get(B, T, k, &a), POD_OK);
+    ck_assert_int_eq(a.balance, 10000); /* undone */
+    key(k, 1);
+    ck_assert_int_eq(pod_get(B, T, k, &a), POD_NOT_FOUND);
+    txn_commit(B);
+}
+END_TEST
+
 /* ---- pod_call: retries, user aborts, errors, statistics ------------------- */
 
 struct flaky {
@@ -571,6 +608,7 @@ int main(void)
     tcase_add_test(on, scans_in_both_directions);
     tcase_add_test(on, phantoms_are_prevented);
     tcase_add_test(on, reverse_scan_protects_its_range);
+    tcase_add_test(on, large_transactions_find_their_own_locks);
     tcase_add_test(on, call_retries_and_counts);
     tcase_add_test(on, call_never_commits_a_doomed_attempt);
     tcase_add_test(on, results_rows_and_bytes);
