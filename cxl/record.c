@@ -12,20 +12,13 @@
 
 #include "cxl/record_ops.h"
 #include "util/log.h"
+#include "util/cpu.h"
 
 static __thread struct rec_stats tls_stats;
 
 void rec_stats_get(struct rec_stats *out) { *out = tls_stats; }
 void rec_stats_reset(void) { memset(&tls_stats, 0, sizeof tls_stats); }
 
-static inline void cpu_relax(void)
-{
-#if defined(__x86_64__) || defined(__i386__)
-    __builtin_ia32_pause();
-#elif defined(__aarch64__)
-    __asm__ __volatile__("yield" ::: "memory");
-#endif
-}
 
 /* ---- latch ------------------------------------------------------------------ */
 
@@ -42,7 +35,7 @@ static bool latch_acquire_word(cxl_record *rec, uint32_t spin_bound, cxl_record 
             }
         }
         if (i >= spin_bound) return false;
-        cpu_relax();
+        pod_cpu_relax();
         if ((i & 1023) == 1023) sched_yield();
     }
 }

@@ -25,6 +25,7 @@
  * requester that gives up moves ARMED back to IDLE by CAS, so a late reply
  * loses its CAS and is dropped instead of overwriting a newer one. */
 #include "cxl/ring.h"
+#include "util/cpu.h"
 
 #include <errno.h>
 #include <sched.h>
@@ -119,12 +120,6 @@ _Static_assert(CXL_MSG_MAX == 240, "update cxl_ring_strerror");
 
 /* ---- helpers ------------------------------------------------------------- */
 
-static inline void cpu_relax(void)
-{
-#if defined(__x86_64__) || defined(__i386__)
-    __builtin_ia32_pause();
-#endif
-}
 
 /* A hardware full fence (MFENCE on x86; ThreadSanitizer rejects
  * __atomic_thread_fence, and the fence orders cache-line flushes, which TSan
@@ -587,7 +582,7 @@ int cxl_reply_wait(struct cxl_replies *ra, unsigned worker, uint64_t id, int fro
         if (poll) poll(poll_arg);
         uint64_t waited = now - t0;
         if (waited < SPIN_NS) {
-            for (int i = 0; i < 16; i++) cpu_relax();
+            for (int i = 0; i < 16; i++) pod_cpu_relax();
         } else if (waited < YIELD_NS) {
             sched_yield();
         } else {

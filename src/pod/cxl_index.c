@@ -42,6 +42,7 @@
 #include <string.h>
 
 #include "util/log.h"
+#include "util/cpu.h"
 
 #define DIR_MAGIC 0x5249445f58444e49ull /* "INDX_DIR" */
 #define HDR_MAGIC 0x5844494c5843ull     /* "CXLIDX" */
@@ -433,9 +434,7 @@ bt_status cxl_index_scan_backward(const struct cxl_index *ix, int worker, const 
 static void pause_a_little(unsigned spins)
 {
     if (spins < 64) {
-#if defined(__x86_64__) || defined(__i386__)
-        __builtin_ia32_pause();
-#endif
+        pod_cpu_relax();
     } else {
         sched_yield();
     }

@@ -42,6 +42,7 @@
 #include "net/proto.h"
 #include "util/log.h"
 #include "util/clock.h"
+#include "util/cpu.h"
 
 #define MAX_ARGS 4096
 #define OUT_HIGH (8u << 20)
@@ -412,7 +413,7 @@ static int dequeue_batch(struct pod_server *s, struct request **out, int max)
     /* Spin briefly before sleeping: a call arriving within ~20 us is taken
      * without a futex wake-up (the common case under load). */
     for (int i = 0; i < 2000 && !__atomic_load_n(&s->q_head, __ATOMIC_ACQUIRE); i++)
-        __builtin_ia32_pause();
+        pod_cpu_relax();
     pthread_mutex_lock(&s->q_lock);
     while (!s->q_head && !s->q_stop) pthread_cond_wait(&s->q_cond, &s->q_lock);
     int n = 0;

@@ -52,6 +52,7 @@
  *   inner:   separators[inner_cap][key_stride], children[inner_cap + 1]
  * Inner child i holds the keys k with sep[i-1] <= k < sep[i]. */
 #include "storage/btree.h"
+#include "util/cpu.h"
 
 #include <sched.h>
 #include <stdlib.h>
@@ -125,14 +126,6 @@ static inline uint64_t be_word(uint64_t w)
 #endif
 }
 
-static inline void cpu_relax(void)
-{
-#if defined(__x86_64__) || defined(__i386__)
-    __builtin_ia32_pause();
-#elif defined(__aarch64__)
-    __asm__ __volatile__("yield");
-#endif
-}
 
 /* Restart n of an operation: spin a little, then let the lock holder run
  * (it may be preempted on a busy machine). */
@@ -140,7 +133,7 @@ static void backoff(unsigned restarts)
 {
     if (restarts == 0) return;
     if (restarts < 8) {
-        for (unsigned i = 0; i < (1u << restarts); i++) cpu_relax();
+        for (unsigned i = 0; i < (1u << restarts); i++) pod_cpu_relax();
     } else {
         sched_yield();
     }
@@ -230,7 +223,7 @@ static inline bool read_lock(char *n, uint64_t *version)
             return true;
         }
         if ((v & V_OBSOLETE) || spin >= READ_LOCK_SPINS) return false;
-        cpu_relax();
+        pod_cpu_relax();
     }
 }
 
