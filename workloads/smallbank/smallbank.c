@@ -1,0 +1,531 @@
+/* SmallBank: tables, loader, the six transactions, the audit and the input
+ * generator. See smallbank.h and docs/smallbank.md. */
+#include "workloads/smallbank/smallbank.h"
+
+#include <inttypes.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "engine/db.h"
+#include "engine/result.h"
+#include "engine/worker.h"
+
+#define ARG(i) (a->v[(i)].u.i64)
+
+const char *const sb_table_names[SB_NTABLES] = {"accounts", "savings", "checking"};
+const char *const sb_txn_names[SB_NTXNS] = {
+    "smallbank.balance",    "smallbank.deposit_checking", "smallbank.transact_savings",
+    "smallbank.amalgamate", "smallbank.write_check",      "smallbank.send_payment",
+};
+
+void sb_config_default(struct sb_config *c, uint64_t accounts, uint32_t nparts)
+{
+    memset(c, 0, sizeof *c);
+    c->accounts = accounts < 2 ? 2 : accounts;
+    c->nparts = nparts ? nparts : 1;
+    if (c->nparts > c->accounts) c->nparts = (uint32_t)c->accounts;
+    c->hot = c->accounts * 4 / 100 ? c->accounts * 4 / 100 : 1;
+    c->hot_pct = 90;
+    c->min_balance = 10000;  /* 100.00 */
+    c->max_balance = 50000;  /* 500.00 */
+    c->load_batch = 100;
+    c->seed = 42;
+}
+
+/* ---- partitioning and random numbers ------------------------------------------------------ */
+
+uint32_t sb_part_of(uint64_t id, uint64_t accounts, uint32_t nparts)
+{
+    if (nparts <= 1 || !accounts) return 0;
+    if (id >= accounts) return nparts - 1;
+    return (uint32_t)((unsigned __int128)id * nparts / accounts);
+}
+
+uint64_t sb_part_first(uint32_t p, uint64_t accounts, uint32_t nparts)
+{
+    if (p >= nparts) return accounts;
+    unsigned __int128 x = (unsigned __int128)p * accounts;
+    return (uint64_t)((x + nparts - 1) / nparts);
+}
+
+uint32_t sb_partition(const void *key, uint32_t nparts, void *ctx)
+{
+    const struct smallbank *s = ctx;
+    return sb_part_of(pod_key_get_u64(key), s->cfg.accounts, nparts);
+}
+
+uint64_t sb_rand(uint64_t *s)
+{
+    uint64_t x = *s ? *s : 0x9e3779b97f4a7c15ull;
+    x ^= x >> 12;
+    x ^= x << 25;
+    x ^= x >> 27;
+    *s = x;
+    return x * 0x2545f4914f6cdd1dull;
+}
+
+static uint64_t below(uint64_t *rng, uint64_t n) { return n ? (sb_rand(rng) >> 11) % n : 0; }
+
+static uint64_t mix64(uint64_t x)
+{
+    x ^= x >> 33;
+    x *= 0xff51afd7ed558ccdull;
+    x ^= x >> 33;
+    x *= 0xc4ceb9fe1a85ec53ull;
+    x ^= x >> 33;
+    return x;
+}
+
+int64_t sb_initial_balance(const struct sb_config *c, enum sb_table_id t, uint64_t id)
+{
+    uint64_t span = (uint64_t)(c->max_balance - c->min_balance) + 1;
+    return c->min_balance + (int64_t)(mix64(c->seed ^ ((uint64_t)t << 56) ^ id) % span);
+}
+
+/* ---- transactions ---------------------------------------------------------------------------- */
+
+static int get_bal(pod_txn *tx, pod_table *t, const unsigned char *k, bool upd, int64_t *out)
+{
+    struct sb_balance b;
+    int rc = upd ? pod_get_for_update(tx, t, k, &b) : pod_get(tx, t, k, &b);
+    if (rc < 0) return rc;
+    if (rc != POD_OK)
+        return pod_txn_fail(tx, POD_E_INTERNAL, "smallbank: %s %" PRIu64 ": %s", pod_table_name(t),
+                            pod_key_get_u64(k), pod_status_name(rc));
+    *out = b.bal;
+    return POD_OK;
+}
+
+static int put_bal(pod_txn *tx, pod_table *t, const unsigned char *k, int64_t v)
+{
+    struct sb_balance b = {v};
+    int rc = pod_put(tx, t, k, &b);
+    if (rc < 0) return rc;
+    if (rc != POD_OK)
+        return pod_txn_fail(tx, POD_E_INTERNAL, "smallbank: put %s: %s", pod_table_name(t),
+                            pod_status_name(rc));
+    return POD_OK;
+}
+
+/* The account lookup every transaction starts with (by id here; the spec looks
+ * the name up): an unknown account rolls back. */
+static int lookup(pod_txn *tx, const struct smallbank *s, int64_t id, unsigned char *k)
+{
+    if (id < 0 || (uint64_t)id >= s->cfg.accounts)
+        return pod_txn_fail(tx, POD_USER_ABORT, "smallbank: no account %" PRId64, id);
+    pod_key_u64(k, (uint64_t)id);
+    struct sb_account acc;
+    int rc = pod_get(tx, s->t[SB_ACCOUNTS], k, &acc);
+    if (rc < 0) return rc;
+    if (rc != POD_OK) return pod_txn_fail(tx, POD_USER_ABORT, "smallbank: no account %" PRId64, id);
+    return POD_OK;
+}
+
+static int result(pod_result *res, int64_t net, int64_t value)
+{
+    pod_result_i64(res, net);
+    pod_result_i64(res, value);
+    return POD_OK;
+}
+
+static int p_balance(pod_txn *tx, const pod_args *a, pod_result *res, void *ctx)
+{
+    struct smallbank *s = ctx;
+    unsigned char k[SB_KEY_SIZE];
+    int64_t sav, chk;
+    POD_TRY(lookup(tx, s, ARG(0), k));
+    POD_TRY(get_bal(tx, s->t[SB_SAVINGS], k, false, &sav));
+    POD_TRY(get_bal(tx, s->t[SB_CHECKING], k, false, &chk));
+    return result(res, 0, sav + chk);
+}
+
+static int p_deposit_checking(pod_txn *tx, const pod_args *a, pod_result *res, void *ctx)
+{
+    struct smallbank *s = ctx;
+    unsigned char k[SB_KEY_SIZE];
+    int64_t chk, amount = ARG(1);
+    if (amount < 0) return pod_txn_fail(tx, POD_USER_ABORT, "smallbank: negative deposit");
+    POD_TRY(lookup(tx, s, ARG(0), k));
+    POD_TRY(get_bal(tx, s->t[SB_CHECKING], k, true, &chk));
+    POD_TRY(put_bal(tx, s->t[SB_CHECKING], k, chk + amount));
+    return result(res, amount, chk + amount);
+}
+
+static int p_transact_savings(pod_txn *tx, const pod_args *a, pod_result *res, void *ctx)
+{
+    struct smallbank *s = ctx;
+    unsigned char k[SB_KEY_SIZE];
+    int64_t sav, amount = ARG(1);
+    POD_TRY(lookup(tx, s, ARG(0), k));
+    POD_TRY(get_bal(tx, s->t[SB_SAVINGS], k, true, &sav));
+    if (sav + amount < 0) return pod_txn_fail(tx, POD_USER_ABORT, "smallbank: negative savings");
+    POD_TRY(put_bal(tx, s->t[SB_SAVINGS], k, sav + amount));
+    return result(res, amount, sav + amount);
+}
+
+static int p_amalgamate(pod_txn *tx, const pod_args *a, pod_result *res, void *ctx)
+{
+    struct smallbank *s = ctx;
+    unsigned char k0[SB_KEY_SIZE], k1[SB_KEY_SIZE];
+    int64_t sav0, chk0, chk1;
+    if (ARG(0) == ARG(1)) return pod_txn_fail(tx, POD_USER_ABORT, "smallbank: same account");
+    POD_TRY(lookup(tx, s, ARG(0), k0));
+    POD_TRY(lookup(tx, s, ARG(1), k1));
+    POD_TRY(get_bal(tx, s->t[SB_SAVINGS], k0, true, &sav0));
+    POD_TRY(get_bal(tx, s->t[SB_CHECKING], k0, true, &chk0));
+    POD_TRY(get_bal(tx, s->t[SB_CHECKING], k1, true, &chk1));
+    POD_TRY(put_bal(tx, s->t[SB_SAVINGS], k0, 0));
+    POD_TRY(put_bal(tx, s->t[SB_CHECKING], k0, 0));
+    POD_TRY(put_bal(tx, s->t[SB_CHECKING], k1, chk1 + sav0 + chk0));
+    return result(res, 0, chk1 + sav0 + chk0);
+}
+
+static int p_write_check(pod_txn *tx, const pod_args *a, pod_result *res, void *ctx)
+{
+    struct smallbank *s = ctx;
+    unsigned char k[SB_KEY_SIZE];
+    int64_t sav, chk, amount = ARG(1);
+    if (amount < 0) return pod_txn_fail(tx, POD_USER_ABORT, "smallbank: negative check");
+    POD_TRY(lookup(tx, s, ARG(0), k));
+    POD_TRY(get_bal(tx, s->t[SB_SAVINGS], k, false, &sav));
+    POD_TRY(get_bal(tx, s->t[SB_CHECKING], k, true, &chk));
+    int64_t debit = sav + chk < amount ? amount + SB_OVERDRAFT_PENALTY : amount;
+    POD_TRY(put_bal(tx, s->t[SB_CHECKING], k, chk - debit));
+    return result(res, -debit, chk - debit);
+}
+
+static int p_send_payment(pod_txn *tx, const pod_args *a, pod_result *res, void *ctx)
+{
+    struct smallbank *s = ctx;
+    unsigned char k0[SB_KEY_SIZE], k1[SB_KEY_SIZE];
+    int64_t chk0, chk1, amount = ARG(2);
+    if (amount < 0 || ARG(0) == ARG(1))
+        return pod_txn_fail(tx, POD_USER_ABORT, "smallbank: bad payment");
+    POD_TRY(lookup(tx, s, ARG(0), k0));
+    POD_TRY(lookup(tx, s, ARG(1), k1));
+    POD_TRY(get_bal(tx, s->t[SB_CHECKING], k0, true, &chk0));
+    if (chk0 < amount) return pod_txn_fail(tx, POD_USER_ABORT, "smallbank: insufficient funds");
+    POD_TRY(get_bal(tx, s->t[SB_CHECKING], k1, true, &chk1));
+    POD_TRY(put_bal(tx, s->t[SB_CHECKING], k0, chk0 - amount));
+    POD_TRY(put_bal(tx, s->t[SB_CHECKING], k1, chk1 + amount));
+    return result(res, 0, chk0 - amount);
+}
+
+struct audit_acc {
+    int64_t total;
+    uint64_t rows;
+};
+
+static bool audit_visit(void *arg, const void *key, const void *tuple)
+{
+    (void)key;
+    struct audit_acc *acc = arg;
+    struct sb_balance b;
+    memcpy(&b, tuple, sizeof b);
+    acc->total += b.bal;
+    acc->rows++;
+    return true;
+}
+
+/* smallbank.audit(): one scan per table and partition (scans stay in a partition). */
+static int p_audit(pod_txn *tx, const pod_args *a, pod_result *res, void *ctx)
+{
+    (void)a;
+    struct smallbank *s = ctx;
+    struct audit_acc acc = {0, 0};
+    for (int t = SB_SAVINGS; t <= SB_CHECKING; t++)
+        for (uint32_t p = 0; p < s->cfg.nparts; p++) {
+            uint64_t first = sb_part_first(p, s->cfg.accounts, s->cfg.nparts);
+            uint64_t end = sb_part_first(p + 1, s->cfg.accounts, s->cfg.nparts);
+            if (end <= first) continue;
+            unsigned char lo[SB_KEY_SIZE], hi[SB_KEY_SIZE];
+            pod_key_u64(lo, first);
+            pod_key_u64(hi, end - 1);
+            POD_TRY(pod_scan(tx, s->t[t], lo, hi, 0, 0, audit_visit, &acc));
+        }
+    pod_result_i64(res, acc.total);
+    pod_result_i64(res, (int64_t)acc.rows);
+    return POD_OK;
+}
+
+static int ins(pod_txn *tx, pod_table *t, const unsigned char *k, const void *tuple)
+{
+    int rc = pod_insert(tx, t, k, tuple);
+    if (rc < 0) return rc;
+    if (rc != POD_OK)
+        return pod_txn_fail(tx, POD_E_INTERNAL, "smallbank load: insert into %s: %s",
+                            pod_table_name(t), pod_status_name(rc));
+    return POD_OK;
+}
+
+/* smallbank.load(from, to) */
+static int p_load(pod_txn *tx, const pod_args *a, pod_result *res, void *ctx)
+{
+    (void)res;
+    struct smallbank *s = ctx;
+    if (ARG(0) < 0 || ARG(1) < ARG(0) || (uint64_t)ARG(1) > s->cfg.accounts)
+        return pod_txn_fail(tx, POD_E_INVALID, "smallbank.load: bad range");
+    for (uint64_t id = (uint64_t)ARG(0); id < (uint64_t)ARG(1); id++) {
+        unsigned char k[SB_KEY_SIZE];
+        pod_key_u64(k, id);
+        struct sb_account acc;
+        memset(&acc, 0, sizeof acc);
+        acc.id = id;
+        snprintf(acc.name, sizeof acc.name, "c%" PRIu64, id);
+        POD_TRY(ins(tx, s->t[SB_ACCOUNTS], k, &acc));
+        struct sb_balance b = {sb_initial_balance(&s->cfg, SB_SAVINGS, id)};
+        POD_TRY(ins(tx, s->t[SB_SAVINGS], k, &b));
+        b.bal = sb_initial_balance(&s->cfg, SB_CHECKING, id);
+        POD_TRY(ins(tx, s->t[SB_CHECKING], k, &b));
+    }
+    return POD_OK;
+}
+
+/* ---- registration ------------------------------------------------------------------------------ */
+
+static const pod_column account_cols[] = {
+    {"id", POD_COL_I64, 0, 8},
+    {"name", POD_COL_BYTES, 8, SB_NAME_LEN},
+};
+static const pod_column balance_cols[] = {{"bal", POD_COL_I64, 0, 8}};
+
+int sb_register(pod_db *db, const struct sb_config *cfg, char *err, size_t errlen)
+{
+    if (cfg->accounts < 2 || !cfg->nparts || cfg->nparts > cfg->accounts || !cfg->hot ||
+        cfg->hot > cfg->accounts || cfg->hot_pct > 100 || cfg->min_balance < 0 ||
+        cfg->max_balance < cfg->min_balance) {
+        snprintf(err, errlen, "smallbank: bad configuration");
+        return -1;
+    }
+    if (sb_get(db)) {
+        snprintf(err, errlen, "smallbank: already registered");
+        return -1;
+    }
+    for (int i = 0; i < SB_NTABLES; i++)
+        if (pod_table_find(db, sb_table_names[i])) {
+            snprintf(err, errlen, "smallbank: table %s exists", sb_table_names[i]);
+            return -1;
+        }
+    struct smallbank *s = calloc(1, sizeof *s);
+    if (!s) {
+        snprintf(err, errlen, "smallbank: out of memory");
+        return -1;
+    }
+    s->cfg = *cfg;
+    if (!s->cfg.load_batch) s->cfg.load_batch = 100;
+    /* The tables keep s as their partition context: s lives until sb_free
+     * (or forever if registration fails half-way: there is no drop). */
+    bool any_table = false;
+    for (int i = 0; i < SB_NTABLES; i++) {
+        pod_table_def def = {
+            .name = sb_table_names[i],
+            .key_size = SB_KEY_SIZE,
+            .tuple_size = i == SB_ACCOUNTS ? sizeof(struct sb_account) : sizeof(struct sb_balance),
+            .ncols = i == SB_ACCOUNTS ? 2 : 1,
+            .cols = i == SB_ACCOUNTS ? account_cols : balance_cols,
+            .nparts = cfg->nparts,
+            .partition = sb_partition,
+            .partition_ctx = s,
+        };
+        s->t[i] = pod_table_create(db, &def, err, errlen);
+        if (!s->t[i]) {
+            if (!any_table) free(s);
+            return -1;
+        }
+        any_table = true;
+    }
+    static const enum pod_type i64s[3] = {POD_T_I64, POD_T_I64, POD_T_I64};
+    static const pod_proc_fn fns[SB_NTXNS] = {p_balance,  p_deposit_checking, p_transact_savings,
+                                              p_amalgamate, p_write_check,    p_send_payment};
+    static const int nargs[SB_NTXNS] = {1, 2, 2, 2, 2, 3};
+    for (int i = 0; i < SB_NTXNS; i++) {
+        pod_proc_def d = {sb_txn_names[i], fns[i], s, nargs[i], i64s, i == SB_BALANCE};
+        if ((s->proc[i] = pod_proc_register(db, &d, err, errlen)) < 0) return -1;
+    }
+    pod_proc_def audit = {"smallbank.audit", p_audit, s, 0, NULL, true};
+    if ((s->proc_audit = pod_proc_register(db, &audit, err, errlen)) < 0) return -1;
+    pod_proc_def load = {"smallbank.load", p_load, s, 2, i64s, false};
+    if ((s->proc_load = pod_proc_register(db, &load, err, errlen)) < 0) return -1;
+    return 0;
+}
+
+struct smallbank *sb_get(pod_db *db)
+{
+    int p = pod_proc_find(db, sb_txn_names[0]);
+    return p < 0 ? NULL : (struct smallbank *)db->procs[p].ctx;
+}
+
+void sb_free(pod_db *db)
+{
+    int p = pod_proc_find(db, sb_txn_names[0]);
+    if (p < 0) return;
+    free(db->procs[p].ctx);
+    for (uint32_t i = 0; i < db->nprocs; i++)
+        if (strncmp(db->procs[i].name, "smallbank.", 10) == 0) db->procs[i].ctx = NULL;
+}
+
+/* ---- loader and audit ----------------------------------------------------------------------------- */
+
+struct load_run {
+    struct smallbank *s;
+    sb_progress_fn progress;
+    void *progress_arg;
+    pthread_mutex_t lock;
+    uint64_t rows;
+    int failed;
+    char err[256];
+};
+
+static void load_body(struct pod_worker *wk, void *arg)
+{
+    struct load_run *r = arg;
+    const struct sb_config *c = &r->s->cfg;
+    pod_result *res = pod_result_new();
+    if (!res) {
+        pthread_mutex_lock(&r->lock);
+        if (!__atomic_exchange_n(&r->failed, 1, __ATOMIC_ACQ_REL))
+            snprintf(r->err, sizeof r->err, "out of memory");
+        pthread_mutex_unlock(&r->lock);
+        return;
+    }
+    uint32_t nw = (uint32_t)wk->db->opt.nworkers;
+    for (uint32_t p = (uint32_t)wk->id; p < c->nparts; p += nw) {
+        uint64_t end = sb_part_first(p + 1, c->accounts, c->nparts);
+        for (uint64_t i = sb_part_first(p, c->accounts, c->nparts); i < end; i += c->load_batch) {
+            if (__atomic_load_n(&r->failed, __ATOMIC_ACQUIRE)) goto out;
+            uint64_t to = i + c->load_batch < end ? i + c->load_batch : end;
+            pod_value v[2] = {pod_v_i64((int64_t)i), pod_v_i64((int64_t)to)};
+            pod_args args = {2, v};
+            char msg[200];
+            int rc = pod_call(wk, r->s->proc_load, &args, res, msg, sizeof msg);
+            pthread_mutex_lock(&r->lock);
+            if (rc < 0) {
+                if (!__atomic_exchange_n(&r->failed, 1, __ATOMIC_ACQ_REL))
+                    snprintf(r->err, sizeof r->err, "smallbank.load: %s: %s", pod_status_name(rc),
+                             msg);
+            } else {
+                r->rows += to - i;
+                if (r->progress) r->progress(r->rows, r->progress_arg);
+            }
+            pthread_mutex_unlock(&r->lock);
+        }
+    }
+out:
+    pod_result_free(res);
+}
+
+int sb_load(pod_db *db, sb_progress_fn progress, void *progress_arg, char *err, size_t errlen)
+{
+    struct smallbank *s = sb_get(db);
+    if (!s) {
+        snprintf(err, errlen, "sb_load: sb_register first");
+        return -1;
+    }
+    struct load_run *r = calloc(1, sizeof *r);
+    if (!r) {
+        snprintf(err, errlen, "out of memory");
+        return -1;
+    }
+    r->s = s;
+    r->progress = progress;
+    r->progress_arg = progress_arg;
+    pthread_mutex_init(&r->lock, NULL);
+    int rc = pod_workers_start(db, NULL, 0, load_body, r, err, errlen);
+    if (rc == 0) {
+        pod_workers_join(db);
+        if (r->failed) {
+            snprintf(err, errlen, "sb_load: %s", r->err);
+            rc = -1;
+        }
+    }
+    pthread_mutex_destroy(&r->lock);
+    free(r);
+    return rc;
+}
+
+int sb_audit(pod_db *db, int64_t *total, char *err, size_t errlen)
+{
+    struct smallbank *s = sb_get(db);
+    if (!s) {
+        snprintf(err, errlen, "sb_audit: sb_register first");
+        return -1;
+    }
+    pod_result *res = pod_result_new();
+    if (!res) {
+        snprintf(err, errlen, "out of memory");
+        return -1;
+    }
+    pod_args args = {0, NULL};
+    char msg[200];
+    struct pod_worker *a = pod_admin_begin(db);
+    int rc = pod_call(a, s->proc_audit, &args, res, msg, sizeof msg);
+    pod_admin_end(db);
+    pod_value t, n;
+    int ret = 0;
+    if (rc < 0 || pod_result_get(res, 0, 0, &t) || pod_result_get(res, 0, 1, &n)) {
+        snprintf(err, errlen, "smallbank.audit: %s: %s", pod_status_name(rc), msg);
+        ret = -1;
+    } else if ((uint64_t)n.u.i64 != 2 * s->cfg.accounts) {
+        snprintf(err, errlen, "smallbank.audit: %" PRId64 " balance rows, expected %" PRIu64,
+                 n.u.i64, 2 * s->cfg.accounts);
+        ret = -1;
+    } else {
+        *total = t.u.i64;
+    }
+    pod_result_free(res);
+    return ret;
+}
+
+/* ---- input generation ---------------------------------------------------------------------------- */
+
+uint64_t sb_pick_account(const struct sb_config *c, uint64_t *rng)
+{
+    if (below(rng, 100) < c->hot_pct) {
+        uint64_t h = below(rng, c->hot);
+        return (uint64_t)((unsigned __int128)h * c->accounts / c->hot);
+    }
+    return below(rng, c->accounts);
+}
+
+void sb_next_call(const struct sb_config *c, uint64_t *rng, struct sb_call *out)
+{
+    memset(out, 0, sizeof *out);
+    uint64_t x = below(rng, 100);
+    out->txn = x < 15   ? SB_BALANCE
+               : x < 30 ? SB_DEPOSIT_CHECKING
+               : x < 45 ? SB_TRANSACT_SAVINGS
+               : x < 60 ? SB_AMALGAMATE
+               : x < 85 ? SB_WRITE_CHECK
+                        : SB_SEND_PAYMENT;
+    uint64_t a0 = sb_pick_account(c, rng), a1 = a0;
+    if (out->txn == SB_AMALGAMATE || out->txn == SB_SEND_PAYMENT)
+        while (a1 == a0) a1 = sb_pick_account(c, rng);
+    out->args[0] = pod_v_i64((int64_t)a0);
+    switch (out->txn) {
+    case SB_BALANCE:
+        out->nargs = 1;
+        break;
+    case SB_DEPOSIT_CHECKING:
+    case SB_WRITE_CHECK:
+        out->nargs = 2;
+        out->args[1] = pod_v_i64(1 + (int64_t)below(rng, 10000)); /* 0.01 .. 100.00 */
+        break;
+    case SB_TRANSACT_SAVINGS:
+        out->nargs = 2;
+        out->args[1] = pod_v_i64((int64_t)below(rng, 20001) - 10000); /* -100.00 .. 100.00 */
+        break;
+    case SB_AMALGAMATE:
+        out->nargs = 2;
+        out->args[1] = pod_v_i64((int64_t)a1);
+        break;
+    case SB_SEND_PAYMENT:
+        out->nargs = 3;
+        out->args[1] = pod_v_i64((int64_t)a1);
+        out->args[2] = pod_v_i64(1 + (int64_t)below(rng, 10000));
+        break;
+    default:
+        break;
+    }
+}
