@@ -11,6 +11,7 @@
 #include "engine/db.h"
 #include "engine/result.h"
 #include "engine/worker.h"
+#include "workloads/common/range.h"
 
 #define ARG(i) (a->v[(i)].u.i64)
 
@@ -45,9 +46,7 @@ uint32_t sb_part_of(uint64_t id, uint64_t accounts, uint32_t nparts)
 
 uint64_t sb_part_first(uint32_t p, uint64_t accounts, uint32_t nparts)
 {
-    if (p >= nparts) return accounts;
-    unsigned __int128 x = (unsigned __int128)p * accounts;
-    return (uint64_t)((x + nparts - 1) / nparts);
+    return wl_part_first(p, accounts, nparts);
 }
 
 uint32_t sb_partition(const void *key, uint32_t nparts, void *ctx)
@@ -368,81 +367,15 @@ void sb_free(pod_db *db)
 
 /* ---- loader and audit ----------------------------------------------------------------------------- */
 
-struct load_run {
-    struct smallbank *s;
-    sb_progress_fn progress;
-    void *progress_arg;
-    pthread_mutex_t lock;
-    uint64_t rows;
-    int failed;
-    char err[256];
-};
-
-static void load_body(struct pod_worker *wk, void *arg)
-{
-    struct load_run *r = arg;
-    const struct sb_config *c = &r->s->cfg;
-    pod_result *res = pod_result_new();
-    if (!res) {
-        pthread_mutex_lock(&r->lock);
-        if (!__atomic_exchange_n(&r->failed, 1, __ATOMIC_ACQ_REL))
-            snprintf(r->err, sizeof r->err, "out of memory");
-        pthread_mutex_unlock(&r->lock);
-        return;
-    }
-    uint32_t nw = (uint32_t)wk->db->opt.nworkers;
-    for (uint32_t p = (uint32_t)wk->id; p < c->nparts; p += nw) {
-        uint64_t end = sb_part_first(p + 1, c->accounts, c->nparts);
-        for (uint64_t i = sb_part_first(p, c->accounts, c->nparts); i < end; i += c->load_batch) {
-            if (__atomic_load_n(&r->failed, __ATOMIC_ACQUIRE)) goto out;
-            uint64_t to = i + c->load_batch < end ? i + c->load_batch : end;
-            pod_value v[2] = {pod_v_i64((int64_t)i), pod_v_i64((int64_t)to)};
-            pod_args args = {2, v};
-            char msg[200];
-            int rc = pod_call(wk, r->s->proc_load, &args, res, msg, sizeof msg);
-            pthread_mutex_lock(&r->lock);
-            if (rc < 0) {
-                if (!__atomic_exchange_n(&r->failed, 1, __ATOMIC_ACQ_REL))
-                    snprintf(r->err, sizeof r->err, "smallbank.load: %s: %s", pod_status_name(rc),
-                             msg);
-            } else {
-                r->rows += to - i;
-                if (r->progress) r->progress(r->rows, r->progress_arg);
-            }
-            pthread_mutex_unlock(&r->lock);
-        }
-    }
-out:
-    pod_result_free(res);
-}
-
 int sb_load(pod_db *db, sb_progress_fn progress, void *progress_arg, char *err, size_t errlen)
 {
-    struct smallbank *s = sb_get(db);
-    if (!s) {
+    struct smallbank *x = sb_get(db);
+    if (!x) {
         snprintf(err, errlen, "sb_load: sb_register first");
         return -1;
     }
-    struct load_run *r = calloc(1, sizeof *r);
-    if (!r) {
-        snprintf(err, errlen, "out of memory");
-        return -1;
-    }
-    r->s = s;
-    r->progress = progress;
-    r->progress_arg = progress_arg;
-    pthread_mutex_init(&r->lock, NULL);
-    int rc = pod_workers_start(db, NULL, 0, load_body, r, err, errlen);
-    if (rc == 0) {
-        pod_workers_join(db);
-        if (r->failed) {
-            snprintf(err, errlen, "sb_load: %s", r->err);
-            rc = -1;
-        }
-    }
-    pthread_mutex_destroy(&r->lock);
-    free(r);
-    return rc;
+    return wl_load_ranges(db, x->proc_load, x->cfg.accounts, x->cfg.nparts, x->cfg.load_batch,
+                          progress, progress_arg, "smallbank.load", err, errlen);
 }
 
 int sb_audit(pod_db *db, int64_t *total, char *err, size_t errlen)

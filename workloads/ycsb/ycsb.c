@@ -12,6 +12,7 @@
 #include "engine/db.h"
 #include "engine/result.h"
 #include "engine/worker.h"
+#include "workloads/common/range.h"
 
 #define ARG(i) (a->v[(i)].u.i64)
 
@@ -41,9 +42,7 @@ uint32_t ycsb_part_of(uint64_t id, uint64_t tuples, uint32_t nparts)
 /* The smallest id with id * nparts / tuples >= p: ceil(p * tuples / nparts). */
 uint64_t ycsb_part_first(uint32_t p, uint64_t tuples, uint32_t nparts)
 {
-    if (p >= nparts) return tuples;
-    unsigned __int128 x = (unsigned __int128)p * tuples;
-    return (uint64_t)((x + nparts - 1) / nparts);
+    return wl_part_first(p, tuples, nparts);
 }
 
 uint32_t ycsb_partition(const void *key, uint32_t nparts, void *ctx)
@@ -321,80 +320,15 @@ void ycsb_free(pod_db *db)
 
 /* ---- loader ------------------------------------------------------------------------------ */
 
-struct load_run {
-    struct ycsb *y;
-    ycsb_progress_fn progress;
-    void *progress_arg;
-    pthread_mutex_t lock;
-    uint64_t rows;
-    int failed;
-    char err[256];
-};
-
-static void load_body(struct pod_worker *wk, void *arg)
-{
-    struct load_run *r = arg;
-    const struct ycsb_config *c = &r->y->cfg;
-    pod_result *res = pod_result_new();
-    if (!res) {
-        pthread_mutex_lock(&r->lock);
-        if (!__atomic_exchange_n(&r->failed, 1, __ATOMIC_ACQ_REL))
-            snprintf(r->err, sizeof r->err, "out of memory");
-        pthread_mutex_unlock(&r->lock);
-        return;
-    }
-    uint32_t nw = (uint32_t)wk->db->opt.nworkers;
-    for (uint32_t p = (uint32_t)wk->id; p < c->nparts; p += nw) {
-        uint64_t end = ycsb_part_first(p + 1, c->tuples, c->nparts);
-        for (uint64_t i = ycsb_part_first(p, c->tuples, c->nparts); i < end; i += c->load_batch) {
-            if (__atomic_load_n(&r->failed, __ATOMIC_ACQUIRE)) goto out;
-            uint64_t to = i + c->load_batch < end ? i + c->load_batch : end;
-            pod_value v[2] = {pod_v_i64((int64_t)i), pod_v_i64((int64_t)to)};
-            pod_args args = {2, v};
-            char msg[200];
-            int rc = pod_call(wk, r->y->proc_load, &args, res, msg, sizeof msg);
-            pthread_mutex_lock(&r->lock);
-            if (rc < 0) {
-                if (!__atomic_exchange_n(&r->failed, 1, __ATOMIC_ACQ_REL))
-                    snprintf(r->err, sizeof r->err, "ycsb.load: %s: %s", pod_status_name(rc), msg);
-            } else {
-                r->rows += to - i;
-                if (r->progress) r->progress(r->rows, r->progress_arg);
-            }
-            pthread_mutex_unlock(&r->lock);
-        }
-    }
-out:
-    pod_result_free(res);
-}
-
 int ycsb_load(pod_db *db, ycsb_progress_fn progress, void *progress_arg, char *err, size_t errlen)
 {
-    struct ycsb *y = ycsb_get(db);
-    if (!y) {
+    struct ycsb *x = ycsb_get(db);
+    if (!x) {
         snprintf(err, errlen, "ycsb_load: ycsb_register first");
         return -1;
     }
-    struct load_run *r = calloc(1, sizeof *r);
-    if (!r) {
-        snprintf(err, errlen, "out of memory");
-        return -1;
-    }
-    r->y = y;
-    r->progress = progress;
-    r->progress_arg = progress_arg;
-    pthread_mutex_init(&r->lock, NULL);
-    int rc = pod_workers_start(db, NULL, 0, load_body, r, err, errlen);
-    if (rc == 0) {
-        pod_workers_join(db);
-        if (r->failed) {
-            snprintf(err, errlen, "ycsb_load: %s", r->err);
-            rc = -1;
-        }
-    }
-    pthread_mutex_destroy(&r->lock);
-    free(r);
-    return rc;
+    return wl_load_ranges(db, x->proc_load, x->cfg.tuples, x->cfg.nparts, x->cfg.load_batch,
+                          progress, progress_arg, "ycsb.load", err, errlen);
 }
 
 int ycsb_count(pod_db *db, uint64_t *rows, int64_t *counter_sum, char *err, size_t errlen)
