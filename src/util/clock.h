@@ -21,11 +21,11 @@ static inline uint64_t pod_real_ns(void)
     return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
-/* xorshift64*: cheap, good enough for backoff and workload generation. The
- * state must not be 0. */
+/* xorshift64*: cheap, good enough for backoff and workload generation. A
+ * zero state (which xorshift would never leave) is replaced by a constant. */
 static inline uint64_t pod_rand(uint64_t *state)
 {
-    uint64_t x = *state;
+    uint64_t x = *state ? *state : 0x9e3779b97f4a7c15ull;
     x ^= x >> 12;
     x ^= x << 25;
     x ^= x >> 27;

@@ -15,6 +15,13 @@ uint64_t wl_part_first(uint32_t p, uint64_t n, uint32_t nparts)
     return (uint64_t)((x + nparts - 1) / nparts);
 }
 
+uint32_t wl_part_of(uint64_t id, uint64_t n, uint32_t nparts)
+{
+    if (nparts <= 1 || !n) return 0;
+    if (id >= n) return nparts - 1;
+    return (uint32_t)((unsigned __int128)id * nparts / n);
+}
+
 struct load_run {
     int proc_load;
     uint64_t n, batch;

@@ -12,6 +12,9 @@
  * (n for p >= nparts). */
 uint64_t wl_part_first(uint32_t p, uint64_t n, uint32_t nparts);
 
+/* The partition of id (ids >= n fall in the last one). */
+uint32_t wl_part_of(uint64_t id, uint64_t n, uint32_t nparts);
+
 typedef void (*wl_progress_fn)(uint64_t rows_loaded, void *arg);
 
 /* Load ids [0, n): call procedure proc_load(from, to) for batches of at most

@@ -12,6 +12,7 @@
 #include "engine/result.h"
 #include "engine/worker.h"
 #include "workloads/common/range.h"
+#include "util/clock.h"
 
 #define ARG(i) (a->v[(i)].u.i64)
 
@@ -39,9 +40,7 @@ void sb_config_default(struct sb_config *c, uint64_t accounts, uint32_t nparts)
 
 uint32_t sb_part_of(uint64_t id, uint64_t accounts, uint32_t nparts)
 {
-    if (nparts <= 1 || !accounts) return 0;
-    if (id >= accounts) return nparts - 1;
-    return (uint32_t)((unsigned __int128)id * nparts / accounts);
+    return wl_part_of(id, accounts, nparts);
 }
 
 uint64_t sb_part_first(uint32_t p, uint64_t accounts, uint32_t nparts)
@@ -57,12 +56,7 @@ uint32_t sb_partition(const void *key, uint32_t nparts, void *ctx)
 
 uint64_t sb_rand(uint64_t *s)
 {
-    uint64_t x = *s ? *s : 0x9e3779b97f4a7c15ull;
-    x ^= x >> 12;
-    x ^= x << 25;
-    x ^= x >> 27;
-    *s = x;
-    return x * 0x2545f4914f6cdd1dull;
+    return pod_rand(s);
 }
 
 static uint64_t below(uint64_t *rng, uint64_t n) { return n ? (sb_rand(rng) >> 11) % n : 0; }

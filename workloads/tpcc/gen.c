@@ -2,17 +2,13 @@
  * mix 45/43/4/4/4 and the two remote knobs (spec 2.4.1, 2.5.1, 2.6.1, 2.7.1,
  * 2.8.1, 4.3.2). */
 #include "workloads/tpcc/tpcc.h"
+#include "util/clock.h"
 
 #include <string.h>
 
 uint64_t tpcc_rand(uint64_t *s)
 {
-    uint64_t x = *s ? *s : 0x9e3779b97f4a7c15ull;
-    x ^= x >> 12;
-    x ^= x << 25;
-    x ^= x >> 27;
-    *s = x;
-    return x * 0x2545f4914f6cdd1dull;
+    return pod_rand(s);
 }
 
 uint32_t tpcc_uniform(uint64_t *rng, uint32_t lo, uint32_t hi)

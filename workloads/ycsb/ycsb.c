@@ -13,6 +13,7 @@
 #include "engine/result.h"
 #include "engine/worker.h"
 #include "workloads/common/range.h"
+#include "util/clock.h"
 
 #define ARG(i) (a->v[(i)].u.i64)
 
@@ -34,9 +35,7 @@ void ycsb_config_default(struct ycsb_config *c, uint64_t tuples, uint32_t nparts
 
 uint32_t ycsb_part_of(uint64_t id, uint64_t tuples, uint32_t nparts)
 {
-    if (nparts <= 1 || !tuples) return 0;
-    if (id >= tuples) return nparts - 1;
-    return (uint32_t)((unsigned __int128)id * nparts / tuples);
+    return wl_part_of(id, tuples, nparts);
 }
 
 /* The smallest id with id * nparts / tuples >= p: ceil(p * tuples / nparts). */
@@ -55,12 +54,7 @@ uint32_t ycsb_partition(const void *key, uint32_t nparts, void *ctx)
 
 uint64_t ycsb_rand(uint64_t *s)
 {
-    uint64_t x = *s ? *s : 0x9e3779b97f4a7c15ull;
-    x ^= x >> 12;
-    x ^= x << 25;
-    x ^= x >> 27;
-    *s = x;
-    return x * 0x2545f4914f6cdd1dull;
+    return pod_rand(s);
 }
 
 double ycsb_rand_unit(uint64_t *rng) { return (double)(ycsb_rand(rng) >> 11) * 0x1.0p-53; }
