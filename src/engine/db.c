@@ -15,7 +15,7 @@
 const char *pod_abort_cause_name(enum pod_abort_cause c)
 {
     static const char *const names[POD_CAUSE_COUNT] = {"read_lock", "write_lock", "upgrade",
-                                                       "next_key"};
+                                                       "next_key", "remote_busy", "hwcc_full"};
     return (unsigned)c < POD_CAUSE_COUNT ? names[c] : "unknown";
 }
 

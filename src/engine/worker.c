@@ -5,6 +5,7 @@
 #include <time.h>
 
 #include "cxl/numa.h"
+#include "pod/pod.h"
 #include "txn/txn.h"
 #include "util/log.h"
 #include "util/clock.h"
@@ -72,6 +73,8 @@ int pod_call(struct pod_worker *w, int proc, const pod_args *args, pod_result *r
     struct pod_worker *prev = tls_worker;
     tls_worker = w;
     for (int attempt = 0;; attempt++) {
+        /* Between transactions: other hosts' requests, and move-out. */
+        if (db->pod) pod_between(w);
         txn_begin(w->tx);
         pod_result_clear(res);
         rc = p->fn(w->tx, args, res, p->ctx);

@@ -40,6 +40,7 @@
 #include "engine/result.h"
 #include "engine/worker.h"
 #include "net/proto.h"
+#include "pod/pod.h"
 #include "util/log.h"
 #include "util/clock.h"
 #include "util/cpu.h"
@@ -87,6 +88,7 @@ struct pod_server {
     int host;
     struct cxl_region *region;
     pod_db *db;
+    struct pod_host *pod;       /* NULL in a pod of one host */
     int epfd, evfd, sigfd, unix_fd, tcp_fd;
     char unix_path[sizeof(((struct sockaddr_un *)0)->sun_path)];
     struct conn *conns;
@@ -407,15 +409,38 @@ static void enqueue(struct pod_server *s, struct request *r)
     pthread_mutex_unlock(&s->q_lock);
 }
 
-/* Take up to max queued calls (waiting while there are none). 0 = stop. */
-static int dequeue_batch(struct pod_server *s, struct request **out, int max)
+/* Take up to max queued calls (waiting while there are none). 0 = stop.
+ * In a pod an idle worker keeps serving its host's inbox: it sleeps at most
+ * IDLE_POLL_US at a time, so another host's request waits about that long
+ * for an idle host (a busy one serves it between transactions). */
+#define IDLE_POLL_US 50
+static int dequeue_batch(struct pod_server *s, struct pod_worker *w, struct request **out, int max)
 {
+    bool pod = s->db->pod != NULL;
     /* Spin briefly before sleeping: a call arriving within ~20 us is taken
      * without a futex wake-up (the common case under load). */
-    for (int i = 0; i < 2000 && !__atomic_load_n(&s->q_head, __ATOMIC_ACQUIRE); i++)
+    for (int i = 0; i < 2000 && !__atomic_load_n(&s->q_head, __ATOMIC_ACQUIRE); i++) {
+        if (pod && (i & 63) == 0) pod_serve(w, 16);
         pod_cpu_relax();
+    }
     pthread_mutex_lock(&s->q_lock);
-    while (!s->q_head && !s->q_stop) pthread_cond_wait(&s->q_cond, &s->q_lock);
+    while (!s->q_head && !s->q_stop) {
+        if (!pod) {
+            pthread_cond_wait(&s->q_cond, &s->q_lock);
+            continue;
+        }
+        struct timespec ts;
+        clock_gettime(CLOCK_REALTIME, &ts);
+        ts.tv_nsec += IDLE_POLL_US * 1000;
+        if (ts.tv_nsec >= 1000000000) {
+            ts.tv_sec++;
+            ts.tv_nsec -= 1000000000;
+        }
+        pthread_cond_timedwait(&s->q_cond, &s->q_lock, &ts);
+        pthread_mutex_unlock(&s->q_lock);
+        pod_between(w);
+        pthread_mutex_lock(&s->q_lock);
+    }
     int n = 0;
     while (s->q_head && n < max) {
         struct request *r = s->q_head;
@@ -475,7 +500,7 @@ static void worker_body(struct pod_worker *w, void *arg)
     char msg[512];
     struct request *batch[BATCH];
     int n;
-    while (res && (n = dequeue_batch(s, batch, BATCH)) > 0) {
+    while (res && (n = dequeue_batch(s, w, batch, BATCH)) > 0) {
         for (int i = 0; i < n; i++) {
             struct request *r = batch[i];
             pod_args args = {r->nargs, r->args};
@@ -666,6 +691,9 @@ static int build_db(struct pod_server *s, pod_err *err)
         pod_err_set(err, "%s", msg);
         return -1;
     }
+    /* Every table exists: join the pod (other hosts reach our partitions
+     * through CXL memory from now on). */
+    if (c->nhosts > 1 && !(s->pod = pod_host_attach(s->db, s->region, c, err))) return -1;
     return 0;
 }
 
@@ -861,6 +889,7 @@ out:
     if (s->evfd >= 0) close(s->evfd);
     if (s->epfd >= 0) close(s->epfd);
     if (s->spare_fd >= 0) close(s->spare_fd);
+    if (s->pod) pod_host_detach(s->pod);
     if (s->db) pod_db_free(s->db);
     if (s->region) cxl_region_close(s->region);
     if (!rc) pod_info("stopped cleanly");
