@@ -257,8 +257,10 @@ void pod_unlink_moved(struct pod_worker *w, pod_table *t, uint32_t part, struct 
     const unsigned char *key = row_key(t, row);
     rec_row_write(ph->r, ph->coh, rec, NULL, t->tuple_size, 0, row->epoch_version);
     rec_flag_clear(rec, REC_HAS_NEXT);
-    cxl_index_remove(pc->ix, w->id, key, NULL);
+    /* The bit before the key goes first: a scanner that still finds it set
+     * then still finds the key in the index (and fails to lock it). */
     clear_pred_bit(ph, w->id, pc, key);
+    cxl_index_remove(pc->ix, w->id, key, NULL);
     __atomic_store_n(&row->valid, 0, __ATOMIC_RELEASE);
     bt_remove(&t->parts[part].tree, key, NULL);
     ebr_retire(w->db->ebr, w->id, row, row_free_cb, NULL);

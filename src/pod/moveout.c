@@ -69,12 +69,15 @@ static bool evict(struct pod_worker *w, pod_table *t, uint32_t part, const void 
         }
         rec_row_write(ph->r, ph->coh, rec, NULL, t->tuple_size, 0, ev);
         rec_flag_clear(rec, REC_HAS_NEXT);
-        cxl_index_remove(pc->ix, w->id, key, NULL);
+        /* The gap before the key is no longer complete in CXL memory: say so
+         * before the key leaves the index (a scanner that still sees the bit
+         * then still sees the key, and fails to lock it). */
         uint64_t poff;
         if (cxl_index_prev(pc->ix, w->id, key, false, NULL, &poff) == BT_OK)
             rec_flag_clear(pod_rec(ph, poff), REC_HAS_NEXT);
         else
             rec_flag_clear(pc->sentinel, REC_HAS_NEXT);
+        cxl_index_remove(pc->ix, w->id, key, NULL);
         __atomic_store_n(&row->lock, 0, __ATOMIC_RELEASE); /* the row's own lock is live again */
         __atomic_store_n(&row->shortcut, CXL_NULL, __ATOMIC_RELEASE);
         xebr_retire(ph->x, w->id, rec, rec_free_cb, ph);

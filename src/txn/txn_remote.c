@@ -26,7 +26,8 @@
 #define MAX_REQUESTS 64 /* requests to the owner per operation before giving up */
 
 /* Outcomes of the steps below besides POD_OK and negative statuses. */
-#define RESTART 1
+#define RESTART 1 /* look again: the tuple moved or died meanwhile */
+#define STOP 2    /* a scan's callback or limit ended it */
 
 static struct pod_host *host_of(struct pod_txn *tx) { return tx->db->pod; }
 
@@ -345,7 +346,7 @@ static int ask_range(struct rscan *s, const void *from, bool inclusive, bool rev
     return ask_owner(s->tx, s->t, s->part, POD_MSG_MOVE_RANGE, &rq, NULL, NULL);
 }
 
-/* Lock, load and visit one tuple of the range. POD_OK to go on, 1 to stop,
+/* Lock, load and visit one tuple of the range. POD_OK to go on, STOP,
  * RESTART, or a negative status. */
 static int rvisit(struct rscan *s, cxl_record *rec, const void *key)
 {
@@ -360,7 +361,7 @@ static int rvisit(struct rscan *s, cxl_record *rec, const void *key)
     if (a->flags & ACC_DELETED) return POD_OK;
     s->count++;
     bool go_on = s->fn ? s->fn(s->arg, key, a->copy) : true;
-    return (!go_on || (s->limit && s->count >= s->limit)) ? 1 : POD_OK;
+    return (!go_on || (s->limit && s->count >= s->limit)) ? STOP : POD_OK;
 }
 
 static int rscan_forward(struct rscan *s)
