@@ -48,6 +48,7 @@ static const char usage[] =
     "  -r, --rounds N      timed rounds per pair; the fastest is reported (default 3)\n"
     "  -L, --no-latency    list the topology only, measure nothing\n"
     "  -j, --json          print one JSON object\n"
+    "  -o, --json-file F   print the text and also write the JSON object to F\n"
     "  -h, --help          this text\n";
 
 struct node_info {
@@ -311,6 +312,64 @@ static void measure_to(const struct node_info *to, const struct node_info *nodes
     else munmap(raw, alloc);
 }
 
+static void print_json(FILE *out, const struct node_info *nodes, int nn, bool numa_ok,
+                       const char *online, long long llc, const char *thp, bool latency,
+                       uint64_t size, uint64_t loads, int rounds, const struct result *res)
+{
+    struct json_writer w;
+    json_init(&w, out);
+    json_obj_begin(&w);
+    json_kv_bool(&w, "numa_available", numa_ok);
+    json_kv_str(&w, "cpus_online", online);
+    json_kv_i64(&w, "llc_bytes", llc);
+    json_kv_str(&w, "transparent_hugepage", thp);
+    json_key(&w, "nodes");
+    json_arr_begin(&w);
+    for (int i = 0; i < nn; i++) {
+        json_obj_begin(&w);
+        json_kv_i64(&w, "node", nodes[i].id);
+        json_kv_str(&w, "cpus", nodes[i].cpus);
+        json_kv_bool(&w, "cpuless", !nodes[i].has_cpus);
+        json_kv_i64(&w, "memory_bytes", nodes[i].mem_total);
+        json_kv_i64(&w, "free_bytes", nodes[i].mem_free);
+        json_key(&w, "distance");
+        json_arr_begin(&w);
+        for (int j = 0; j < nn; j++)
+            json_i64(&w, numa_ok ? numa_distance(nodes[i].id, nodes[j].id) : 10);
+        json_arr_end(&w);
+        json_obj_end(&w);
+    }
+    json_arr_end(&w);
+    if (latency) {
+        json_key(&w, "latency");
+        json_obj_begin(&w);
+        json_kv_u64(&w, "buffer_bytes", size);
+        json_kv_u64(&w, "loads", loads);
+        json_kv_i64(&w, "rounds", rounds);
+        json_key(&w, "pairs");
+        json_arr_begin(&w);
+        for (int i = 0; i < nn * nn; i++) {
+            const struct result *r = &res[i];
+            json_obj_begin(&w);
+            json_kv_i64(&w, "from_node", r->from);
+            json_kv_i64(&w, "cpu", r->cpu);
+            json_kv_i64(&w, "to_node", r->to);
+            if (r->ns >= 0) json_kv_f64(&w, "ns", r->ns);
+            else {
+                json_key(&w, "ns");
+                json_null(&w);
+            }
+            if (r->huge_fraction >= 0) json_kv_f64(&w, "huge_page_fraction", r->huge_fraction);
+            if (r->note[0]) json_kv_str(&w, "note", r->note);
+            json_obj_end(&w);
+        }
+        json_arr_end(&w);
+        json_obj_end(&w);
+    }
+    json_obj_end(&w);
+    fputc('\n', out);
+}
+
 static void human(long long b, char *buf, size_t n)
 {
     if (b >= (1ll << 30)) snprintf(buf, n, "%.1f GiB", (double)b / (1ll << 30));
@@ -324,14 +383,16 @@ int main(int argc, char **argv)
                                          {"rounds", required_argument, 0, 'r'},
                                          {"no-latency", no_argument, 0, 'L'},
                                          {"json", no_argument, 0, 'j'},
+                                         {"json-file", required_argument, 0, 'o'},
                                          {"help", no_argument, 0, 'h'},
                                          {0, 0, 0, 0}};
     uint64_t size = 256ull << 20, loads = 1000000;
     int rounds = 3;
     bool json = false, latency = true;
+    const char *json_file = NULL;
     int o;
     char *end;
-    while ((o = getopt_long(argc, argv, "s:n:r:Ljh", opts, NULL)) != -1) {
+    while ((o = getopt_long(argc, argv, "s:n:r:Ljo:h", opts, NULL)) != -1) {
         switch (o) {
         case 's':
             if (pod_parse_size(optarg, &size) || size < (1ull << 20) || size > (64ull << 30)) {
@@ -358,6 +419,7 @@ int main(int argc, char **argv)
             break;
         case 'L': latency = false; break;
         case 'j': json = true; break;
+        case 'o': json_file = optarg; break;
         case 'h': fputs(usage, stdout); return 0;
         default: fputs(usage, stderr); return 2;
         }
@@ -382,74 +444,36 @@ int main(int argc, char **argv)
             measure_to(&nodes[t], nodes, nn, numa_ok, size, loads, rounds, &res[t * nn]);
     }
 
-    if (json) {
-        struct json_writer w;
-        json_init(&w, stdout);
-        json_obj_begin(&w);
-        json_kv_bool(&w, "numa_available", numa_ok);
-        json_kv_str(&w, "cpus_online", online);
-        json_kv_i64(&w, "llc_bytes", llc);
-        json_kv_str(&w, "transparent_hugepage", thp);
-        json_key(&w, "nodes");
-        json_arr_begin(&w);
-        for (int i = 0; i < nn; i++) {
-            json_obj_begin(&w);
-            json_kv_i64(&w, "node", nodes[i].id);
-            json_kv_str(&w, "cpus", nodes[i].cpus);
-            json_kv_bool(&w, "cpuless", !nodes[i].has_cpus);
-            json_kv_i64(&w, "memory_bytes", nodes[i].mem_total);
-            json_kv_i64(&w, "free_bytes", nodes[i].mem_free);
-            json_key(&w, "distance");
-            json_arr_begin(&w);
-            for (int j = 0; j < nn; j++)
-                json_i64(&w, numa_ok ? numa_distance(nodes[i].id, nodes[j].id) : 10);
-            json_arr_end(&w);
-            json_obj_end(&w);
+    if (json) print_json(stdout, nodes, nn, numa_ok, online, llc, thp, latency, size, loads,
+                         rounds, res);
+    if (json_file) {
+        FILE *f = fopen(json_file, "w");
+        if (!f) {
+            fprintf(stderr, "poddb-numaprobe: cannot write %s: %s\n", json_file, strerror(errno));
+            return 1;
         }
-        json_arr_end(&w);
-        if (latency) {
-            json_key(&w, "latency");
-            json_obj_begin(&w);
-            json_kv_u64(&w, "buffer_bytes", size);
-            json_kv_u64(&w, "loads", loads);
-            json_kv_i64(&w, "rounds", rounds);
-            json_key(&w, "pairs");
-            json_arr_begin(&w);
-            for (int i = 0; i < nn * nn; i++) {
-                const struct result *r = &res[i];
-                json_obj_begin(&w);
-                json_kv_i64(&w, "from_node", r->from);
-                json_kv_i64(&w, "cpu", r->cpu);
-                json_kv_i64(&w, "to_node", r->to);
-                if (r->ns >= 0) json_kv_f64(&w, "ns", r->ns);
-                else {
-                    json_key(&w, "ns");
-                    json_null(&w);
-                }
-                if (r->huge_fraction >= 0) json_kv_f64(&w, "huge_page_fraction", r->huge_fraction);
-                if (r->note[0]) json_kv_str(&w, "note", r->note);
-                json_obj_end(&w);
-            }
-            json_arr_end(&w);
-            json_obj_end(&w);
+        print_json(f, nodes, nn, numa_ok, online, llc, thp, latency, size, loads, rounds, res);
+        if (fclose(f) != 0) {
+            fprintf(stderr, "poddb-numaprobe: cannot write %s: %s\n", json_file, strerror(errno));
+            return 1;
         }
-        json_obj_end(&w);
-        fputc('\n', stdout);
-    } else {
+    }
+    if (!json) {
         printf("CPUs online: %s\n", online);
         if (!numa_ok)
             printf("NUMA: not available in this kernel; the machine is treated as one node\n");
-        printf("NUMA nodes: %d\n\n  %-5s %-16s %10s %10s  %s\n", nn, "node", "cpus", "memory",
-               "free", "");
+        printf("NUMA nodes: %d\n\n  %-5s %-16s %10s %10s\n", nn, "node", "cpus", "memory",
+               "free");
         for (int i = 0; i < nn; i++) {
             char m[32], f[32];
             human(nodes[i].mem_total, m, sizeof m);
             human(nodes[i].mem_free, f, sizeof f);
-            printf("  %-5d %-16s %10s %10s  %s\n", nodes[i].id,
-                   nodes[i].has_cpus ? nodes[i].cpus : "(none)", m, f,
-                   !nodes[i].has_cpus ? "CPU-less: memory only, as a CXL expander appears"
-                   : nodes[i].mem_total == 0 ? "memory-less"
-                                             : "");
+            const char *note = !nodes[i].has_cpus ? "  CPU-less: memory only, as a CXL "
+                                                    "expander appears"
+                               : nodes[i].mem_total == 0 ? "  memory-less"
+                                                         : "";
+            printf("  %-5d %-16s %10s %10s%s\n", nodes[i].id,
+                   nodes[i].has_cpus ? nodes[i].cpus : "(none)", m, f, note);
         }
         if (numa_ok && nn > 1) {
             printf("\nNode distances (firmware SLIT; 10 = local):\n  %-6s", "");
@@ -467,7 +491,11 @@ int main(int argc, char **argv)
             printf("\nIdle load latency, ns (dependent loads over %s per node, fastest of %d "
                    "rounds of %llu loads; transparent huge pages: %s):\n  %-16s",
                    b, rounds, (unsigned long long)loads, thp, "from \\ to");
-            for (int t = 0; t < nn; t++) printf(" %10s%-2d", "node ", nodes[t].id);
+            for (int t = 0; t < nn; t++) {
+                char label[16];
+                snprintf(label, sizeof label, "node %d", nodes[t].id);
+                printf(" %12s", label);
+            }
             printf("\n");
             for (int s = 0; s < nn; s++) {
                 if (!nodes[s].has_cpus) continue;
