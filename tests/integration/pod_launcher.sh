@@ -193,3 +193,49 @@ run "$POD" check-numa --conf "$conf" --bin "$BIN_ABS" --json --no-latency
 expect_rc 0 "check-numa --json"
 python3 -m json.tool "$TMP/out" >/dev/null || fail "check-numa --json is not JSON"
 pass "poddb-numaprobe and check-numa run; --json parses"
+
+# ---- the machine check and check-numa's reading on a machine this one is not ------------------
+# A fake sysfs with two sockets (nodes 0, 1) and a CPU-less node 2 (a CXL
+# expander); the latency figures are made-up inputs, the test checks what
+# tools/pod concludes from them.
+fake=$TMP/sys/devices/system
+mkdir -p "$fake/cpu" "$fake/node/node0" "$fake/node/node1" "$fake/node/node2"
+echo 0-7 >"$fake/cpu/online"; echo 0-2 >"$fake/node/online"
+echo 0-3 >"$fake/node/node0/cpulist"; echo 4-7 >"$fake/node/node1/cpulist"
+: >"$fake/node/node2/cpulist"
+python3 - "$POD" "$TMP/sys" <<'PY' || fail "machine check / emulation reading on a fake 3-node machine"
+import sys, types
+pod = types.ModuleType("pod"); pod.__file__ = sys.argv[1]
+exec(compile(open(sys.argv[1]).read(), sys.argv[1], "exec"), pod.__dict__)
+m = pod.Machine(sysfs=sys.argv[2])
+m.allowed = set(range(8))
+assert m.nodes == {0: {0, 1, 2, 3}, 1: {4, 5, 6, 7}, 2: set()}, m.nodes
+def conf(node, cpus1="4-5"):
+    c1 = pod.parse_cpu_list(cpus1)
+    return {"region": {"numa_node": node, "kind": "shm", "path": "/dev/shm/x"}, "hosts": [
+        {"id": 0, "cpus": [0, 1], "cpu_list": "0-1", "workers": 2},
+        {"id": 1, "cpus": sorted(c1), "cpu_list": cpus1, "workers": 2}]}
+ns = {(0, 0): 100, (0, 1): 150, (0, 2): 250, (1, 0): 150, (1, 1): 100, (1, 2): 250}
+probe = {"nodes": [{"node": 0, "cpus": "0-3", "cpuless": False},
+                   {"node": 1, "cpus": "4-7", "cpuless": False},
+                   {"node": 2, "cpus": "", "cpuless": True}],
+         "latency": {"pairs": [{"from_node": a, "to_node": b, "ns": v} for (a, b), v in ns.items()]}}
+# region on the CPU-less node: both hosts see 2.5x their local latency
+lines, info = pod.emulation(conf(2), probe, m)
+assert info["region_kind"] == "cpuless-node", info
+assert "node 2 has no CPUs" in lines[0], lines
+assert "host 0: CPUs 0-1 on node 0; region memory 250 ns vs local 100 ns (x2.50)" in lines, lines
+assert pod.check_machine(conf(2), m) == ([], []), pod.check_machine(conf(2), m)
+# region on socket 1 with host 1 on socket 1: warned, the region is local to it
+lines, info = pod.emulation(conf(1), probe, m)
+assert info["region_kind"] == "remote-socket", info
+errors, warnings = pod.check_machine(conf(1), m)
+assert not errors and any("host 1 runs on CPUs of node 1" in w for w in warnings), warnings
+# a node and CPUs the machine lacks are refused, naming what it has
+errors, _ = pod.check_machine(conf(3, "8-9"), m)
+assert any("names CPUs 8-9, which this machine does not have: it has 8 CPUs online (0-7)" in e
+           for e in errors), errors
+assert any("region.numa_node is 3 but this machine has NUMA nodes 0-2 (node 0: CPUs 0-3; "
+           "node 1: CPUs 4-7; node 2: no CPUs)" in e for e in errors), errors
+PY
+pass "machine check and check-numa reading on a fake two-socket machine with a CPU-less node"
