@@ -19,21 +19,20 @@
 #include "pod/pod_int.h"
 #include "pod/rowlock.h"
 #include "txn/ebr.h"
+#include "util/cpu.h"
 #include "util/log.h"
-
-static bool latch_try(struct pod_row *row)
-{
-    uint32_t z = 0;
-    return __atomic_compare_exchange_n(&row->latch, &z, 1, false, __ATOMIC_ACQUIRE,
-                                       __ATOMIC_RELAXED);
-}
-
-static void latch_release(struct pod_row *row) { __atomic_store_n(&row->latch, 0, __ATOMIC_RELEASE); }
 
 static void row_free_cb(void *ctx, void *row)
 {
     (void)ctx;
     row_free(row);
+}
+
+
+static struct pod_row *local_row(const bt_tree *tree, const void *key)
+{
+    uint64_t v;
+    return bt_lookup(tree, key, &v) == BT_OK ? (struct pod_row *)(uintptr_t)v : NULL;
 }
 
 static void rec_free_cb(void *ctx, void *rec)
@@ -42,21 +41,19 @@ static void rec_free_cb(void *ctx, void *rec)
     rec_destroy(ph->r, cxl_off_in(ph->r, rec));
 }
 
-static struct pod_row *local_row(const bt_tree *tree, const void *key)
+void pod_forget_record(struct pod_worker *w, struct pod_part_cxl *pc, const void *key,
+                       cxl_record *rec)
 {
-    uint64_t v;
-    return bt_lookup(tree, key, &v) == BT_OK ? (struct pod_row *)(uintptr_t)v : NULL;
-}
-
-/* Clear the has-next-key bit of the CXL key before `key` (or the
- * sentinel's head bit when there is none). */
-static void clear_pred_bit(struct pod_host *ph, int wid, struct pod_part_cxl *pc, const void *key)
-{
+    struct pod_host *ph = w->db->pod;
+    rec_flag_clear(rec, REC_HAS_NEXT);
     uint64_t off;
-    if (cxl_index_prev(pc->ix, wid, key, false, NULL, &off) == BT_OK)
+    if (cxl_index_prev(pc->ix, w->id, key, false, NULL, &off) == BT_OK)
         rec_flag_clear(pod_rec(ph, off), REC_HAS_NEXT);
     else
         rec_flag_clear(pc->sentinel, REC_HAS_NEXT);
+    cxl_index_remove(pc->ix, w->id, key, NULL);
+    xebr_retire(ph->x, w->id, rec, rec_free_cb, ph);
+    __atomic_fetch_sub(&pc->resident, 1, __ATOMIC_RELAXED);
 }
 
 void pod_local_inserted(struct pod_worker *w, pod_table *t, uint32_t part, const void *key)
@@ -85,15 +82,15 @@ static int move_in(struct pod_worker *w, pod_table *t, uint32_t part, struct pod
 {
     struct pod_host *ph = w->db->pod;
     struct pod_part_cxl *pc = t->parts[part].cxl;
-    if (!latch_try(row)) return POD_RS_BUSY; /* being moved or unlinked right now */
+    if (!pod_row_latch_try(row)) return POD_RS_BUSY; /* being moved or unlinked right now */
     if (rowlock_moved(row)) {
         *out = __atomic_load_n(&row->shortcut, __ATOMIC_ACQUIRE);
-        latch_release(row);
+        pod_row_latch_release(row);
         return POD_RS_OK;
     }
     /* A read lock of our own keeps writers out while the tuple is copied. */
     if (!lock_try_read(&row->lock)) {
-        latch_release(row);
+        pod_row_latch_release(row);
         return POD_RS_BUSY;
     }
     int status = POD_RS_OK;
@@ -127,14 +124,14 @@ static int move_in(struct pod_worker *w, pod_table *t, uint32_t part, struct pod
     }
     /* Our own read lock stays behind in the frozen word. */
     rec_init_lock(rec, false, (unsigned)((v & LOCK_READERS) - 1));
-    latch_release(row);
+    pod_row_latch_release(row);
     pod_count(&pc->resident, 1);
     pod_count(&ph->st.moved_in, 1);
     *out = off;
     return POD_RS_OK;
 undo_read:
     lock_release_read(&row->lock);
-    latch_release(row);
+    pod_row_latch_release(row);
     return status;
 }
 
@@ -217,10 +214,10 @@ static bool mark_gap(struct pod_host *ph, pod_table *t, uint32_t part, const str
     if (next == b) {
         if (c->sentinel[i]) {
             rec_flag_set(t->parts[part].cxl->sentinel, REC_HAS_NEXT);
-        } else if (latch_try(c->row[i])) {
+        } else if (pod_row_latch_try(c->row[i])) {
             /* Only on the live record: not on one that was just moved out. */
             if (rowlock_moved(c->row[i])) rec_flag_set(rowlock_record(ph->r, c->row[i]), REC_HAS_NEXT);
-            latch_release(c->row[i]);
+            pod_row_latch_release(c->row[i]);
         }
     }
     rowlock_release(ph->r, b, ROWLOCK_READ, in_cxl);
@@ -252,20 +249,14 @@ void pod_unlink_moved(struct pod_worker *w, pod_table *t, uint32_t part, struct 
     struct pod_part_cxl *pc = t->parts[part].cxl;
     /* A move-out or a bit-setter holds the latch only briefly (and cannot
      * move this row: its record is write-locked). */
-    while (!latch_try(row)) __builtin_ia32_pause();
+    while (!pod_row_latch_try(row)) pod_cpu_relax();
     cxl_record *rec = rowlock_record(ph->r, row);
     const unsigned char *key = row_key(t, row);
     rec_row_write(ph->r, ph->coh, rec, NULL, t->tuple_size, 0, row->epoch_version);
-    rec_flag_clear(rec, REC_HAS_NEXT);
-    /* The bit before the key goes first: a scanner that still finds it set
-     * then still finds the key in the index (and fails to lock it). */
-    clear_pred_bit(ph, w->id, pc, key);
-    cxl_index_remove(pc->ix, w->id, key, NULL);
+    pod_forget_record(w, pc, key, rec);
     __atomic_store_n(&row->valid, 0, __ATOMIC_RELEASE);
     bt_remove(&t->parts[part].tree, key, NULL);
     ebr_retire(w->db->ebr, w->id, row, row_free_cb, NULL);
-    xebr_retire(ph->x, w->id, rec, rec_free_cb, ph);
-    __atomic_fetch_sub(&pc->resident, 1, __ATOMIC_RELAXED);
     /* The latch and the record's write lock are never released: the row and
      * the record are dead, and whoever still finds them fails to lock them. */
 }

@@ -22,12 +22,6 @@
 #define COMPACT_BYTES_PER_KEY 32
 #define COMPACT_MIN_BYTES (64u << 10)
 
-static void rec_free_cb(void *ctx, void *rec)
-{
-    struct pod_host *ph = ctx;
-    rec_destroy(ph->r, cxl_off_in(ph->r, rec));
-}
-
 struct candidates {
     int n;
     size_t ks;
@@ -51,9 +45,7 @@ static bool evict(struct pod_worker *w, pod_table *t, uint32_t part, const void 
     uint64_t v;
     if (bt_lookup(&t->parts[part].tree, key, &v) != BT_OK) return false;
     struct pod_row *row = (struct pod_row *)(uintptr_t)v;
-    uint32_t z = 0;
-    if (!__atomic_compare_exchange_n(&row->latch, &z, 1, false, __ATOMIC_ACQUIRE, __ATOMIC_RELAXED))
-        return false;
+    if (!pod_row_latch_try(row)) return false;
     cxl_record *rec = pod_rec(ph, off);
     bool done = false;
     if (rowlock_moved(row) && __atomic_load_n(&row->shortcut, __ATOMIC_ACQUIRE) == off &&
@@ -68,24 +60,13 @@ static bool evict(struct pod_worker *w, pod_table *t, uint32_t part, const void 
             }
         }
         rec_row_write(ph->r, ph->coh, rec, NULL, t->tuple_size, 0, ev);
-        rec_flag_clear(rec, REC_HAS_NEXT);
-        /* The gap before the key is no longer complete in CXL memory: say so
-         * before the key leaves the index (a scanner that still sees the bit
-         * then still sees the key, and fails to lock it). */
-        uint64_t poff;
-        if (cxl_index_prev(pc->ix, w->id, key, false, NULL, &poff) == BT_OK)
-            rec_flag_clear(pod_rec(ph, poff), REC_HAS_NEXT);
-        else
-            rec_flag_clear(pc->sentinel, REC_HAS_NEXT);
-        cxl_index_remove(pc->ix, w->id, key, NULL);
+        pod_forget_record(w, pc, key, rec);
         __atomic_store_n(&row->lock, 0, __ATOMIC_RELEASE); /* the row's own lock is live again */
         __atomic_store_n(&row->shortcut, CXL_NULL, __ATOMIC_RELEASE);
-        xebr_retire(ph->x, w->id, rec, rec_free_cb, ph);
-        __atomic_fetch_sub(&pc->resident, 1, __ATOMIC_RELAXED);
         pod_count(&ph->st.moved_out, 1);
         done = true;
     }
-    __atomic_store_n(&row->latch, 0, __ATOMIC_RELEASE);
+    pod_row_latch_release(row);
     return done;
 }
 

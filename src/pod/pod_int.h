@@ -110,6 +110,27 @@ void pod_req_init(struct pod_req_msg *rq, const pod_table *t, uint32_t part, con
 
 /* ---- owner side (movement.c) ---- */
 
+/* The row latch orders the movements of one row (move-in, move-out, unlink,
+ * setting its has-next-key bit). Held for microseconds, never across a
+ * transaction. */
+static inline bool pod_row_latch_try(struct pod_row *row)
+{
+    uint32_t z = 0;
+    return __atomic_compare_exchange_n(&row->latch, &z, 1, false, __ATOMIC_ACQUIRE,
+                                       __ATOMIC_RELAXED);
+}
+static inline void pod_row_latch_release(struct pod_row *row)
+{
+    __atomic_store_n(&row->latch, 0, __ATOMIC_RELEASE);
+}
+
+/* Owner: take key's record (write-locked by the caller for good, row marked
+ * invalid) out of CXL memory: clear its bit and the bit before it, then
+ * remove it from the index (in that order: a scanner that still sees the bit
+ * still sees the key, and fails to lock it), and retire it through xebr. */
+void pod_forget_record(struct pod_worker *w, struct pod_part_cxl *pc, const void *key,
+                       cxl_record *rec);
+
 /* Handle one request addressed to this host. */
 void pod_handle(struct pod_worker *w, const struct cxl_msg *m);
 /* Owner: remove a moved row whose record this thread holds write-locked

@@ -289,10 +289,8 @@ int remote_insert(struct pod_txn *tx, pod_table *t, uint32_t part, const void *k
             rq.rec = yoff ? yoff : cxl_off_in(host_of(tx)->r, pc->sentinel);
         }
         cxl_off rec_off;
-        bool absent;
         pod_err e = {{0}};
         int rs = pod_request(tx->w, owner_of(t, part), POD_MSG_PREP_INSERT, &rq, &rec_off, &e);
-        (void)absent;
         if (downgrade) rec_downgrade(y);
         if (rs == POD_RS_EXISTS) continue; /* moved in: lock it above */
         if (rs < 0) return reply_status(tx, rs, &e, POD_CAUSE_NEXT_KEY);
