@@ -32,6 +32,7 @@
 #include <string.h>
 
 #include "engine/worker.h"
+#include "log/txlog.h" /* logging hook */
 #include "txn/ebr.h"
 #include "txn/lock.h"
 
@@ -686,14 +687,21 @@ static uint64_t next_epoch_version(uint64_t ev, uint64_t epoch)
 
 void txn_commit(struct pod_txn *tx)
 {
-    uint64_t epoch = __atomic_load_n(&tx->db->epoch, __ATOMIC_ACQUIRE);
+    struct log_worker *lw = log_txn_worker(tx->db, tx->w->id); /* logging hook */
+    uint64_t epoch = log_commit_epoch(tx->db, lw);             /* logging hook */
     for (uint32_t i = 0; i < tx->nacc; i++) {
         struct access *a = &tx->acc[i];
         if (a->flags & ACC_DELETED) {
             __atomic_store_n(&a->row->valid, 0, __ATOMIC_RELEASE);
             a->row->epoch_version = next_epoch_version(a->row->epoch_version, epoch);
+            log_txn_write(tx->db, lw, a->table, row_key(a->table, a->row), /* logging hook */
+                          a->row->epoch_version, NULL);
         } else if (a->flags & (ACC_INSERTED | ACC_UPDATED)) {
+            if (a->flags & ACC_INSERTED)                                 /* logging hook */
+                a->row->epoch_version = log_insert_ev_floor(tx->db);     /* logging hook */
             a->row->epoch_version = next_epoch_version(a->row->epoch_version, epoch);
+            log_txn_write(tx->db, lw, a->table, row_key(a->table, a->row), /* logging hook */
+                          a->row->epoch_version, a->row->tuple);
             __atomic_store_n(&a->row->valid, 1, __ATOMIC_RELEASE);
         }
     }
