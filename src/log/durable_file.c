@@ -113,6 +113,11 @@ int durable_file_read(const char *dir, struct durable_record *rec, pod_err *err)
 {
     char path[PATH_MAX];
     if (path_of(path, sizeof path, dir, err)) return -1;
+    return durable_file_read_path(path, rec, err);
+}
+
+int durable_file_read_path(const char *path, struct durable_record *rec, pod_err *err)
+{
     int fd = open(path, O_RDONLY | O_CLOEXEC);
     if (fd < 0) {
         if (errno == ENOENT) {

@@ -36,6 +36,8 @@ struct durable_record {
  * no file); -1 with err when the file exists but neither slot is valid (the
  * record is damaged: recovery must not guess), or on an I/O error. */
 int durable_file_read(const char *dir, struct durable_record *rec, pod_err *err);
+/* The same for the file at path. */
+int durable_file_read_path(const char *path, struct durable_record *rec, pod_err *err);
 
 /* Open (creating it if needed, with both slots holding `initial` when
  * created) for updates. The directory must exist. */

@@ -54,7 +54,6 @@ struct rfile {
     enum seg_tail_kind tail;
     uint64_t size, good_bytes, records;
     uint64_t cut_off;      /* offset of the first block with an epoch >= D (0: none) */
-    bool salvage;          /* committed records lie after cut_off */
 };
 
 struct rec_ctx {
@@ -162,12 +161,13 @@ static void read_file(struct rec_ctx *x, int self, struct rfile *f)
                      "committed end %" PRIu64 ": it is not valid", f->path, e, x->D);
                 break;
             }
+            /* (Records of this block read before this one may be committed:
+             * cut_file re-reads everything from the block on.) */
             const struct seg_block_info *b = seg_reader_block(r);
             if (!f->cut_off) f->cut_off = b->offset;
             add(&x->st->records_discarded, 1);
             continue;
         }
-        if (f->cut_off) f->salvage = true;
         pod_table *t = table_for(x, f, &rec);
         if (!t) break;
         int owner = log_owner_of(x->lh, t, rec.key);
@@ -351,32 +351,30 @@ static int cut_file(struct log_host *lh, struct rfile *f, uint64_t D, uint64_t *
 {
     struct seg_writer *w = NULL;
     uint64_t n = 0;
-    if (f->salvage) {
-        struct seg_reader *r = seg_reader_open(f->path, err);
-        if (!r) return -1;
-        struct log_record rec;
-        int rc;
-        while ((rc = seg_reader_next(r, &rec, err)) == 1) {
-            if (seg_reader_block(r)->offset < f->cut_off || log_ev_epoch(rec.epoch_version) >= D)
-                continue;
-            if (!w && !(w = seg_writer_open(lh->dir, (uint32_t)lh->o.host, f->logger,
-                                            log_take_seq(lh, f->logger), D, err))) {
-                rc = -1;
-                break;
-            }
-            if (seg_writer_append(w, &rec, err) != 0) {
-                rc = -1;
-                break;
-            }
-            n++;
+    struct seg_reader *r = seg_reader_open(f->path, err);
+    if (!r) return -1;
+    struct log_record rec;
+    int rc;
+    while ((rc = seg_reader_next(r, &rec, err)) == 1) {
+        if (seg_reader_block(r)->offset < f->cut_off || log_ev_epoch(rec.epoch_version) >= D)
+            continue;
+        if (!w && !(w = seg_writer_open(lh->dir, (uint32_t)lh->o.host, f->logger,
+                                        log_take_seq(lh, f->logger), D, err))) {
+            rc = -1;
+            break;
         }
-        seg_reader_close(r);
-        if (rc < 0) {
-            seg_writer_abandon(w);
-            return -1;
+        if (seg_writer_append(w, &rec, err) != 0) {
+            rc = -1;
+            break;
         }
-        if (w && seg_writer_close(w, err) != 0) return -1;
+        n++;
     }
+    seg_reader_close(r);
+    if (rc < 0) {
+        seg_writer_abandon(w);
+        return -1;
+    }
+    if (w && seg_writer_close(w, err) != 0) return -1;
     if (truncate_file(f->path, f->cut_off, err)) return -1;
     *salvaged += n;
     pod_info("recovery: %s cut back to %" PRIu64 " bytes (uncommitted epochs >= %" PRIu64

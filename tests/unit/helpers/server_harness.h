@@ -220,8 +220,8 @@ static inline int sh_prepare(struct sh_server *s, int workers, int tcp_port,
     return fclose(f) == 0 ? 0 : -1;
 }
 
-/* fork+exec a server for (conf, host 0) with output appended to log. */
-static inline pid_t sh_spawn(const char *conf, const char *log)
+/* fork+exec a server for (conf, host) with output appended to log. */
+static inline pid_t sh_spawn_host(const char *conf, const char *log, int host)
 {
     sh_adopt();
     char bin[SH_PATH + 32];
@@ -248,7 +248,9 @@ static inline pid_t sh_spawn(const char *conf, const char *log)
             struct rlimit rl = {(rlim_t)sh_spawn_nofile, (rlim_t)sh_spawn_nofile};
             setrlimit(RLIMIT_NOFILE, &rl);
         }
-        execl(bin, bin, "--conf", conf, "--host", "0", (char *)NULL);
+        char hs[16];
+        snprintf(hs, sizeof hs, "%d", host);
+        execl(bin, bin, "--conf", conf, "--host", hs, (char *)NULL);
         fprintf(stderr, "exec %s: %s\n", bin, strerror(errno));
         _exit(127);
     }
@@ -265,6 +267,9 @@ static inline void sh_forget(pid_t pid)
     for (int i = 0; i < SH_MAX_SERVERS; i++)
         if (sh_pids[i] == pid) sh_pids[i] = 0;
 }
+
+/* fork+exec a server for (conf, host 0) with output appended to log. */
+static inline pid_t sh_spawn(const char *conf, const char *log) { return sh_spawn_host(conf, log, 0); }
 
 /* Wait up to timeout_ms for pid to exit; its wait status, or -1 (still running). */
 static inline int sh_wait_exit(pid_t pid, int timeout_ms)
