@@ -970,11 +970,12 @@ static int start_log(struct pod_server *s, pod_err *err)
                                   .cpus = hc->cpus, .ncpus = hc->ncpus};
     if (!(s->log = log_host_open(&lo, err))) return -1;
     if (log_host_recover(s->log, &s->info.recovery, err)) return -1;
-    s->held = calloc((size_t)hc->workers, sizeof *s->held);
+    s->held = aligned_alloc(64, (size_t)hc->workers * sizeof *s->held);
     if (!s->held) {
         pod_err_set(err, "out of memory");
         return -1;
     }
+    memset(s->held, 0, (size_t)hc->workers * sizeof *s->held);
     for (int i = 0; i < hc->workers; i++) pthread_mutex_init(&s->held[i].lock, NULL);
     s->hold_replies = log_host_logging(s->log) && !c->engine.reply_before_durable;
     if (log_host_start(s->log, on_durable, s, err)) return -1;
