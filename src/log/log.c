@@ -6,12 +6,16 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "engine/worker.h"
 #include "log/log_priv.h"
 #include "log/txlog.h"
 #include "storage/table.h"
+#include "util/clock.h"
 #include "util/log.h"
+
+#define STOP_WAIT_NS (3ull * 1000 * 1000 * 1000)
 
 int log_owner_of(const struct log_host *lh, const pod_table *t, const void *key)
 {
@@ -132,6 +136,13 @@ uint64_t log_host_persisted(const struct log_host *lh)
     return lh->epochs ? log_epochs_persisted(lh->epochs) : 0;
 }
 
+uint64_t log_host_close_epoch(struct log_host *lh)
+{
+    uint64_t e = __atomic_load_n(lh->epoch_word, __ATOMIC_SEQ_CST);
+    log_atomic_max(lh->epoch_word, e + 1);
+    return e;
+}
+
 uint64_t log_host_epoch(const struct log_host *lh)
 {
     return __atomic_load_n(lh->epoch_word, __ATOMIC_ACQUIRE);
@@ -168,6 +179,21 @@ void log_host_stop(struct log_host *lh)
     lh->ckpt = NULL;
     for (int i = 0; i < lh->nworkers; i++)
         if (lh->workers[i].lg) log_worker_idle(&lh->workers[i]);
+    /* Close the current epoch now rather than at the next tick, and give it
+     * (bounded) time to become durable: a clean stop leaves every commit
+     * durable unless another host holds the pod durable epoch back. */
+    if (lh->logging && lh->epochs) {
+        uint64_t e = log_host_close_epoch(lh);
+        uint64_t deadline = pod_mono_ns() + STOP_WAIT_NS;
+        while (log_epochs_persisted(lh->epochs) <= e && pod_mono_ns() < deadline) {
+            struct timespec nap = {0, 500000};
+            nanosleep(&nap, NULL);
+        }
+        if (log_epochs_persisted(lh->epochs) <= e)
+            pod_warn("stop: epoch %" PRIu64 " did not become durable within %llu ms (another "
+                     "host holds the pod durable epoch back); its commits are not durable", e,
+                     (unsigned long long)(STOP_WAIT_NS / 1000000));
+    }
     for (int l = 0; l < lh->nloggers; l++) {
         if (!lh->loggers[l]) continue;
         logger_stop(lh->loggers[l]); /* writes, syncs and publishes the rest */

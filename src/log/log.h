@@ -81,6 +81,10 @@ bool log_host_logging(const struct log_host *lh);
 uint64_t log_host_persisted(const struct log_host *lh);
 /* The global epoch E now. */
 uint64_t log_host_epoch(const struct log_host *lh);
+/* At shutdown: end the current epoch now instead of at the next tick (E is
+ * raised by one), so that the last commits become durable sooner. Returns
+ * the epoch that was closed. */
+uint64_t log_host_close_epoch(struct log_host *lh);
 
 struct log_host_stats {
     uint64_t global_epoch, pod_durable_epoch, persisted_epoch;

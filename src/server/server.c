@@ -996,6 +996,7 @@ static void wait_held_durable(struct pod_server *s)
 {
     if (!s->hold_replies) return;
     uint64_t wait_ms = 2000 + 20ull * (uint64_t)s->conf->engine.epoch_ms;
+    if (release_durable(s) > 0) log_host_close_epoch(s->log);
     uint64_t deadline = pod_mono_ns() + wait_ms * 1000000ull;
     while (release_durable(s) > 0 && pod_mono_ns() < deadline) {
         struct timespec nap = {0, 1000000};
