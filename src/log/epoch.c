@@ -14,6 +14,7 @@
 #define POLL_MIN_NS (100ull * 1000)
 #define POLL_MAX_NS (1000ull * 1000)
 #define WARN_EVERY_NS (5ull * 1000 * 1000 * 1000)
+#define SLOW_SYNC_NS (1000ull * 1000 * 1000)
 
 struct log_epochs {
     struct log_epoch_options o;
@@ -122,7 +123,13 @@ static void *epoch_main(void *arg)
             uint64_t p = __atomic_load_n(&le->persisted, __ATOMIC_RELAXED);
             if (le->o.durable && d > p) {
                 pod_err err;
-                if (durable_file_write(le->o.durable, d, &err) == 0) {
+                uint64_t t0 = pod_mono_ns();
+                int wrc = durable_file_write(le->o.durable, d, &err);
+                uint64_t dt = pod_mono_ns() - t0;
+                if (dt > SLOW_SYNC_NS)
+                    pod_warn("recording durable epoch %llu took %.0f ms (replies wait for it)",
+                             (unsigned long long)d, (double)dt / 1e6);
+                if (wrc == 0) {
                     __atomic_store_n(&le->persisted, d, __ATOMIC_RELEASE);
                     if (le->o.on_durable) le->o.on_durable(le->o.arg, d);
                 } else if (now - persist_warned > WARN_EVERY_NS) {

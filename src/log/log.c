@@ -85,6 +85,17 @@ fail:
     return NULL;
 }
 
+/* The epoch thread; it persists the durable epoch when the host logs. */
+static int start_epochs(struct log_host *lh, void (*on_durable)(void *arg, uint64_t persisted),
+                        void *arg, pod_err *err)
+{
+    struct log_epoch_options eo = {
+        .region = lh->o.region, .conf = lh->o.conf, .host = lh->o.host,
+        .epoch_ms = lh->o.epoch_ms, .pod_mode = lh->o.pod_mode, .start_epoch = lh->start_epoch,
+        .durable = lh->durable, .on_durable = on_durable, .arg = arg};
+    return (lh->epochs = log_epochs_start(&eo, err)) ? 0 : -1;
+}
+
 int log_host_start(struct log_host *lh, void (*on_durable)(void *arg, uint64_t persisted),
                    void *arg, pod_err *err)
 {
@@ -100,6 +111,9 @@ int log_host_start(struct log_host *lh, void (*on_durable)(void *arg, uint64_t p
         if (!(lh->durable = durable_file_open(lh->dir, (uint32_t)lh->o.host,
                                               lh->drec.exists ? lh->drec.epoch : 0, err)))
             return -1;
+        /* The epoch thread first: the loggers nudge it (it sees their words
+         * as "nothing pending" until they start). */
+        if (start_epochs(lh, on_durable, arg, err)) return -1;
         int epoch_ms = lh->o.epoch_ms > 0 ? lh->o.epoch_ms : lh->o.conf->engine.epoch_ms;
         uint64_t poll_ns = (uint64_t)epoch_ms * 1000000ull / 4;
         if (poll_ns < 100000) poll_ns = 100000;
@@ -117,11 +131,7 @@ int log_host_start(struct log_host *lh, void (*on_durable)(void *arg, uint64_t p
             for (int i = 0; i < n; i++) mine[i]->lg = lh->loggers[l];
         }
     }
-    struct log_epoch_options eo = {
-        .region = lh->o.region, .conf = lh->o.conf, .host = lh->o.host, .epoch_ms = lh->o.epoch_ms,
-        .pod_mode = lh->o.pod_mode, .start_epoch = lh->start_epoch, .durable = lh->durable,
-        .on_durable = on_durable, .arg = arg};
-    if (!(lh->epochs = log_epochs_start(&eo, err))) return -1;
+    if (!lh->epochs && start_epochs(lh, on_durable, arg, err)) return -1;
     if (lh->logging && lh->o.checkpoint_after && !(lh->ckpt = checkpointer_start(lh, err)))
         return -1;
     lh->started = true;
@@ -164,6 +174,7 @@ void log_host_get_stats(const struct log_host *lh, struct log_host_stats *out)
         out->blocks += s.blocks;
         out->syncs += s.syncs;
         out->sync_ns += s.sync_ns;
+        if (s.sync_ns_max > out->sync_ns_max) out->sync_ns_max = s.sync_ns_max;
         out->segments += s.segments;
         out->write_errors += s.write_errors;
     }

@@ -15,6 +15,7 @@
 #define BUFS_PER_WORKER 8
 #define RETRY_NS (100ull * 1000 * 1000)
 #define WARN_EVERY_NS (5ull * 1000 * 1000 * 1000)
+#define SLOW_SYNC_NS (1000ull * 1000 * 1000)
 
 struct log_buf {
     struct log_buf *next;
@@ -289,8 +290,13 @@ static int sync_pending(struct logger *lg)
         abandon_segment(lg, NULL);
         return -1;
     }
+    uint64_t dt = pod_mono_ns() - t0;
     count(&lg->st.syncs, 1);
-    count(&lg->st.sync_ns, pod_mono_ns() - t0);
+    count(&lg->st.sync_ns, dt);
+    if (dt > lg->st.sync_ns_max) __atomic_store_n(&lg->st.sync_ns_max, dt, __ATOMIC_RELAXED);
+    if (dt > SLOW_SYNC_NS)
+        pod_warn("logger %" PRIu32 ": fdatasync of %s took %.0f ms (replies wait for it)",
+                 lg->o.id, seg_writer_path(lg->w), (double)dt / 1e6);
     struct log_buf *done = lg->pend_head;
     lg->pend_head = lg->pend_tail = NULL;
     lg->pend_bytes = 0;

@@ -112,7 +112,9 @@ struct route *route_begin(struct log_host *lh, uint64_t local_durable, int timeo
     rt->self->durable = local_durable;
     __atomic_store_n(&rt->self->phase, PH_ARRIVED, __ATOMIC_RELEASE);
     cxl_root_publish(rt->r, CXL_ROOT_RECOVERY, rt->self_off);
-    __atomic_thread_fence(__ATOMIC_SEQ_CST);
+    /* A full barrier (an RMW, which TSan understands) between publishing
+     * ourselves and looking at the others. */
+    __atomic_exchange_n(&rt->self->phase, PH_ARRIVED, __ATOMIC_SEQ_CST);
     /* A host already done recovered without us: the pod did not restart as a whole. */
     for (int h = 0; h < rt->nhosts; h++) {
         struct route_block *b = block_of(rt, h);

@@ -451,11 +451,15 @@ static int dequeue_batch(struct pod_server *s, struct pod_worker *w, struct requ
      * without a futex wake-up (the common case under load). */
     for (int i = 0; i < 2000 && !__atomic_load_n(&s->q_head, __ATOMIC_ACQUIRE); i++)
         pod_cpu_relax();
-    /* About to sleep: hand the log buffer over, or the durable epoch (and the
-     * replies held for it) would wait for this worker's next commit. */
-    if (!__atomic_load_n(&s->q_head, __ATOMIC_ACQUIRE)) log_worker_idle_hook(s->db, w->id);
     pthread_mutex_lock(&s->q_lock);
-    while (!s->q_head && !s->q_stop) pthread_cond_wait(&s->q_cond, &s->q_lock);
+    while (!s->q_head && !s->q_stop) {
+        /* About to sleep: hand the log buffer over and publish idle, or the
+         * durable epoch (and the replies held for it, maybe our own) would
+         * wait for this worker's next commit. Here, under the queue lock,
+         * every time: another worker may have taken the call we saw. */
+        log_worker_idle_hook(s->db, w->id);
+        pthread_cond_wait(&s->q_cond, &s->q_lock);
+    }
     int n = 0;
     while (s->q_head && n < max) {
         struct request *r = s->q_head;

@@ -1242,8 +1242,9 @@ START_TEST(test_many_connections)
         ta[i].idx = i;
         ck_assert_int_eq(pthread_create(&th[i], NULL, conn_thread, &ta[i]), 0);
     }
+    for (int i = 0; i < NTHREADS; i++) pthread_join(th[i], NULL);
     for (int i = 0; i < NTHREADS; i++) {
-        pthread_join(th[i], NULL);
+        if (ta[i].failures) sh_dump_log(&S, "a connection thread failed");
         ck_assert_msg(ta[i].failures == 0, "thread %d: %d failures, last: %s", i, ta[i].failures,
                       ta[i].msg);
     }
