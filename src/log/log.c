@@ -57,7 +57,17 @@ struct log_host *log_host_open(const struct log_host_options *o, pod_err *err)
         goto fail;
     }
     for (int i = 0; i < lh->nworkers; i++) log_worker_init(&lh->workers[i], NULL);
-    if (!lh->logging) return lh;
+    if (!lh->logging) {
+        struct logdir d;
+        pod_err ignore;
+        if (logdir_scan(lh->dir, &d, &ignore) == 0) {
+            if (d.nsegs || d.nckpts)
+                pod_warn("loggers: 0, so the history in %s (%d segments) is not recovered and "
+                         "nothing new is logged", lh->dir, d.nsegs);
+            logdir_free(&d);
+        }
+        return lh;
+    }
 
     for (uint32_t i = 0; i < o->db->ntables; i++) {
         const pod_table *t = o->db->tables[i];
@@ -184,7 +194,7 @@ void log_host_get_stats(const struct log_host *lh, struct log_host_stats *out)
 
 void log_host_stop(struct log_host *lh)
 {
-    if (!lh || !lh->started) return;
+    if (!lh) return;
     lh->o.db->log = NULL;
     if (lh->ckpt) checkpointer_stop(lh->ckpt);
     lh->ckpt = NULL;
@@ -193,7 +203,7 @@ void log_host_stop(struct log_host *lh)
     /* Close the current epoch now rather than at the next tick, and give it
      * (bounded) time to become durable: a clean stop leaves every commit
      * durable unless another host holds the pod durable epoch back. */
-    if (lh->logging && lh->epochs) {
+    if (lh->started && lh->logging && lh->epochs) {
         uint64_t e = log_host_close_epoch(lh);
         uint64_t deadline = pod_mono_ns() + STOP_WAIT_NS;
         while (log_epochs_persisted(lh->epochs) <= e && pod_mono_ns() < deadline) {
@@ -210,6 +220,7 @@ void log_host_stop(struct log_host *lh)
         logger_stop(lh->loggers[l]); /* writes, syncs and publishes the rest */
         lh->loggers[l] = NULL;
     }
+    for (int i = 0; i < lh->nworkers; i++) lh->workers[i].lg = NULL;
     /* One more durable-epoch update covering the final flush, then nothing of
      * ours is pending any more. */
     if (lh->epochs) {

@@ -409,7 +409,9 @@ int log_host_recover(struct log_host *lh, struct log_recovery_stats *stp, pod_er
     struct log_recovery_stats *st = stp ? stp : &local;
     memset(st, 0, sizeof *st);
     st->epoch_lo = UINT64_MAX;
-    if (!lh->logging) return 0;
+    /* A host that does not log has no history, but in pod mode it still owns
+     * partitions that others' logs may hold records of. */
+    if (!lh->logging && !lh->o.pod_mode) return 0;
     const struct logdir *ld = &lh->listing;
     const struct logdir_ckpt *ck = logdir_last_ckpt(ld);
     bool history = ld->nsegs > 0 || ck || lh->drec.exists;
