@@ -66,3 +66,21 @@ timeout 20 "$BIN/poddb-server" --conf "$conf" --host 0 >"$TMP/bad.log" 2>&1; rc=
 set -e
 [ $rc != 0 ] && grep -q 'damaged' "$TMP/bad.log" || fail "server with a damaged record (rc $rc): $(cat "$TMP/bad.log")"
 pass "a damaged durable-epoch record is refused, by logdump --verify and by the server"
+
+# Replies before durability and logging off: both say so loudly, and work.
+sed -e 's/reply_before_durable: false/reply_before_durable: true/' \
+    -e "s|$TMP/pod/log-|$TMP/pod/early-log-|" "$conf" >"$TMP/early.yaml"
+sed -e 's/loggers: 1/loggers: 0/' -e "s|$TMP/pod/log-|$TMP/pod/off-log-|" "$conf" >"$TMP/off.yaml"
+for c in early off; do
+  conf=$TMP/$c.yaml
+  : >"$TMP/server.log"
+  start
+  "$CLI" --conf "$conf" call kv.put kv k v >/dev/null || fail "$c: put"
+  [ "$("$CLI" --conf "$conf" call kv.get kv k)" = v ] || fail "$c: get"
+  kill -TERM $srv; wait $srv || fail "$c: clean stop"
+  want='reply_before_durable is set: .*LOST in a crash'
+  [ $c = off ] && want='logging is off (loggers: 0): nothing is durable'
+  grep -q "$want" "$TMP/server.log" || fail "$c: the server does not say '$want'"
+  $BIN/poddb-region destroy --conf "$conf" --force >/dev/null 2>&1 || true
+done
+pass "reply_before_durable and loggers: 0 run, and say they are not durable"
