@@ -418,9 +418,12 @@ int log_host_recover(struct log_host *lh, struct log_recovery_stats *stp, pod_er
     struct rec_ctx x = {.lh = lh, .db = lh->o.db, .st = st};
     x.D = lh->drec.exists ? lh->drec.epoch : 0;
     if (lh->o.pod_mode) {
-        /* Every host takes part, with or without history of its own. */
-        if (!(x.route = route_begin(lh, x.D, 0, &x.D, err))) return -1;
-        history = history || x.D > 0;
+        /* Hosts recover together once any of them has history: records of
+         * this host's tuples may sit in their logs. */
+        bool skipped;
+        if (!(x.route = route_begin(lh, x.D, history, 0, &x.D, &skipped, err)))
+            return skipped ? 0 : -1;
+        history = true;
     }
     if (!history) {
         route_end(x.route);

@@ -16,6 +16,7 @@ enum {
     PH_ARRIVED = 1,  /* durable published */
     PH_STAGED = 2,   /* records for the others are in the region */
     PH_DONE = 3,     /* received everything meant for this host */
+    PH_SKIPPED = 4,  /* had no history, met no recovery: serves without one */
 };
 
 #define WAIT_MESSAGE_NS (5ull * 1000 * 1000 * 1000)
@@ -23,6 +24,7 @@ enum {
 struct route_block { /* in the host's HWcc slice; fields read by every host */
     uint64_t phase;  /* atomic, release after the fields it announces */
     uint64_t durable;
+    uint64_t history; /* this host has a log history (segments, checkpoint or record) */
     struct {
         cxl_off off;
         uint64_t len, count;
@@ -66,6 +68,13 @@ static int wait_all(struct route *rt, uint64_t want, pod_err *err)
             if (!b || __atomic_load_n(&b->phase, __ATOMIC_ACQUIRE) < want) missing = h;
         }
         if (missing < 0) return 0;
+        struct route_block *mb = block_of(rt, missing);
+        if (mb && __atomic_load_n(&mb->phase, __ATOMIC_ACQUIRE) == PH_SKIPPED) {
+            pod_err_set(err, "recovery: host %d started without taking part in recovery (it has "
+                        "no log history and saw no recovery going on); in pod mode the hosts must "
+                        "recover together: stop every host and start them again", missing);
+            return -1;
+        }
         uint64_t now = pod_mono_ns();
         uint32_t st = __atomic_load_n(&rt->r->ctl->hosts[missing].state, __ATOMIC_ACQUIRE);
         if (st != CXL_HOST_FREE && !cxl_host_alive(rt->r, missing)) {
@@ -88,9 +97,19 @@ static int wait_all(struct route *rt, uint64_t want, pod_err *err)
     }
 }
 
-struct route *route_begin(struct log_host *lh, uint64_t local_durable, int timeout_ms,
-                          uint64_t *pod_durable, pod_err *err)
+/* Host h's block says it has history and has not finished recovering. */
+static bool recovering_with_history(struct route *rt, int h)
 {
+    struct route_block *b = block_of(rt, h);
+    if (!b) return false;
+    uint64_t ph = __atomic_load_n(&b->phase, __ATOMIC_SEQ_CST);
+    return ph >= PH_ARRIVED && ph < PH_DONE && __atomic_load_n(&b->history, __ATOMIC_ACQUIRE);
+}
+
+struct route *route_begin(struct log_host *lh, uint64_t local_durable, bool history,
+                          int timeout_ms, uint64_t *pod_durable, bool *skipped, pod_err *err)
+{
+    *skipped = false;
     struct route *rt = calloc(1, sizeof *rt);
     if (!rt) {
         pod_err_set(err, "out of memory");
@@ -110,23 +129,37 @@ struct route *route_begin(struct log_host *lh, uint64_t local_durable, int timeo
     }
     rt->self = cxl_ptr(rt->r, rt->self_off);
     rt->self->durable = local_durable;
+    rt->self->history = history;
     __atomic_store_n(&rt->self->phase, PH_ARRIVED, __ATOMIC_RELEASE);
     cxl_root_publish(rt->r, CXL_ROOT_RECOVERY, rt->self_off);
     /* A full barrier (an RMW, which TSan understands) between publishing
-     * ourselves and looking at the others. */
+     * ourselves and looking at the others: of two hosts starting together,
+     * at least one sees the other. */
     __atomic_exchange_n(&rt->self->phase, PH_ARRIVED, __ATOMIC_SEQ_CST);
-    /* A host already done recovered without us: the pod did not restart as a whole. */
+    bool others_recovering = false;
     for (int h = 0; h < rt->nhosts; h++) {
+        if (h == rt->host) continue;
         struct route_block *b = block_of(rt, h);
-        if (h != rt->host && b && __atomic_load_n(&b->phase, __ATOMIC_ACQUIRE) >= PH_DONE) {
-            pod_err_set(err, "recovery: host %d already recovered and is serving; in pod mode a "
-                        "host cannot rejoin a running pod: stop every host and start them together",
-                        h);
+        uint64_t ph = b ? __atomic_load_n(&b->phase, __ATOMIC_SEQ_CST) : 0;
+        if (history && ph >= PH_DONE) {
+            /* Recovered or serving without us: the pod did not restart as a whole. */
+            pod_err_set(err, "recovery: host %d is already serving; in pod mode a host with log "
+                        "history cannot join a running pod: stop every host and start them "
+                        "together", h);
             cxl_root_publish(rt->r, CXL_ROOT_RECOVERY, CXL_NULL);
             cxl_free(rt->r, CXL_HWCC, rt->self_off);
             free(rt);
             return NULL;
         }
+        others_recovering = others_recovering || recovering_with_history(rt, h);
+    }
+    if (!history && !others_recovering) {
+        /* Nothing to recover here and nobody recovering: serve at once (a host
+         * with history that arrives later finds this and refuses). */
+        __atomic_store_n(&rt->self->phase, PH_SKIPPED, __ATOMIC_SEQ_CST);
+        *skipped = true;
+        free(rt); /* the block stays published */
+        return NULL;
     }
     if (wait_all(rt, PH_ARRIVED, err)) {
         route_end(rt);

@@ -23,12 +23,16 @@
 struct log_host;
 struct route;
 
-/* Publish this host's durable epoch and wait for every host to do the same;
- * *pod_durable = the largest (each is a point every host's log has made
- * durable, so the largest is the committed end). timeout_ms 0: wait forever
+/* Publish this host's durable epoch and whether it has a log history, and
+ * wait for every host to do the same; *pod_durable = the largest (each is a
+ * point every host's log has made durable, so the largest is the committed
+ * end). A host without history that sees no host with history recovering
+ * takes no part: NULL with *skipped (not an error), and it may serve at once
+ * (a host with history that arrives later finds it and refuses to start, as
+ * it does when another host already finished). timeout_ms 0: wait forever
  * (with a message every 5 s). */
-struct route *route_begin(struct log_host *lh, uint64_t local_durable, int timeout_ms,
-                          uint64_t *pod_durable, pod_err *err);
+struct route *route_begin(struct log_host *lh, uint64_t local_durable, bool history,
+                          int timeout_ms, uint64_t *pod_durable, bool *skipped, pod_err *err);
 /* Stage out[h] for every other host h, and wait until every host staged. */
 int route_send(struct route *rt, const struct rec_list out[], pod_err *err);
 /* Deliver every record the other hosts staged for this host. deliver returns

@@ -14,7 +14,8 @@
  *  - a log naming a table the server does not have is refused;
  *  - pod mode (two processes on one region, simulated non-coherent SWcc): the
  *    hosts agree on the larger durable epoch and each record is replayed by
- *    the owner of its partition. */
+ *    the owner of its partition; a host without history does not wait for the
+ *    others, and a host with history that comes after it refuses to start. */
 #include <check.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -469,6 +470,69 @@ START_TEST(test_pod_mode_routing)
 }
 END_TEST
 
+/* Pod mode, a host without history and nobody recovering: it does not wait
+ * for the others (a 2-host config with one host started is usable); a host
+ * with history that comes later refuses to start instead of recovering alone. */
+struct skip_child {
+    const char *region;
+    const char *all_dirs[2];
+    int host;
+    bool want_ok;
+    const char *ready, *release; /* marker files: "recovered", "you may exit" */
+};
+
+static int skip_child(void *arg)
+{
+    struct skip_child *c = arg;
+    struct lf f;
+    lf_open_dirs(&f, 2, c->host, 1, 1, 10, false, c->region, c->all_dirs[c->host], c->all_dirs);
+    struct log_host_options o = lf_log_options(&f, true);
+    pod_err err;
+    struct log_host *lh = log_host_open(&o, &err);
+    if (!lh) return 1;
+    struct log_recovery_stats st;
+    int rc = log_host_recover(lh, &st, &err);
+    int bad = 0;
+    if (c->want_ok && (rc != 0 || st.ran)) {
+        fprintf(stderr, "host %d: rc %d ran %d: %s\n", c->host, rc, st.ran, err.msg);
+        bad = 2;
+    }
+    if (!c->want_ok && (rc == 0 || !strstr(err.msg, "pod"))) {
+        fprintf(stderr, "host %d: rc %d, want a refusal: %s\n", c->host, rc, err.msg);
+        bad = 3;
+    }
+    if (c->ready) { /* stay attached (serving) until told */
+        close(open(c->ready, O_CREAT | O_WRONLY, 0600));
+        for (int i = 0; i < 3000 && access(c->release, F_OK) != 0; i++) usleep(10000);
+    }
+    log_host_free(lh);
+    lf_close(&f);
+    return bad;
+}
+
+START_TEST(test_pod_mode_without_history)
+{
+    char region[POD_PATH_MAX], d0[POD_PATH_MAX], d1[POD_PATH_MAX];
+    tu_unique_shm_path(region, sizeof region, "skip");
+    lf_make_dir(d0, sizeof d0);
+    lf_make_dir(d1, sizeof d1);
+    char ready[POD_PATH_MAX + 16], release[POD_PATH_MAX + 16];
+    snprintf(ready, sizeof ready, "%s/ready", d0);
+    snprintf(release, sizeof release, "%s/release", d0);
+    struct skip_child a = {region, {d0, d1}, 0, true, ready, release};
+    int pa = tu_fork(skip_child, &a);
+    for (int i = 0; i < 2000 && access(ready, F_OK) != 0; i++) usleep(10000);
+    ck_assert_msg(access(ready, F_OK) == 0, "host 0 did not start without waiting");
+    /* host 1 has history */
+    write_durable(d1, 5);
+    struct skip_child b = {region, {d0, d1}, 1, false, NULL, NULL};
+    int rb = tu_wait_child(tu_fork(skip_child, &b), 20000);
+    close(open(release, O_CREAT | O_WRONLY, 0600));
+    ck_assert_int_eq(rb, 0);
+    ck_assert_int_eq(tu_wait_child(pa, 20000), 0);
+}
+END_TEST
+
 static Suite *recovery_suite(void)
 {
     Suite *s = suite_create("recovery");
@@ -483,6 +547,7 @@ static Suite *recovery_suite(void)
     tcase_add_test(tc, test_durable_record_slots);
     tcase_add_test(tc, test_unknown_table_refused);
     tcase_add_test(tc, test_pod_mode_routing);
+    tcase_add_test(tc, test_pod_mode_without_history);
     tcase_set_timeout(tc, 120);
     suite_add_tcase(s, tc);
     return s;
