@@ -10,7 +10,11 @@
  * This repeats for several rounds (different kill points, state carried over),
  * with small checkpoints so that recovery also starts from checkpoints and
  * removes old segments. Finally the pod stops cleanly and poddb-logdump
- * --verify finds no damage (torn tails are allowed, corrupt ones are not). */
+ * --verify finds no damage (torn tails are allowed, corrupt ones are not).
+ *
+ * Each host's client moves money between its own host's accounts. With
+ * PODDB_CRASH_CROSS=1 transfers also go to the other host's accounts: that
+ * needs cross-host transactions (the pod layer) and pod-mode recovery. */
 #include <check.h>
 #include <inttypes.h>
 #include <limits.h>
@@ -38,6 +42,10 @@ struct pod {
     char logdir[NHOSTS][SH_PATH];
     pid_t pid[NHOSTS];
 };
+
+/* PODDB_CRASH_CROSS=1: transfers go to accounts of any host (cross-host
+ * transactions through the pod layer), not only the client's own host's. */
+static bool g_cross;
 
 struct client {
     pthread_t th;
@@ -137,9 +145,10 @@ static void *client_main(void *arg)
             uint64_t r = pod_rand(&cl->rng);
             if (r % 100 < 92) {
                 int64_t from = acct_id(cl->host, pod_rand(&cl->rng) % NACCOUNTS);
-                int64_t to = acct_id(cl->host, (uint64_t)(from / NHOSTS + 1 +
-                                                          pod_rand(&cl->rng) % (NACCOUNTS - 1)) %
-                                                   NACCOUNTS);
+                int to_host = g_cross ? (int)(pod_rand(&cl->rng) % NHOSTS) : cl->host;
+                int64_t to = acct_id(to_host, (uint64_t)(from / NHOSTS + 1 +
+                                                         pod_rand(&cl->rng) % (NACCOUNTS - 1)) %
+                                                  NACCOUNTS);
                 int64_t txid = (int64_t)((((uint64_t)cl->round << 28 | seq++) << 1) | (uint64_t)cl->host);
                 pod_value a[4] = {pod_v_i64(from), pod_v_i64(to),
                                   pod_v_i64(1 + (int64_t)(pod_rand(&cl->rng) % 50)),
@@ -196,71 +205,90 @@ static int cmp_i64(const void *a, const void *b)
     return x < y ? -1 : x > y;
 }
 
-/* Returns the number of transfers present on host h. */
-static size_t verify_host(const struct pod *p, int h, const uint64_t *acked, size_t nacked,
-                          size_t *unacked_present)
+struct state {
+    int64_t balance[NHOSTS][NACCOUNTS];
+    int seen[NHOSTS][NACCOUNTS];
+    struct xfer *xs;
+    size_t nx, cap;
+};
+
+/* Add host h's partitions (bank.dump) to st. */
+static void dump_host(const struct pod *p, int h, struct state *st)
 {
     pod_client *c = connect_to(p->sock[h]);
     pod_value a[1] = {pod_v_i64(h)};
     pod_reply *r = pod_client_call(c, "bank.dump", a, 1);
     ck_assert_msg(r && pod_reply_status(r) == POD_OK, "bank.dump on host %d: %s", h,
                   r ? pod_reply_message(r) : pod_client_error(c));
-    int64_t balance[NACCOUNTS];
-    int seen[NACCOUNTS] = {0};
-    int nrows = pod_reply_nrows(r);
-    struct xfer *xs = calloc((size_t)nrows + 1, sizeof *xs);
-    int64_t *txids = calloc((size_t)nrows + 1, sizeof *txids);
-    size_t nx = 0;
-    for (int i = 0; i < nrows; i++) {
+    for (int i = 0; i < pod_reply_nrows(r); i++) {
         const pod_value *tag = pod_reply_value(r, i, 0);
-        if (!tag) continue; /* an empty result has one empty row */
+        if (!tag) continue;
         int64_t id = pod_reply_value(r, i, 1)->u.i64;
         if (*(const char *)tag->u.bytes == 'T') {
-            xs[nx] = (struct xfer){id, pod_reply_value(r, i, 2)->u.i64,
-                                   pod_reply_value(r, i, 3)->u.i64, pod_reply_value(r, i, 4)->u.i64};
-            txids[nx++] = id;
+            if (st->nx == st->cap) {
+                st->cap = st->cap ? 2 * st->cap : 4096;
+                st->xs = realloc(st->xs, st->cap * sizeof *st->xs);
+            }
+            st->xs[st->nx++] = (struct xfer){id, pod_reply_value(r, i, 2)->u.i64,
+                                             pod_reply_value(r, i, 3)->u.i64,
+                                             pod_reply_value(r, i, 4)->u.i64};
             continue;
         }
         ck_assert_msg(id >= 0 && id % NHOSTS == h && id / NHOSTS < NACCOUNTS,
                       "host %d: unexpected account %" PRId64, h, id);
-        int k = (int)(id / NHOSTS);
-        seen[k]++;
-        balance[k] = pod_reply_value(r, i, 2)->u.i64;
+        st->seen[h][id / NHOSTS]++;
+        st->balance[h][id / NHOSTS] = pod_reply_value(r, i, 2)->u.i64;
     }
     pod_reply_free(r);
     pod_client_close(c);
-    /* every account exactly once (in accounts or parking) */
-    for (int k = 0; k < NACCOUNTS; k++)
-        ck_assert_msg(seen[k] == 1, "host %d: account %" PRId64 " appears %d times (accounts + "
-                      "parking): a park/unpark was half-applied", h, acct_id(h, (uint64_t)k), seen[k]);
-    /* balances = initial + the transfers present */
-    int64_t want[NACCOUNTS], total = 0;
-    for (int k = 0; k < NACCOUNTS; k++) want[k] = INITIAL;
-    for (size_t i = 0; i < nx; i++) {
-        want[xs[i].from / NHOSTS] -= xs[i].amount;
-        want[xs[i].to / NHOSTS] += xs[i].amount;
+}
+
+/* Check the recovered pod: every account once, balances = initial + the
+ * transfers present, the total, and every acknowledged transfer present.
+ * Returns the transfers present; *unacked: those present without an ack. */
+static size_t verify_pod(const struct pod *p, uint64_t *const acked[], const size_t nacked[],
+                         size_t *unacked)
+{
+    struct state st;
+    memset(&st, 0, sizeof st);
+    for (int h = 0; h < NHOSTS; h++) dump_host(p, h, &st);
+    int64_t want[NHOSTS][NACCOUNTS], total = 0;
+    for (int h = 0; h < NHOSTS; h++)
+        for (int k = 0; k < NACCOUNTS; k++) {
+            ck_assert_msg(st.seen[h][k] == 1, "account %" PRId64 " appears %d times (accounts + "
+                          "parking): a park/unpark was half-applied", acct_id(h, (uint64_t)k),
+                          st.seen[h][k]);
+            want[h][k] = INITIAL;
+        }
+    for (size_t i = 0; i < st.nx; i++) {
+        want[st.xs[i].from % NHOSTS][st.xs[i].from / NHOSTS] -= st.xs[i].amount;
+        want[st.xs[i].to % NHOSTS][st.xs[i].to / NHOSTS] += st.xs[i].amount;
     }
-    for (int k = 0; k < NACCOUNTS; k++) {
-        ck_assert_msg(balance[k] == want[k], "host %d: account %" PRId64 " has %" PRId64
-                      " but its transfers say %" PRId64 ": a transfer was half-applied", h,
-                      acct_id(h, (uint64_t)k), balance[k], want[k]);
-        total += balance[k];
-    }
-    ck_assert_msg(total == (int64_t)NACCOUNTS * INITIAL, "host %d: total %" PRId64 " != %d", h,
-                  total, NACCOUNTS * INITIAL);
-    /* every acknowledged transfer is there */
-    qsort(txids, nx, sizeof *txids, cmp_i64);
+    for (int h = 0; h < NHOSTS; h++)
+        for (int k = 0; k < NACCOUNTS; k++) {
+            ck_assert_msg(st.balance[h][k] == want[h][k], "account %" PRId64 " has %" PRId64
+                          " but its transfers say %" PRId64 ": a transfer was half-applied",
+                          acct_id(h, (uint64_t)k), st.balance[h][k], want[h][k]);
+            total += st.balance[h][k];
+        }
+    ck_assert_msg(total == (int64_t)NHOSTS * NACCOUNTS * INITIAL, "total %" PRId64 " != %d",
+                  total, NHOSTS * NACCOUNTS * INITIAL);
+    int64_t *txids = malloc((st.nx + 1) * sizeof *txids);
+    for (size_t i = 0; i < st.nx; i++) txids[i] = st.xs[i].txid;
+    qsort(txids, st.nx, sizeof *txids, cmp_i64);
     size_t found = 0;
-    for (size_t i = 0; i < nacked; i++) {
-        int64_t t = (int64_t)acked[i];
-        ck_assert_msg(bsearch(&t, txids, nx, sizeof *txids, cmp_i64) != NULL,
-                      "host %d: acknowledged transfer %" PRId64 " is missing after recovery", h, t);
-        found++;
-    }
-    *unacked_present = nx - found;
-    free(xs);
+    for (int h = 0; h < NHOSTS; h++)
+        for (size_t i = 0; i < nacked[h]; i++) {
+            int64_t t = (int64_t)acked[h][i];
+            ck_assert_msg(bsearch(&t, txids, st.nx, sizeof *txids, cmp_i64) != NULL,
+                          "acknowledged transfer %" PRId64 " (host %d) is missing after recovery",
+                          t, h);
+            found++;
+        }
+    *unacked = st.nx - found;
     free(txids);
-    return nx;
+    free(st.xs);
+    return st.nx;
 }
 
 static void sh_dump_log_path(const char *path, const char *why)
@@ -314,13 +342,10 @@ START_TEST(crash_and_recover)
                 pod_client_close(c);
             }
         } else {
-            for (int h = 0; h < NHOSTS; h++) {
-                size_t extra = 0;
-                size_t present = verify_host(&p, h, acked[h], nacked[h], &extra);
-                fprintf(stderr, "round %d, host %d: %zu transfers present, all %zu acknowledged "
-                        "ones among them (%zu committed without a reply), balances consistent\n",
-                        round, h, present, nacked[h], extra);
-            }
+            size_t extra = 0, present = verify_pod(&p, acked, nacked, &extra);
+            fprintf(stderr, "round %d: %zu transfers present, all %zu acknowledged ones among "
+                    "them (%zu committed without a reply), balances consistent\n", round,
+                    present, nacked[0] + nacked[1], extra);
         }
         /* run the workload and kill both servers at a random moment */
         struct client cl[NHOSTS];
@@ -353,10 +378,8 @@ START_TEST(crash_and_recover)
     ck_assert_msg(total_acked > 0, "no transfer was ever acknowledged: the test proved nothing");
     /* the last recovery, then a clean stop, and the logs verify */
     start_pod(&p);
-    for (int h = 0; h < NHOSTS; h++) {
-        size_t extra = 0;
-        verify_host(&p, h, acked[h], nacked[h], &extra);
-    }
+    size_t extra = 0;
+    verify_pod(&p, acked, nacked, &extra);
     for (int h = 0; h < NHOSTS; h++) kill(p.pid[h], SIGTERM);
     for (int h = 0; h < NHOSTS; h++) {
         int st = sh_wait_exit(p.pid[h], 20000);
@@ -388,6 +411,7 @@ static Suite *crash_suite(void)
 int main(void)
 {
     sh_init();
+    g_cross = getenv("PODDB_CRASH_CROSS") && atoi(getenv("PODDB_CRASH_CROSS"));
     SRunner *sr = srunner_create(crash_suite());
     srunner_run_all(sr, CK_NORMAL);
     int failed = srunner_ntests_failed(sr);
