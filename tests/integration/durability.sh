@@ -4,9 +4,24 @@
 # log, a clean stop leaves a verifiable log, and a damaged durable-epoch record
 # stops the server with a clear message rather than a guess.
 source tests/lib.sh
-conf=$(make_conf)
+# One host: in a pod of several, a host with log history waits for the others
+# to recover together (pod mode).
+conf=$TMP/pod.yaml
+logdir=$TMP/pod/log-0
+cat >"$conf" <<EOF
+region: {path: /dev/shm/$TEST_TAG-region, kind: shm, size: 512MiB, hwcc_budget: 16MiB}
+hosts:
+  - workers: 1
+    loggers: 1
+    socket: $TMP/pod-0.sock
+    log_dir: $TMP/pod/log-0
+tables:
+  - {name: kv, key_size: 64, value_size: 1024}
+engine:
+  epoch_ms: 10
+  reply_before_durable: false
+EOF
 CLI="$BIN/poddb-cli"
-logdir=$(grep -m1 'log_dir:' "$conf" | awk '{print $2}' | sed 's/{host}/0/')
 on_exit "$BIN/poddb-region destroy --conf $conf --force"
 
 start() {
