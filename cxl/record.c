@@ -113,6 +113,27 @@ bool rec_release_write(cxl_record *rec)
     return true;
 }
 
+bool rec_downgrade(cxl_record *rec)
+{
+    cxl_record old = __atomic_load_n(rec, __ATOMIC_RELAXED);
+    do {
+        if (!(old & REC_LOCK_W)) return false;
+    } while (!__atomic_compare_exchange_n(rec, &old, (old & ~REC_LOCK_W) + REC_LOCK_R_ONE, true,
+                                          __ATOMIC_RELEASE, __ATOMIC_RELAXED));
+    return true;
+}
+
+bool rec_init_lock(cxl_record *rec, bool write, unsigned readers)
+{
+    if (readers > (REC_LOCK_R_MASK >> REC_LOCK_R_SHIFT)) return false;
+    uint64_t lock = write ? REC_LOCK_W : (uint64_t)readers << REC_LOCK_R_SHIFT;
+    cxl_record old = __atomic_load_n(rec, __ATOMIC_RELAXED);
+    while (!__atomic_compare_exchange_n(rec, &old, (old & ~REC_LOCK_MASK) | lock, true,
+                                        __ATOMIC_RELEASE, __ATOMIC_RELAXED)) {
+    }
+    return true;
+}
+
 /* ---- flags and row offset ------------------------------------------------- */
 
 bool rec_flag_set(cxl_record *rec, uint64_t flag)

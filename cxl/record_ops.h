@@ -74,6 +74,13 @@ bool rec_try_upgrade(cxl_record *rec);
 bool rec_release_read(cxl_record *rec);
 bool rec_release_write(cxl_record *rec);
 
+/* Write lock -> read lock (the caller holds the write lock). False, nothing
+ * changed, if the write lock was not held. */
+bool rec_downgrade(cxl_record *rec);
+/* Give a record nobody else can reach yet (not published) the lock state
+ * write (exclusive) or `readers` shared holders; false if readers > 127. */
+bool rec_init_lock(cxl_record *rec, bool write, unsigned readers);
+
 /* ---- flags and row offset -------------------------------------------------- */
 
 /* Set / clear flag bits (REC_HAS_NEXT, REC_DIRTY, REC_CLOCK; other bits of flag

@@ -20,10 +20,14 @@ static const char usage[] =
     "            host table (--json: the same as one JSON object)\n"
     "  destroy   remove the region's backing file (a devdax device: wipe its\n"
     "            superblock); refused while hosts are alive unless --force\n"
+    "  config    print the parsed config's region (path, kind, size, HWcc budget,\n"
+    "            NUMA node) and hosts (workers, loggers, CPUs, socket, log dir, TCP\n"
+    "            port) without opening the region (--json: one JSON object; this is\n"
+    "            what tools/pod reads)\n"
     "\n"
     "Options:\n"
     "  -c, --conf FILE   the pod's YAML config (required)\n"
-    "  -j, --json        inspect: print one JSON object\n"
+    "  -j, --json        inspect, config: print one JSON object\n"
     "  -f, --force       format/destroy even when hosts look alive\n"
     "  -h, --help        this text\n";
 
@@ -159,6 +163,68 @@ static void inspect_text(const struct cxl_region *r, const struct pod_config *c)
     }
 }
 
+/* The parsed configuration as tools/pod needs it. Hosts are numbered from 0;
+ * "cpus" is the expanded CPU list (empty: the host is not pinned). */
+static void config_json(const struct pod_config *c)
+{
+    struct json_writer w;
+    json_init(&w, stdout);
+    json_obj_begin(&w);
+    json_kv_str(&w, "source", c->source);
+    json_key(&w, "region");
+    json_obj_begin(&w);
+    json_kv_str(&w, "path", c->region.path);
+    json_kv_str(&w, "kind", pod_region_kind_name(c->region.kind));
+    json_kv_u64(&w, "size", c->region.size);
+    json_kv_u64(&w, "hwcc_budget", c->region.hwcc_budget);
+    json_kv_i64(&w, "numa_node", c->region.numa_node); /* -1: no binding */
+    json_kv_bool(&w, "simulate_noncoherent", c->region.simulate_noncoherent);
+    json_obj_end(&w);
+    json_key(&w, "hosts");
+    json_arr_begin(&w);
+    for (int h = 0; h < c->nhosts; h++) {
+        const struct pod_host_conf *hc = &c->hosts[h];
+        json_obj_begin(&w);
+        json_kv_i64(&w, "id", h);
+        json_kv_i64(&w, "workers", hc->workers);
+        json_kv_i64(&w, "loggers", hc->loggers);
+        json_kv_str(&w, "cpu_list", hc->cpu_list);
+        json_key(&w, "cpus");
+        json_arr_begin(&w);
+        for (int i = 0; i < hc->ncpus; i++) json_i64(&w, hc->cpus[i]);
+        json_arr_end(&w);
+        json_kv_str(&w, "socket", hc->socket_path);
+        json_kv_str(&w, "log_dir", hc->log_dir);
+        json_kv_i64(&w, "tcp_port", hc->tcp_port); /* 0: none */
+        json_obj_end(&w);
+    }
+    json_arr_end(&w);
+    json_obj_end(&w);
+    fputc('\n', stdout);
+}
+
+static void config_text(const struct pod_config *c)
+{
+    char size[32], budget[32], node[16];
+    human_bytes(c->region.size, size, sizeof size);
+    human_bytes(c->region.hwcc_budget, budget, sizeof budget);
+    if (c->region.numa_node < 0) snprintf(node, sizeof node, "none");
+    else snprintf(node, sizeof node, "%d", c->region.numa_node);
+    printf("region  %s (%s, %s, HWcc budget %s, NUMA node %s%s)\n", c->region.path,
+           pod_region_kind_name(c->region.kind), size, budget, node,
+           c->region.simulate_noncoherent ? ", simulated non-coherent SWcc" : "");
+    printf("\n  %-4s %7s %7s  %-12s %-6s %-32s %s\n", "host", "workers", "loggers", "cpus", "tcp",
+           "socket", "log_dir");
+    for (int h = 0; h < c->nhosts; h++) {
+        const struct pod_host_conf *hc = &c->hosts[h];
+        char tcp[16];
+        if (hc->tcp_port) snprintf(tcp, sizeof tcp, "%d", hc->tcp_port);
+        else snprintf(tcp, sizeof tcp, "-");
+        printf("  %-4d %7d %7d  %-12s %-6s %-32s %s\n", h, hc->workers, hc->loggers,
+               hc->ncpus ? hc->cpu_list : "unpinned", tcp, hc->socket_path, hc->log_dir);
+    }
+}
+
 int main(int argc, char **argv)
 {
     pod_log_set_role("poddb-region");
@@ -192,8 +258,10 @@ int main(int argc, char **argv)
         fprintf(stderr, "poddb-region: unexpected argument '%s'\n", argv[optind + 1]);
         return 2;
     }
-    if (strcmp(cmd, "format") && strcmp(cmd, "inspect") && strcmp(cmd, "destroy")) {
-        fprintf(stderr, "poddb-region: unknown command '%s' (format, inspect, destroy)\n", cmd);
+    if (strcmp(cmd, "format") && strcmp(cmd, "inspect") && strcmp(cmd, "destroy") &&
+        strcmp(cmd, "config")) {
+        fprintf(stderr, "poddb-region: unknown command '%s' (format, inspect, destroy, config)\n",
+                cmd);
         return 2;
     }
     if (!conf) {
@@ -208,7 +276,10 @@ int main(int argc, char **argv)
         return 1;
     }
     int rc = 0;
-    if (strcmp(cmd, "destroy") == 0) {
+    if (strcmp(cmd, "config") == 0) {
+        if (json) config_json(c);
+        else config_text(c);
+    } else if (strcmp(cmd, "destroy") == 0) {
         if (cxl_region_destroy(c, force, &err)) {
             fprintf(stderr, "poddb-region: %s\n", err.msg);
             rc = 1;

@@ -15,7 +15,7 @@
 const char *pod_abort_cause_name(enum pod_abort_cause c)
 {
     static const char *const names[POD_CAUSE_COUNT] = {"read_lock", "write_lock", "upgrade",
-                                                       "next_key"};
+                                                       "next_key", "remote_busy", "hwcc_full"};
     return (unsigned)c < POD_CAUSE_COUNT ? names[c] : "unknown";
 }
 
@@ -184,14 +184,14 @@ void pod_db_proc_stats(const pod_db *db, int proc, struct pod_proc_stats *out)
 
 void pod_db_print_stats(const pod_db *db, FILE *out)
 {
-    fprintf(out, "%-24s %10s %8s %7s %10s %10s %10s %8s %8s %7s\n", "procedure", "commits",
-            "aborts", "errors", "conflicts", "read_lock", "write_lock", "upgrade", "next_key",
-            "gave_up");
+    fprintf(out, "%-24s %10s %8s %7s %10s %10s %10s %8s %8s %11s %9s %7s\n", "procedure",
+            "commits", "aborts", "errors", "conflicts", "read_lock", "write_lock", "upgrade",
+            "next_key", "remote_busy", "hwcc_full", "gave_up");
     for (uint32_t p = 0; p < db->nprocs; p++) {
         struct pod_proc_stats s;
         pod_db_proc_stats(db, (int)p, &s);
         if (!s.commits && !s.user_aborts && !s.errors && !s.conflicts) continue;
-        fprintf(out, "%-24s %10llu %8llu %7llu %10llu %10llu %10llu %8llu %8llu %7llu\n",
+        fprintf(out, "%-24s %10llu %8llu %7llu %10llu %10llu %10llu %8llu %8llu %11llu %9llu %7llu\n",
                 db->procs[p].name, (unsigned long long)s.commits,
                 (unsigned long long)s.user_aborts, (unsigned long long)s.errors,
                 (unsigned long long)s.conflicts,
@@ -199,6 +199,8 @@ void pod_db_print_stats(const pod_db *db, FILE *out)
                 (unsigned long long)s.by_cause[POD_CAUSE_WRITE_LOCK],
                 (unsigned long long)s.by_cause[POD_CAUSE_UPGRADE],
                 (unsigned long long)s.by_cause[POD_CAUSE_NEXT_KEY],
+                (unsigned long long)s.by_cause[POD_CAUSE_REMOTE_BUSY],
+                (unsigned long long)s.by_cause[POD_CAUSE_HWCC_FULL],
                 (unsigned long long)s.gave_up);
     }
 }

@@ -19,6 +19,8 @@ enum pod_abort_cause {
     POD_CAUSE_WRITE_LOCK,    /* an exclusive lock was denied */
     POD_CAUSE_UPGRADE,       /* shared -> exclusive denied: other readers */
     POD_CAUSE_NEXT_KEY,      /* a next-key (gap) lock was denied */
+    POD_CAUSE_REMOTE_BUSY,   /* the owner host could not move a tuple now (it was locked) */
+    POD_CAUSE_HWCC_FULL,     /* the owner host's HWcc memory was full */
     POD_CAUSE_COUNT
 };
 const char *pod_abort_cause_name(enum pod_abort_cause c);
@@ -56,6 +58,7 @@ struct pod_db {
     struct pod_worker *admin;  /* for setup code outside the workers */
     struct pod_worker **workers;
     int nrunning;
+    struct pod_host *pod;      /* in a pod of several hosts (src/pod/pod.h), else NULL */
 };
 
 pod_db *pod_db_new(const struct pod_db_options *o, char *err, size_t errlen);

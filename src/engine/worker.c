@@ -5,7 +5,8 @@
 #include <time.h>
 
 #include "cxl/numa.h"
-#include "log/txlog.h" /* logging hook */
+#include "log/txlog.h"
+#include "pod/pod.h"
 #include "txn/txn.h"
 #include "util/log.h"
 #include "util/clock.h"
@@ -73,6 +74,8 @@ int pod_call(struct pod_worker *w, int proc, const pod_args *args, pod_result *r
     struct pod_worker *prev = tls_worker;
     tls_worker = w;
     for (int attempt = 0;; attempt++) {
+        /* Between transactions: other hosts' requests, and move-out. */
+        if (db->pod) pod_between(w);
         txn_begin(w->tx);
         pod_result_clear(res);
         rc = p->fn(w->tx, args, res, p->ctx);
@@ -118,7 +121,7 @@ static void *worker_main(void *arg)
         if (cxl_pin_thread(&w->cpu, 1, &perr)) pod_warn("worker %d: %s; not pinned", w->id, perr.msg);
     }
     w->body(w, w->arg);
-    log_worker_idle_hook(w->db, w->id); /* logging hook: no more commits from this thread */
+    log_worker_idle_hook(w->db, w->id); /* no more commits from this thread */
     tls_worker = NULL;
     return NULL;
 }

@@ -6,10 +6,10 @@
  *   root slot CXL_ROOT_INDEX_DIR -> directory block
  *     directory block (512 B): magic, next block, 31 entries {id, header}
  *       id = table_id << 32 | part; header = offset of the index header
- *     index header (128 B): magic, owner, table id, partition and the
- *       bt_header (root ref, key width, node size) on the first cache line,
- *       which readers touch; on the second, the owner's live-node counter
- *       and writer lock word
+ *     index header (128 B): magic, owner, table id, partition, the
+ *       partition's sentinel record and the bt_header (root ref, key width,
+ *       node size) on the first cache line, which readers touch; on the
+ *       second, the owner's key and live-node counters and writer lock word
  *     nodes: bt nodes of node_size bytes from xebr_alloc_hwcc
  *
  * The directory is append-only: an entry is written (id, then a release store
@@ -69,9 +69,10 @@ struct index_hdr {
     uint32_t reserved0;
     uint32_t table_id;
     uint32_t part;
-    uint64_t reserved1;
+    cxl_off sentinel; /* the partition's sentinel record (release/acquire; 0: none yet) */
     bt_header bt; /* bytes 32..87: the root ref at 40 */
-    uint64_t reserved2[3];
+    uint64_t nkeys; /* entries (owner writes, anyone may read) */
+    uint64_t reserved2[2];
     /* Second line, owner process only (atomics): */
     uint64_t live_nodes; /* allocated - retired */
     uint64_t wlock;      /* writers add 2 while writing; compaction sets bit 0 and
@@ -492,6 +493,8 @@ static bt_status do_write(const struct cxl_index *ix, int worker, enum write_op 
     default: st = bt_remove(&ix->t, key, old); break;
     }
     tls_write = saved;
+    if (st == BT_OK && (op == W_INSERT || op == W_REMOVE || (op == W_UPSERT && !*replaced)))
+        __atomic_fetch_add(&ix->h->nkeys, op == W_REMOVE ? (uint64_t)-1 : 1, __ATOMIC_RELAXED);
     xebr_exit(ix->x, worker);
     writer_exit(ix->h);
     return st;
@@ -505,7 +508,8 @@ bt_status cxl_index_insert(const struct cxl_index *ix, int worker, const void *k
 bt_status cxl_index_upsert(const struct cxl_index *ix, int worker, const void *key, uint64_t value,
                            bool *replaced)
 {
-    return do_write(ix, worker, W_UPSERT, key, value, replaced, NULL);
+    bool r;
+    return do_write(ix, worker, W_UPSERT, key, value, replaced ? replaced : &r, NULL);
 }
 
 bt_status cxl_index_remove(const struct cxl_index *ix, int worker, const void *key,
@@ -571,7 +575,49 @@ bt_status cxl_index_compact(const struct cxl_index *ix, int worker)
     return st;
 }
 
+/* ---- sentinel ------------------------------------------------------------------------------- */
+
+void cxl_index_set_sentinel(const struct cxl_index *ix, cxl_off rec)
+{
+    if (ix->writable) __atomic_store_n(&ix->h->sentinel, rec, __ATOMIC_RELEASE);
+}
+
+cxl_off cxl_index_sentinel(const struct cxl_index *ix)
+{
+    return __atomic_load_n(&ix->h->sentinel, __ATOMIC_ACQUIRE);
+}
+
 /* ---- accounting -------------------------------------------------------------------------- */
+
+uint64_t cxl_index_nkeys(const struct cxl_index *ix)
+{
+    return __atomic_load_n(&ix->h->nkeys, __ATOMIC_RELAXED);
+}
+
+int cxl_index_host_usage(const struct cxl_region *r, int host, struct cxl_index_usage *out)
+{
+    memset(out, 0, sizeof *out);
+    if (host < 0 || (uint32_t)host >= r->sb->nhosts) return -1;
+    cxl_off boff = cxl_root_get(r, host, CXL_ROOT_INDEX_DIR);
+    while (boff != CXL_NULL) {
+        struct dir_block *b = cxl_ptr(r, boff);
+        if (__atomic_load_n(&b->magic, __ATOMIC_RELAXED) != DIR_MAGIC) return -1;
+        for (unsigned i = 0; i < DIR_ENTRIES; i++) {
+            cxl_off hoff = __atomic_load_n(&b->e[i].hdr, __ATOMIC_ACQUIRE);
+            if (hoff == CXL_NULL) return 0;
+            const struct index_hdr *h = cxl_ptr(r, hoff);
+            if (__atomic_load_n(&h->magic, __ATOMIC_ACQUIRE) != HDR_MAGIC) return -1;
+            out->indexes++;
+            out->keys += __atomic_load_n(&h->nkeys, __ATOMIC_RELAXED);
+            out->hwcc_bytes += mi_good_size(sizeof(struct index_hdr)) +
+                               __atomic_load_n(&h->live_nodes, __ATOMIC_RELAXED) *
+                                   mi_good_size(h->bt.node_size);
+        }
+        boff = __atomic_load_n(&b->next, __ATOMIC_ACQUIRE);
+    }
+    return 0;
+}
+
 
 uint64_t cxl_index_hwcc_bytes(const struct cxl_index *ix)
 {

@@ -102,6 +102,22 @@ bt_status cxl_index_remove(const struct cxl_index *ix, int worker, const void *k
  * if that runs out, the index unchanged. */
 bt_status cxl_index_compact(const struct cxl_index *ix, int worker);
 
+/* The partition's sentinel record (next-key locking past the last key; see
+ * src/pod/pod.h): set once by the owner after create; 0 until then. */
+void cxl_index_set_sentinel(const struct cxl_index *ix, cxl_off rec);
+cxl_off cxl_index_sentinel(const struct cxl_index *ix);
+
+/* Entries in the index now (a counter the owner keeps; any host may read). */
+uint64_t cxl_index_nkeys(const struct cxl_index *ix);
+
+/* Totals over every index of host's directory, from the shared counters: no
+ * critical section needed, so observers (poddb-region inspect) may call it.
+ * -1 if the directory looks damaged. */
+struct cxl_index_usage {
+    uint64_t indexes, keys, hwcc_bytes;
+};
+int cxl_index_host_usage(const struct cxl_region *r, int host, struct cxl_index_usage *out);
+
 /* HWcc bytes the index holds now, as the allocator charges them (mimalloc
  * size classes): its header plus its live nodes (retired nodes waiting for
  * EBR are counted by xebr_get_stats instead). O(1): read from counters the

@@ -1,6 +1,8 @@
 /* Administrative procedures: sys.ping, sys.stats, sys.config, sys.procs,
  * sys.tables (docs/procedures.md). They read server and engine state; none
  * touches a table. */
+#include "pod/cxl_index.h"
+#include "pod/pod.h"
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
@@ -199,6 +201,44 @@ static int sys_tables(pod_txn *tx, const pod_args *a, pod_result *res, void *ctx
     return POD_OK;
 }
 
+/* sys.pod -> rows [name, value] of this host's pod counters (data movement,
+ * messages, HWcc use). Empty outside a pod of several hosts. */
+static int sys_pod(pod_txn *tx, const pod_args *a, pod_result *res, void *ctx)
+{
+    (void)a;
+    (void)ctx;
+    pod_db *db = pod_txn_db(tx);
+    if (!db->pod) return POD_OK;
+    struct pod_host_stats st;
+    pod_host_get_stats(db->pod, &st);
+    struct cxl_region *r = pod_host_region(db->pod);
+    struct cxl_usage u;
+    cxl_usage_get(r, r->host, CXL_HWCC, &u);
+    struct cxl_index_usage iu;
+    cxl_index_host_usage(r, r->host, &iu);
+    int row = 0;
+    kv_row(res, &row, "moved_in", "%llu", (unsigned long long)st.moved_in);
+    kv_row(res, &row, "moved_out", "%llu", (unsigned long long)st.moved_out);
+    kv_row(res, &row, "resident", "%llu", (unsigned long long)iu.keys);
+    kv_row(res, &row, "msgs_sent", "%llu", (unsigned long long)st.msgs_sent);
+    kv_row(res, &row, "msgs_served", "%llu", (unsigned long long)st.msgs_served);
+    kv_row(res, &row, "waits", "%llu", (unsigned long long)st.waits);
+    kv_row(res, &row, "wait_us_avg", "%.1f",
+           st.waits ? (double)st.wait_ns / 1e3 / (double)st.waits : 0.0);
+    kv_row(res, &row, "remote_reads", "%llu", (unsigned long long)st.remote_reads);
+    kv_row(res, &row, "remote_writes", "%llu", (unsigned long long)st.remote_writes);
+    kv_row(res, &row, "busy_replies", "%llu", (unsigned long long)st.busy_replies);
+    kv_row(res, &row, "nomem_replies", "%llu", (unsigned long long)st.nomem_replies);
+    kv_row(res, &row, "moveout_runs", "%llu", (unsigned long long)st.moveout_runs);
+    kv_row(res, &row, "compactions", "%llu", (unsigned long long)st.compactions);
+    kv_row(res, &row, "hwcc_used", "%llu", (unsigned long long)u.used);
+    kv_row(res, &row, "hwcc_quota", "%llu", (unsigned long long)u.quota);
+    kv_row(res, &row, "hwcc_index_bytes", "%llu", (unsigned long long)iu.hwcc_bytes);
+    kv_row(res, &row, "hwcc_record_bytes", "%llu",
+           (unsigned long long)(iu.keys * sizeof(cxl_record)));
+    return POD_OK;
+}
+
 int pod_builtin_sys_init(pod_db *db, char *err, size_t errlen)
 {
     const pod_proc_def defs[] = {
@@ -208,6 +248,7 @@ int pod_builtin_sys_init(pod_db *db, char *err, size_t errlen)
         {"sys.procs", sys_procs, NULL, 0, NULL, true},
         {"sys.tables", sys_tables, NULL, 0, NULL, true},
         {"sys.log", sys_log, NULL, 0, NULL, true},
+        {"sys.pod", sys_pod, NULL, 0, NULL, true},
     };
     for (size_t i = 0; i < sizeof defs / sizeof defs[0]; i++)
         if (pod_proc_register(db, &defs[i], err, errlen) < 0) return -1;

@@ -52,6 +52,7 @@
 #include "log/log.h"
 #include "log/txlog.h"
 #include "net/proto.h"
+#include "pod/pod.h"
 #include "util/log.h"
 #include "util/clock.h"
 #include "util/cpu.h"
@@ -124,6 +125,7 @@ struct pod_server {
     bool hold_replies;          /* the host logs and replies wait for durability */
     struct held_queue *held;    /* [workers] */
     int durable_fd;             /* eventfd rung by the epoch thread */
+    struct pod_host *pod;       /* NULL in a pod of one host */
     int epfd, evfd, sigfd, unix_fd, tcp_fd;
     char unix_path[sizeof(((struct sockaddr_un *)0)->sun_path)];
     struct conn *conns;
@@ -444,21 +446,43 @@ static void enqueue(struct pod_server *s, struct request *r)
     pthread_mutex_unlock(&s->q_lock);
 }
 
-/* Take up to max queued calls (waiting while there are none). 0 = stop. */
+/* Take up to max queued calls (waiting while there are none). 0 = stop.
+ * In a pod an idle worker keeps serving its host's inbox: it sleeps at most
+ * IDLE_POLL_US at a time, so another host's request waits about that long
+ * for an idle host (a busy one serves it between transactions). */
+#define IDLE_POLL_US 50
 static int dequeue_batch(struct pod_server *s, struct pod_worker *w, struct request **out, int max)
 {
+    bool pod = s->db->pod != NULL;
     /* Spin briefly before sleeping: a call arriving within ~20 us is taken
      * without a futex wake-up (the common case under load). */
-    for (int i = 0; i < 2000 && !__atomic_load_n(&s->q_head, __ATOMIC_ACQUIRE); i++)
+    for (int i = 0; i < 2000 && !__atomic_load_n(&s->q_head, __ATOMIC_ACQUIRE); i++) {
+        if (pod && (i & 63) == 0) pod_serve(w, 16);
         pod_cpu_relax();
+    }
     pthread_mutex_lock(&s->q_lock);
     while (!s->q_head && !s->q_stop) {
         /* About to sleep: hand the log buffer over and publish idle, or the
          * durable epoch (and the replies held for it, maybe our own) would
          * wait for this worker's next commit. Here, under the queue lock,
-         * every time: another worker may have taken the call we saw. */
+         * every time: another worker may have taken the call we saw, and
+         * serving the inbox may have committed. */
         log_worker_idle_hook(s->db, w->id);
-        pthread_cond_wait(&s->q_cond, &s->q_lock);
+        if (!pod) {
+            pthread_cond_wait(&s->q_cond, &s->q_lock);
+            continue;
+        }
+        struct timespec ts;
+        clock_gettime(CLOCK_REALTIME, &ts);
+        ts.tv_nsec += IDLE_POLL_US * 1000;
+        if (ts.tv_nsec >= 1000000000) {
+            ts.tv_sec++;
+            ts.tv_nsec -= 1000000000;
+        }
+        pthread_cond_timedwait(&s->q_cond, &s->q_lock, &ts);
+        pthread_mutex_unlock(&s->q_lock);
+        pod_between(w);
+        pthread_mutex_lock(&s->q_lock);
     }
     int n = 0;
     while (s->q_head && n < max) {
@@ -845,6 +869,9 @@ static int build_db(struct pod_server *s, pod_err *err)
         pod_err_set(err, "%s", msg);
         return -1;
     }
+    /* Every table exists: join the pod (other hosts reach our partitions
+     * through CXL memory from now on). */
+    if (c->nhosts > 1 && !(s->pod = pod_host_attach(s->db, s->region, c, err))) return -1;
     return 0;
 }
 
@@ -969,7 +996,7 @@ static int start_log(struct pod_server *s, pod_err *err)
     const struct pod_config *c = s->conf;
     const struct pod_host_conf *hc = &c->hosts[s->host];
     struct log_host_options lo = {.conf = c, .host = s->host, .region = s->region, .db = s->db,
-                                  .pod_mode = false, /* until the pod layer lands (issue 4) */
+                                  .pod_mode = s->db->pod != NULL,
                                   .checkpoint_after = c->engine.checkpoint_after,
                                   .cpus = hc->cpus, .ncpus = hc->ncpus};
     if (!(s->log = log_host_open(&lo, err))) return -1;
@@ -1105,6 +1132,7 @@ out:
     if (s->held)
         for (int i = 0; i < c->hosts[host].workers; i++) pthread_mutex_destroy(&s->held[i].lock);
     free(s->held);
+    if (s->pod) pod_host_detach(s->pod);
     if (s->db) pod_db_free(s->db);
     if (s->region) cxl_region_close(s->region);
     if (!rc) pod_info("stopped cleanly");

@@ -12,6 +12,7 @@ struct pod_partition {
     bt_tree tree;
     struct pod_row *sentinel; /* never in the tree; locked for gaps at the end */
     uint32_t owner;           /* host that owns the partition */
+    struct pod_part_cxl *cxl; /* in a pod: the partition's CXL side (src/pod/pod.h) */
 };
 
 struct pod_table {

@@ -31,31 +31,14 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cxl/record_ops.h"
 #include "engine/worker.h"
-#include "log/txlog.h" /* logging hook */
+#include "log/txlog.h"
+#include "pod/pod_int.h"
+#include "pod/rowlock.h"
 #include "txn/ebr.h"
 #include "txn/lock.h"
-
-enum {
-    HELD_NONE = 0,
-    HELD_READ = 1,
-    HELD_WRITE = 2,
-};
-
-enum {
-    ACC_INSERTED = 1 << 0, /* this transaction created the row */
-    ACC_UPDATED = 1 << 1,  /* undo holds the before-image */
-    ACC_DELETED = 1 << 2,
-};
-
-struct access {
-    struct pod_row *row;
-    pod_table *table;
-    uint32_t part;
-    uint8_t held;
-    uint8_t flags;
-    void *undo;
-};
+#include "txn/txn_int.h"
 
 /* Before-images live in chunks that are reused from one attempt to the next;
  * pointers into them stay valid for the whole attempt. */
@@ -65,25 +48,11 @@ struct undo_chunk {
     _Alignas(16) unsigned char data[];
 };
 
-struct pod_txn {
-    pod_db *db;
-    struct pod_worker *w;
-    struct access *acc;
-    uint32_t nacc, cap;
-    /* Open-addressing index row -> access, built once a transaction has more
-     * than LINEAR_MAX accesses (small ones search linearly: faster). */
-    uint32_t *hidx;
-    uint32_t hcap;          /* a power of two, or 0 */
-    bool hvalid;
-    struct undo_chunk *chunks, *cur;
-    int status;
-    enum pod_abort_cause cause;
-    uint64_t epoch;
-    bool active;
-    char msg[256];
-};
-
-#define OP_RESTARTS 1000 /* bound on "start this operation over" loops */
+/* The region whose records hold the locks of moved rows (NULL outside a pod). */
+static inline const struct cxl_region *txn_region(const struct pod_txn *tx)
+{
+    return tx->db->pod ? pod_host_region(tx->db->pod) : NULL;
+}
 
 static void row_free_cb(void *ctx, void *row)
 {
@@ -130,6 +99,8 @@ void txn_begin(struct pod_txn *tx)
     tx->cur = tx->chunks;
     tx->active = true;
     ebr_enter(tx->db->ebr, tx->w->id);
+    /* Records and CXL index nodes of every host stay readable until exit. */
+    if (tx->db->pod) xebr_enter(tx->db->pod->x, tx->w->id);
 }
 
 int txn_status(const struct pod_txn *tx) { return tx->status; }
@@ -146,7 +117,7 @@ int pod_txn_fail(pod_txn *tx, int status, const char *fmt, ...)
     return status;
 }
 
-static int conflict(struct pod_txn *tx, enum pod_abort_cause cause)
+int txn_conflict(struct pod_txn *tx, enum pod_abort_cause cause)
 {
     if (tx->status == POD_OK) {
         tx->status = POD_CONFLICT;
@@ -154,8 +125,9 @@ static int conflict(struct pod_txn *tx, enum pod_abort_cause cause)
     }
     return POD_CONFLICT;
 }
+#define conflict txn_conflict
 
-static void *undo_alloc(struct pod_txn *tx, size_t n)
+void *txn_undo_alloc(struct pod_txn *tx, size_t n)
 {
     n = (n + 15) & ~(size_t)15;
     for (;;) {
@@ -186,14 +158,14 @@ static void *undo_alloc(struct pod_txn *tx, size_t n)
 #define LINEAR_MAX 16
 #define HIDX_EMPTY UINT32_MAX
 
-static uint32_t hash_row(const struct pod_row *row, uint32_t mask)
+static uint32_t hash_id(const void *id, uint32_t mask)
 {
-    return (uint32_t)((((uintptr_t)row >> 6) * 0x9e3779b97f4a7c15ull) >> 32) & mask;
+    return (uint32_t)((((uintptr_t)id >> 3) * 0x9e3779b97f4a7c15ull) >> 32) & mask;
 }
 
 static void hidx_put(struct pod_txn *tx, uint32_t i)
 {
-    uint32_t mask = tx->hcap - 1, h = hash_row(tx->acc[i].row, mask);
+    uint32_t mask = tx->hcap - 1, h = hash_id(access_id(&tx->acc[i]), mask);
     while (tx->hidx[h] != HIDX_EMPTY) h = (h + 1) & mask;
     tx->hidx[h] = i;
 }
@@ -216,30 +188,35 @@ static bool hidx_build(struct pod_txn *tx)
     return true;
 }
 
-static struct access *find_access(struct pod_txn *tx, const struct pod_row *row)
+struct access *txn_find_access(struct pod_txn *tx, const void *id)
 {
     if (tx->nacc > LINEAR_MAX && (tx->hvalid || hidx_build(tx))) {
         uint32_t mask = tx->hcap - 1;
-        for (uint32_t h = hash_row(row, mask); tx->hidx[h] != HIDX_EMPTY; h = (h + 1) & mask)
-            if (tx->acc[tx->hidx[h]].row == row) return &tx->acc[tx->hidx[h]];
+        for (uint32_t h = hash_id(id, mask); tx->hidx[h] != HIDX_EMPTY; h = (h + 1) & mask)
+            if (access_id(&tx->acc[tx->hidx[h]]) == id) return &tx->acc[tx->hidx[h]];
         return NULL;
     }
     for (uint32_t i = tx->nacc; i-- > 0;)
-        if (tx->acc[i].row == row) return &tx->acc[i];
+        if (access_id(&tx->acc[i]) == id) return &tx->acc[i];
     return NULL;
 }
+#define find_access txn_find_access
 
-static struct access *add_access(struct pod_txn *tx, struct pod_row *row, pod_table *t,
-                                 uint32_t part, uint8_t held)
+struct access *txn_add_access(struct pod_txn *tx, struct pod_row *row, cxl_record *rec,
+                              pod_table *t, uint32_t part, uint8_t held)
 {
     if (tx->nacc == tx->cap) {
         struct access *n = realloc(tx->acc, 2 * tx->cap * sizeof *n);
-        if (!n) return NULL;
+        if (!n) {
+            tx->status = POD_E_NOMEM;
+            pod_txn_fail(tx, POD_E_NOMEM, "out of memory for the access set");
+            return NULL;
+        }
         tx->acc = n;
         tx->cap *= 2;
     }
     struct access *a = &tx->acc[tx->nacc++];
-    *a = (struct access){row, t, part, held, 0, NULL};
+    *a = (struct access){.row = row, .rec = rec, .table = t, .part = part, .held = held};
     if (tx->hvalid) {
         if (4 * tx->nacc <= tx->hcap) hidx_put(tx, tx->nacc - 1);
         else tx->hvalid = false; /* rebuilt bigger at the next lookup */
@@ -249,45 +226,100 @@ static struct access *add_access(struct pod_txn *tx, struct pod_row *row, pod_ta
 
 /* ---- locking -------------------------------------------------------------- */
 
-/* Take (or keep) a lock of mode `want` on row for the rest of the transaction.
- * *acc gets the access entry. POD_OK or POD_CONFLICT. */
+/* Take (or keep) a lock of mode `want` on a local row for the rest of the
+ * transaction. *acc gets the access entry. POD_OK or POD_CONFLICT. */
 static int lock_row(struct pod_txn *tx, pod_table *t, uint32_t part, struct pod_row *row,
                     uint8_t want, enum pod_abort_cause read_cause, struct access **acc)
 {
+    const struct cxl_region *r = txn_region(tx);
     struct access *a = find_access(tx, row);
     if (a && a->held >= want) {
         *acc = a;
         return POD_OK;
     }
     if (a && a->held == HELD_READ) { /* want write */
-        if (!lock_try_upgrade(&row->lock)) return conflict(tx, POD_CAUSE_UPGRADE);
+        if (!rowlock_upgrade(r, row, &a->in_cxl)) return conflict(tx, POD_CAUSE_UPGRADE);
         a->held = HELD_WRITE;
         *acc = a;
         return POD_OK;
     }
-    bool ok = want == HELD_WRITE ? lock_try_write(&row->lock) : lock_try_read(&row->lock);
-    if (!ok) return conflict(tx, want == HELD_WRITE ? POD_CAUSE_WRITE_LOCK : read_cause);
+    bool in_cxl;
+    if (!rowlock_try(r, row, want, &in_cxl))
+        return conflict(tx, want == HELD_WRITE ? POD_CAUSE_WRITE_LOCK : read_cause);
     if (a) {
         a->held = want;
-    } else if (!(a = add_access(tx, row, t, part, want))) {
-        if (want == HELD_WRITE) lock_release_write(&row->lock);
-        else lock_release_read(&row->lock);
-        tx->status = POD_E_NOMEM;
-        return pod_txn_fail(tx, POD_E_NOMEM, "out of memory for the access set");
+        a->in_cxl = in_cxl;
+    } else if (!(a = txn_add_access(tx, row, NULL, t, part, want))) {
+        rowlock_release(r, row, want, in_cxl);
+        return POD_E_NOMEM;
+    } else {
+        a->in_cxl = in_cxl;
     }
     *acc = a;
     return POD_OK;
 }
 
+static void release(struct pod_txn *tx, struct access *a)
+{
+    if (a->rec) remote_release(tx, a);
+    else if (a->held != HELD_NONE) rowlock_release(txn_region(tx), a->row, a->held, a->in_cxl);
+}
+
 /* Give back a lock taken by this operation that turned out not to be needed
  * (a dead row, a next key that moved). Only the newest access can be one. */
-static void unlock_fresh(struct pod_txn *tx, struct access *a)
+void txn_unlock_fresh(struct pod_txn *tx, struct access *a)
 {
-    if (a != &tx->acc[tx->nacc - 1] || a->flags) return;
-    if (a->held == HELD_WRITE) lock_release_write(&a->row->lock);
-    else if (a->held == HELD_READ) lock_release_read(&a->row->lock);
+    if (a != &tx->acc[tx->nacc - 1] || (a->flags & ~ACC_LOADED)) return;
+    release(tx, a);
     tx->nacc--;
     tx->hvalid = false; /* its index entry is gone with it */
+}
+#define unlock_fresh txn_unlock_fresh
+
+/* The current tuple of a local row we hold locked. Once another host wrote
+ * it in CXL memory (is-dirty), the CXL copy is the tuple: under a write lock
+ * it is copied back to DRAM (nobody else can read the row meanwhile), under
+ * a shared lock into a private copy. */
+static const unsigned char *local_tuple(struct pod_txn *tx, struct access *a)
+{
+    struct pod_row *row = a->row;
+    if (!tx->db->pod || (a->flags & ACC_INSERTED) || !rowlock_moved(row)) return row->tuple;
+    if (a->flags & ACC_LOADED) return a->copy;
+    struct pod_host *ph = tx->db->pod;
+    cxl_record *rec = rowlock_record(pod_host_region(ph), row);
+    if (!(rec_load(rec) & REC_DIRTY)) return row->tuple;
+    uint32_t tsz = a->table->tuple_size;
+    if (a->held == HELD_WRITE) {
+        uint64_t ev;
+        uint32_t valid;
+        if (rec_row_read(pod_host_region(ph), pod_host_coherence(ph), rec, row->tuple, tsz, &valid,
+                         &ev) == REC_OK) {
+            row->epoch_version = ev;
+            __atomic_store_n(&row->valid, valid, __ATOMIC_RELEASE);
+            rec_flag_clear(rec, REC_DIRTY);
+        }
+        return row->tuple;
+    }
+    if (!(a->copy = txn_undo_alloc(tx, tsz))) return row->tuple;
+    rec_row_read(pod_host_region(ph), pod_host_coherence(ph), rec, a->copy, tsz, NULL, NULL);
+    a->flags |= ACC_LOADED;
+    return a->copy;
+}
+
+/* Whether a local row we hold locked is a live tuple. A row another host
+ * inserted is valid only in CXL memory until the owner reads it back. */
+static bool local_valid(struct pod_txn *tx, struct access *a)
+{
+    struct pod_row *row = a->row;
+    if (row_valid(row) || (a->flags & ACC_INSERTED)) return true;
+    if (!tx->db->pod || !rowlock_moved(row)) return false;
+    struct pod_host *ph = tx->db->pod;
+    cxl_record *rec = rowlock_record(pod_host_region(ph), row);
+    if (!(rec_load(rec) & REC_DIRTY)) return false;
+    uint32_t valid = 0;
+    rec_row_read(pod_host_region(ph), pod_host_coherence(ph), rec, NULL, a->table->tuple_size,
+                 &valid, NULL);
+    return valid;
 }
 
 /* ---- argument checks ------------------------------------------------------ */
@@ -348,6 +380,12 @@ static int find_locked(struct pod_txn *tx, pod_table *t, const void *key, uint8_
 {
     uint32_t part = table_partition_of(t, key);
     *part_out = part;
+    if (txn_is_remote(tx, t, part)) {
+        enum remote_find rf;
+        int rc = remote_find(tx, t, part, key, want, &rf, acc);
+        *res = rf == REMOTE_FOUND ? FOUND : MISSING;
+        return rc;
+    }
     for (int tries = 0; tries < OP_RESTARTS; tries++) {
         uint64_t v;
         if (bt_lookup(&t->parts[part].tree, key, &v) == BT_OK) {
@@ -359,7 +397,7 @@ static int find_locked(struct pod_txn *tx, pod_table *t, const void *key, uint8_
             }
             int rc = lock_row(tx, t, part, row, want, POD_CAUSE_READ_LOCK, &a);
             if (rc) return rc;
-            if (row_valid(row) || (a->flags & ACC_INSERTED)) {
+            if (local_valid(tx, a)) {
                 *res = FOUND;
                 *acc = a;
                 return POD_OK;
@@ -388,7 +426,7 @@ static int get_impl(struct pod_txn *tx, pod_table *t, const void *key, void *out
     uint32_t part;
     if ((rc = find_locked(tx, t, key, want, &fr, &a, &part))) return rc;
     if (fr == MISSING) return POD_NOT_FOUND;
-    if (out) memcpy(out, a->row->tuple, t->tuple_size);
+    if (out) memcpy(out, a->rec ? a->copy : local_tuple(tx, a), t->tuple_size);
     return POD_OK;
 }
 
@@ -402,16 +440,23 @@ int pod_get_for_update(pod_txn *tx, pod_table *t, const void *key, void *tuple_o
     return get_impl(tx, t, key, tuple_out, HELD_WRITE);
 }
 
-/* Save the before-image once, then write in place. */
+/* Save the before-image once, then write in place. A remote tuple is
+ * written in the transaction's copy, published at commit. */
 static int write_row(struct pod_txn *tx, pod_table *t, struct access *a, const void *tuple)
 {
+    if (a->rec) {
+        memcpy(a->copy, tuple, t->tuple_size);
+        a->flags |= ACC_UPDATED;
+        return POD_OK;
+    }
     if (!(a->flags & (ACC_INSERTED | ACC_UPDATED))) {
-        a->undo = undo_alloc(tx, t->tuple_size);
+        const unsigned char *cur = local_tuple(tx, a); /* refreshes DRAM if CXL is newer */
+        a->undo = txn_undo_alloc(tx, t->tuple_size);
         if (!a->undo) {
             tx->status = POD_E_NOMEM;
             return pod_txn_fail(tx, POD_E_NOMEM, "out of memory for a before-image");
         }
-        memcpy(a->undo, a->row->tuple, t->tuple_size);
+        memcpy(a->undo, cur, t->tuple_size);
         a->flags |= ACC_UPDATED;
     }
     memcpy(a->row->tuple, tuple, t->tuple_size);
@@ -451,7 +496,9 @@ int pod_insert(pod_txn *tx, pod_table *t, const void *key, const void *tuple)
     if (rc) return rc;
     if (!tuple) return pod_txn_fail(tx, POD_E_INVALID, "%s: tuple is NULL", t->name);
     uint32_t part = table_partition_of(t, key);
+    if (txn_is_remote(tx, t, part)) return remote_insert(tx, t, part, key, tuple);
     bt_tree *tree = &t->parts[part].tree;
+    const struct cxl_region *reg = txn_region(tx);
     for (int tries = 0; tries < OP_RESTARTS; tries++) {
         uint64_t v;
         if (bt_lookup(tree, key, &v) == BT_OK) {
@@ -464,7 +511,7 @@ int pod_insert(pod_txn *tx, pod_table *t, const void *key, const void *tuple)
             }
             /* Present: a shared lock makes "exists" hold until commit. */
             if ((rc = lock_row(tx, t, part, row, HELD_READ, POD_CAUSE_READ_LOCK, &a))) return rc;
-            if (row_valid(row) || (a->flags & ACC_INSERTED)) return POD_EXISTS;
+            if (local_valid(tx, a)) return POD_EXISTS;
             unlock_fresh(tx, a);
             continue;
         }
@@ -472,7 +519,7 @@ int pod_insert(pod_txn *tx, pod_table *t, const void *key, const void *tuple)
          * lock on the next key, kept only if this transaction already had it. */
         struct access *gap = NULL;
         bool gap_fresh = false;
-        struct pod_row *downgrade = NULL; /* a shared lock of ours held exclusively for now */
+        struct access *downgrade = NULL; /* a shared lock of ours held exclusively for now */
         if (tx->db->opt.phantom_protection) {
             unsigned char k1[BT_MAX_KEY_WIDTH];
             bool end;
@@ -484,8 +531,8 @@ int pod_insert(pod_txn *tx, pod_table *t, const void *key, const void *tuple)
                  * hold it exclusively for the insert, then go back to shared.
                  * (Checking "only mine" without upgrading would let a scanner
                  * lock the gap between the check and the insert.) */
-                if (!lock_try_upgrade(&nr->lock)) return conflict(tx, POD_CAUSE_NEXT_KEY);
-                downgrade = nr;
+                if (!rowlock_upgrade(reg, nr, &had->in_cxl)) return conflict(tx, POD_CAUSE_NEXT_KEY);
+                downgrade = had;
             } else if (held == HELD_NONE) {
                 if ((rc = lock_row(tx, t, part, nr, HELD_WRITE, POD_CAUSE_NEXT_KEY, &gap))) {
                     tx->cause = POD_CAUSE_NEXT_KEY;
@@ -496,14 +543,14 @@ int pod_insert(pod_txn *tx, pod_table *t, const void *key, const void *tuple)
             bool end2;
             if (next_row(t, part, key, false, k1, &end2) != nr) {
                 if (gap_fresh) unlock_fresh(tx, gap);
-                if (downgrade) lock_downgrade(&downgrade->lock);
+                if (downgrade) rowlock_downgrade(reg, downgrade->row, downgrade->in_cxl);
                 continue;
             }
         }
         struct pod_row *row = row_alloc(t);
         if (!row) {
             if (gap_fresh) unlock_fresh(tx, gap);
-            if (downgrade) lock_downgrade(&downgrade->lock);
+            if (downgrade) rowlock_downgrade(reg, downgrade->row, downgrade->in_cxl);
             tx->status = POD_E_NOMEM;
             return pod_txn_fail(tx, POD_E_NOMEM, "%s: out of memory for a row", t->name);
         }
@@ -511,20 +558,21 @@ int pod_insert(pod_txn *tx, pod_table *t, const void *key, const void *tuple)
         memcpy(row_key(t, row), key, t->key_size);
         row->lock = LOCK_W;
         bt_status st = bt_insert(tree, key, (uint64_t)(uintptr_t)row);
+        /* Still under the gap's lock: CXL memory must stop claiming the gap. */
+        if (st == BT_OK && tx->db->pod) pod_local_inserted(tx->w, t, part, key);
         if (gap_fresh) unlock_fresh(tx, gap);
-        if (downgrade) lock_downgrade(&downgrade->lock);
+        if (downgrade) rowlock_downgrade(reg, downgrade->row, downgrade->in_cxl);
         if (st != BT_OK) {
             row_free(row);
             if (st == BT_EXISTS) continue; /* raced with an insert of the same key */
             tx->status = POD_E_NOMEM;
             return pod_txn_fail(tx, POD_E_NOMEM, "%s: index: %s", t->name, bt_status_name(st));
         }
-        struct access *a = add_access(tx, row, t, part, HELD_WRITE);
+        struct access *a = txn_add_access(tx, row, NULL, t, part, HELD_WRITE);
         if (!a) { /* cannot track it: take it out again */
             bt_remove(tree, key, NULL);
             ebr_retire(tx->db->ebr, tx->w->id, row, row_free_cb, NULL);
-            tx->status = POD_E_NOMEM;
-            return pod_txn_fail(tx, POD_E_NOMEM, "out of memory for the access set");
+            return POD_E_NOMEM;
         }
         a->flags = ACC_INSERTED;
         return POD_OK;
@@ -550,7 +598,7 @@ static int visit(struct scan_state *s, struct access *a, const void *key)
 {
     if (a->flags & ACC_DELETED) return 0;
     s->count++;
-    bool go_on = s->fn ? s->fn(s->arg, key, a->row->tuple) : true;
+    bool go_on = s->fn ? s->fn(s->arg, key, local_tuple(s->tx, a)) : true;
     return (!go_on || (s->limit && s->count >= s->limit)) ? 1 : 0;
 }
 
@@ -585,7 +633,7 @@ static int scan_forward(struct scan_state *s)
             }
         }
         if (past) return POD_OK;
-        if (!row_valid(r) && !(a->flags & ACC_INSERTED)) { /* dead: being removed */
+        if (!local_valid(tx, a)) { /* dead: being removed */
             unlock_fresh(tx, a);
             if (++restarts > OP_RESTARTS) return conflict(tx, POD_CAUSE_READ_LOCK);
             continue;
@@ -630,7 +678,7 @@ static int scan_backward(struct scan_state *s)
         struct access *a;
         int rc = lock_row(tx, t, s->part, r, s->want, POD_CAUSE_READ_LOCK, &a);
         if (rc) return rc;
-        if (!row_valid(r) && !(a->flags & ACC_INSERTED)) {
+        if (!local_valid(tx, a)) {
             unlock_fresh(tx, a);
             if (++restarts > OP_RESTARTS) return conflict(tx, POD_CAUSE_READ_LOCK);
             continue;
@@ -657,61 +705,80 @@ int pod_scan(pod_txn *tx, pod_table *t, const void *lo, const void *hi, uint32_t
     if (lo && hi && table_partition_of(t, hi) != part)
         return pod_txn_fail(tx, POD_E_INVALID, "%s: the scan range crosses partitions", t->name);
     if (lo && hi && memcmp(lo, hi, t->key_size) > 0) return POD_OK; /* empty range */
-    struct scan_state s = {tx, t, part, lo, hi, limit, 0,
-                           (flags & POD_SCAN_FOR_UPDATE) ? HELD_WRITE : HELD_READ, fn, arg};
+    uint8_t want = (flags & POD_SCAN_FOR_UPDATE) ? HELD_WRITE : HELD_READ;
+    if (txn_is_remote(tx, t, part))
+        return remote_scan(tx, t, part, lo, hi, limit, flags & POD_SCAN_REVERSE, want, fn, arg);
+    struct scan_state s = {tx, t, part, lo, hi, limit, 0, want, fn, arg};
     return (flags & POD_SCAN_REVERSE) ? scan_backward(&s) : scan_forward(&s);
 }
 
 /* ---- commit and abort ----------------------------------------------------- */
 
-/* Take a row out of its partition's index and hand it to EBR. We hold its
- * exclusive lock, so the index entry still points at it. */
+/* Take a local row out of its partition's index and hand it to EBR. We hold
+ * its exclusive lock, so the index entry still points at it. A row in CXL
+ * memory goes through the pod layer, which also takes it out of the CXL
+ * index (and keeps its record locked until it is freed). */
 static void remove_row(struct pod_txn *tx, struct access *a)
 {
+    if (a->in_cxl) {
+        pod_unlink_moved(tx->w, a->table, a->part, a->row);
+        a->held = HELD_NONE; /* dead: the lock is never released */
+        return;
+    }
     bt_remove(&a->table->parts[a->part].tree, row_key(a->table, a->row), NULL);
     ebr_retire(tx->db->ebr, tx->w->id, a->row, row_free_cb, NULL);
 }
 
-static void release(struct access *a)
-{
-    if (a->held == HELD_WRITE) lock_release_write(&a->row->lock);
-    else if (a->held == HELD_READ) lock_release_read(&a->row->lock);
-}
-
 /* Tigon/SiloR: a tuple written again in the same epoch gets version + 1,
  * in a new epoch version 0. */
-static uint64_t next_epoch_version(uint64_t ev, uint64_t epoch)
+uint64_t txn_next_epoch_version(uint64_t ev, uint64_t epoch)
 {
     return (ev >> 32) == epoch ? ev + 1 : epoch << 32;
 }
 
+/* A local row written while in CXL memory: other hosts read the CXL copy. */
+static void publish_moved(struct pod_txn *tx, struct access *a)
+{
+    struct pod_host *ph = tx->db->pod;
+    cxl_record *rec = rowlock_record(pod_host_region(ph), a->row);
+    rec_row_write(pod_host_region(ph), pod_host_coherence(ph), rec, a->row->tuple,
+                  a->table->tuple_size, 1, a->row->epoch_version);
+    rec_flag_clear(rec, REC_DIRTY); /* DRAM holds the same tuple */
+}
+
 void txn_commit(struct pod_txn *tx)
 {
-    struct log_worker *lw = log_txn_worker(tx->db, tx->w->id); /* logging hook */
-    uint64_t epoch = log_commit_epoch(tx->db, lw);             /* logging hook */
+    struct log_worker *lw = log_txn_worker(tx->db, tx->w->id);
+    uint64_t epoch = log_commit_epoch(tx->db, lw);
     for (uint32_t i = 0; i < tx->nacc; i++) {
         struct access *a = &tx->acc[i];
+        if (a->rec) continue; /* remote: below, with the release */
         if (a->flags & ACC_DELETED) {
             __atomic_store_n(&a->row->valid, 0, __ATOMIC_RELEASE);
-            a->row->epoch_version = next_epoch_version(a->row->epoch_version, epoch);
-            log_txn_write(tx->db, lw, a->table, row_key(a->table, a->row), /* logging hook */
+            a->row->epoch_version = txn_next_epoch_version(a->row->epoch_version, epoch);
+            log_txn_write(tx->db, lw, a->table, row_key(a->table, a->row),
                           a->row->epoch_version, NULL);
         } else if (a->flags & (ACC_INSERTED | ACC_UPDATED)) {
-            if (a->flags & ACC_INSERTED)                                 /* logging hook */
-                a->row->epoch_version = log_insert_ev_floor(tx->db);     /* logging hook */
-            a->row->epoch_version = next_epoch_version(a->row->epoch_version, epoch);
-            log_txn_write(tx->db, lw, a->table, row_key(a->table, a->row), /* logging hook */
+            if (a->flags & ACC_INSERTED)
+                a->row->epoch_version = log_insert_ev_floor(tx->db);
+            a->row->epoch_version = txn_next_epoch_version(a->row->epoch_version, epoch);
+            log_txn_write(tx->db, lw, a->table, row_key(a->table, a->row),
                           a->row->epoch_version, a->row->tuple);
             __atomic_store_n(&a->row->valid, 1, __ATOMIC_RELEASE);
+            if (a->in_cxl) publish_moved(tx, a);
         }
     }
+    /* Every write is visible before any lock goes. */
+    for (uint32_t i = 0; i < tx->nacc; i++)
+        if (tx->acc[i].rec) remote_commit(tx, &tx->acc[i], epoch);
     for (uint32_t i = 0; i < tx->nacc; i++) {
         struct access *a = &tx->acc[i];
-        if (a->flags & ACC_DELETED) remove_row(tx, a);
-        release(a);
+        if (!a->rec && (a->flags & ACC_DELETED)) remove_row(tx, a);
+        release(tx, a);
     }
     tx->nacc = 0;
     tx->active = false;
+    if (tx->db->pod) xebr_exit(tx->db->pod->x, tx->w->id);
     ebr_exit(tx->db->ebr, tx->w->id);
 }
 
@@ -719,11 +786,13 @@ void txn_abort(struct pod_txn *tx)
 {
     for (uint32_t i = tx->nacc; i-- > 0;) {
         struct access *a = &tx->acc[i];
-        if (a->flags & ACC_INSERTED) remove_row(tx, a);
+        if (a->rec) remote_abort(tx, a);
+        else if (a->flags & ACC_INSERTED) remove_row(tx, a);
         else if (a->flags & ACC_UPDATED) memcpy(a->row->tuple, a->undo, a->table->tuple_size);
     }
-    for (uint32_t i = 0; i < tx->nacc; i++) release(&tx->acc[i]);
+    for (uint32_t i = 0; i < tx->nacc; i++) release(tx, &tx->acc[i]);
     tx->nacc = 0;
     tx->active = false;
+    if (tx->db->pod) xebr_exit(tx->db->pod->x, tx->w->id);
     ebr_exit(tx->db->ebr, tx->w->id);
 }

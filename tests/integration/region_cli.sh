@@ -12,6 +12,16 @@ set -e
 [ $rc = 2 ] && grep -q "unknown command 'frobnicate'" "$TMP/err" || fail "unknown command (rc $rc)"
 pass "unknown command is refused"
 
+# config: the parsed region and hosts, without touching the region.
+json=$($BIN/poddb-region config --conf "$conf" --json)
+[ "$(json_get "$json" region.path)" = "$region" ] || fail "config: region.path in $json"
+[ "$(json_get "$json" region.numa_node)" = -1 ] || fail "config: numa_node none is -1"
+[ "$(json_get "$json" hosts.1.cpus.0)" = 1 ] || fail "config: hosts[1].cpus"
+[ "$(json_get "$json" hosts.1.socket)" = "$TMP/pod-1.sock" ] || fail "config: hosts[1].socket"
+$BIN/poddb-region config --conf "$conf" | grep -q "^  1 .*$TMP/pod-1.sock" || fail "config (text)"
+[ ! -e "$region" ] || fail "config created the region"
+pass "config prints the parsed region and hosts"
+
 $BIN/poddb-region format --conf "$conf" | grep -q "formatted region $region: generation 1" \
   || fail "format"
 [ -f "$region" ] || fail "no region file after format"

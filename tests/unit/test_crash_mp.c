@@ -90,7 +90,7 @@ static void write_conf(struct pod *p)
 static void start_pod(struct pod *p)
 {
     for (int h = 0; h < NHOSTS; h++) {
-        p->pid[h] = sh_spawn_host(p->conf, p->log[h], h);
+        p->pid[h] = sh_spawn_host(p->conf, h, p->log[h]);
         ck_assert_int_gt(p->pid[h], 0);
     }
     for (int h = 0; h < NHOSTS; h++) {

@@ -221,7 +221,7 @@ static inline int sh_prepare(struct sh_server *s, int workers, int tcp_port,
 }
 
 /* fork+exec a server for (conf, host) with output appended to log. */
-static inline pid_t sh_spawn_host(const char *conf, const char *log, int host)
+static inline pid_t sh_spawn_host(const char *conf, int host, const char *log)
 {
     sh_adopt();
     char bin[SH_PATH + 32];
@@ -262,14 +262,16 @@ static inline pid_t sh_spawn_host(const char *conf, const char *log, int host)
     return pid;
 }
 
+static inline pid_t sh_spawn(const char *conf, const char *log)
+{
+    return sh_spawn_host(conf, 0, log);
+}
+
 static inline void sh_forget(pid_t pid)
 {
     for (int i = 0; i < SH_MAX_SERVERS; i++)
         if (sh_pids[i] == pid) sh_pids[i] = 0;
 }
-
-/* fork+exec a server for (conf, host 0) with output appended to log. */
-static inline pid_t sh_spawn(const char *conf, const char *log) { return sh_spawn_host(conf, log, 0); }
 
 /* Wait up to timeout_ms for pid to exit; its wait status, or -1 (still running). */
 static inline int sh_wait_exit(pid_t pid, int timeout_ms)

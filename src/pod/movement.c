@@ -1,0 +1,424 @@
+/* The owner's side of data movement: moving tuples into CXL memory on
+ * request, preparing remote inserts, unlinking dead tuples, and the
+ * has-next-key bits (src/pod/pod.h explains them; docs/pod.md the protocol).
+ *
+ * Everything here runs on a worker thread of the owner host (serving its
+ * inbox between transactions or while it waits for a reply of its own), so
+ * it never waits for another host: a lock it needs and cannot take at once
+ * makes it answer "busy" and the requester aborts and retries (NO_WAIT).
+ *
+ * The row latch (row->latch) orders the movements of one row: move-in,
+ * move-out, unlink and setting the row's has-next-key bit each hold it, so a
+ * bit is never set on a record that was already taken out of the index. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cxl/record_ops.h"
+#include "engine/worker.h"
+#include "pod/pod_int.h"
+#include "pod/rowlock.h"
+#include "txn/ebr.h"
+#include "util/log.h"
+
+static bool latch_try(struct pod_row *row)
+{
+    uint32_t z = 0;
+    return __atomic_compare_exchange_n(&row->latch, &z, 1, false, __ATOMIC_ACQUIRE,
+                                       __ATOMIC_RELAXED);
+}
+
+static void latch_release(struct pod_row *row) { __atomic_store_n(&row->latch, 0, __ATOMIC_RELEASE); }
+
+static void row_free_cb(void *ctx, void *row)
+{
+    (void)ctx;
+    row_free(row);
+}
+
+static void rec_free_cb(void *ctx, void *rec)
+{
+    struct pod_host *ph = ctx;
+    rec_destroy(ph->r, cxl_off_in(ph->r, rec));
+}
+
+static struct pod_row *local_row(const bt_tree *tree, const void *key)
+{
+    uint64_t v;
+    return bt_lookup(tree, key, &v) == BT_OK ? (struct pod_row *)(uintptr_t)v : NULL;
+}
+
+/* Clear the has-next-key bit of the CXL key before `key` (or the
+ * sentinel's head bit when there is none). */
+static void clear_pred_bit(struct pod_host *ph, int wid, struct pod_part_cxl *pc, const void *key)
+{
+    uint64_t off;
+    if (cxl_index_prev(pc->ix, wid, key, false, NULL, &off) == BT_OK)
+        rec_flag_clear(pod_rec(ph, off), REC_HAS_NEXT);
+    else
+        rec_flag_clear(pc->sentinel, REC_HAS_NEXT);
+}
+
+void pod_local_inserted(struct pod_worker *w, pod_table *t, uint32_t part, const void *key)
+{
+    struct pod_host *ph = w->db->pod;
+    struct pod_part_cxl *pc = t->parts[part].cxl;
+    if (!__atomic_load_n(&pc->resident, __ATOMIC_ACQUIRE) &&
+        !(rec_load(pc->sentinel) & REC_HAS_NEXT))
+        return; /* nothing in CXL memory claims this gap */
+    uint64_t v;
+    if (bt_prev(&t->parts[part].tree, key, false, NULL, &v) == BT_OK) {
+        struct pod_row *pred = (struct pod_row *)(uintptr_t)v;
+        if (rowlock_moved(pred)) {
+            cxl_record *rec = rowlock_record(ph->r, pred);
+            if (rec) rec_flag_clear(rec, REC_HAS_NEXT);
+        }
+    } else {
+        rec_flag_clear(pc->sentinel, REC_HAS_NEXT);
+    }
+}
+
+/* Move a local row into CXL memory (or find it there). Caller is inside
+ * its EBR and cross-host EBR critical sections. */
+static int move_in(struct pod_worker *w, pod_table *t, uint32_t part, struct pod_row *row,
+                   const void *key, cxl_off *out)
+{
+    struct pod_host *ph = w->db->pod;
+    struct pod_part_cxl *pc = t->parts[part].cxl;
+    if (!latch_try(row)) return POD_RS_BUSY; /* being moved or unlinked right now */
+    if (rowlock_moved(row)) {
+        *out = __atomic_load_n(&row->shortcut, __ATOMIC_ACQUIRE);
+        latch_release(row);
+        return POD_RS_OK;
+    }
+    /* A read lock of our own keeps writers out while the tuple is copied. */
+    if (!lock_try_read(&row->lock)) {
+        latch_release(row);
+        return POD_RS_BUSY;
+    }
+    int status = POD_RS_OK;
+    if (!row_valid(row)) { /* dead: its remover is taking it out */
+        status = POD_RS_BUSY;
+        goto undo_read;
+    }
+    cxl_off off = rec_create(ph->r, ph->coh, row->tuple, t->tuple_size, 1, row->epoch_version);
+    if (off == CXL_NULL) {
+        pod_moveout(w, true);
+        off = rec_create(ph->r, ph->coh, row->tuple, t->tuple_size, 1, row->epoch_version);
+    }
+    if (off == CXL_NULL) {
+        status = POD_RS_NOMEM;
+        goto undo_read;
+    }
+    cxl_record *rec = pod_rec(ph, off);
+    /* Write-locked until the lock state moves in: nobody who finds it in the
+     * index can lock it before the row's own word is frozen. */
+    rec_init_lock(rec, true, 0);
+    bt_status st = cxl_index_insert(pc->ix, w->id, key, off);
+    if (st != BT_OK) {
+        rec_destroy(ph->r, off);
+        status = st == BT_NOMEM ? POD_RS_NOMEM : POD_RS_BUSY;
+        goto undo_read;
+    }
+    __atomic_store_n(&row->shortcut, off, __ATOMIC_RELEASE);
+    uint64_t v = __atomic_load_n(&row->lock, __ATOMIC_RELAXED);
+    while (!__atomic_compare_exchange_n(&row->lock, &v, v | LOCK_MOVED, true, __ATOMIC_ACQ_REL,
+                                        __ATOMIC_RELAXED)) {
+    }
+    /* Our own read lock stays behind in the frozen word. */
+    rec_init_lock(rec, false, (unsigned)((v & LOCK_READERS) - 1));
+    latch_release(row);
+    pod_count(&pc->resident, 1);
+    pod_count(&ph->st.moved_in, 1);
+    *out = off;
+    return POD_RS_OK;
+undo_read:
+    lock_release_read(&row->lock);
+    latch_release(row);
+    return status;
+}
+
+/* A run of local keys to move in, in ascending order: entry 0 and the last
+ * may be the partition's head/end (the sentinel). */
+struct chain {
+    int n;
+    struct pod_row *row[POD_RANGE_MAX + 2];
+    bool sentinel[POD_RANGE_MAX + 2];
+    unsigned char key[POD_RANGE_MAX + 2][BT_MAX_KEY_WIDTH];
+};
+
+static void chain_add(struct chain *c, struct pod_row *row, const void *key, size_t ks)
+{
+    c->row[c->n] = row;
+    c->sentinel[c->n] = row == NULL;
+    if (row) memcpy(c->key[c->n], key, ks);
+    c->n++;
+}
+
+/* Collect: forward, the largest key before the range (or the head), then up
+ * to count + 1 keys (the range's keys and the next one, or the end).
+ * Reverse: the smallest key after the range (or the end), then up to
+ * count + 1 keys going down (or the head); then reversed. */
+static void chain_build(struct chain *c, pod_table *t, uint32_t part, const struct pod_req_msg *rq)
+{
+    const bt_tree *tree = &t->parts[part].tree;
+    size_t ks = t->key_size;
+    bool has = rq->flags & POD_RQ_HAS_KEY, incl = rq->flags & POD_RQ_INCLUSIVE;
+    bool rev = rq->flags & POD_RQ_REVERSE;
+    int count = rq->count > POD_RANGE_MAX ? POD_RANGE_MAX : rq->count;
+    unsigned char cur[BT_MAX_KEY_WIDTH];
+    uint64_t v;
+    c->n = 0;
+    bt_status st;
+    if (!has) st = BT_NOT_FOUND;
+    else if (!rev) st = bt_prev(tree, rq->key, !incl, cur, &v);
+    else st = bt_next(tree, rq->key, !incl, cur, &v);
+    chain_add(c, st == BT_OK ? (struct pod_row *)(uintptr_t)v : NULL, cur, ks);
+    bool have_cur = st == BT_OK;
+    for (int i = 0; i <= count; i++) {
+        st = rev ? bt_prev(tree, have_cur ? cur : NULL, false, cur, &v)
+                 : bt_next(tree, have_cur ? cur : NULL, false, cur, &v);
+        if (st != BT_OK) {
+            chain_add(c, NULL, NULL, ks);
+            break;
+        }
+        chain_add(c, (struct pod_row *)(uintptr_t)v, cur, ks);
+        have_cur = true;
+    }
+    if (rev) { /* ascending order */
+        for (int i = 0, j = c->n - 1; i < j; i++, j--) {
+            struct pod_row *r = c->row[i];
+            c->row[i] = c->row[j];
+            c->row[j] = r;
+            bool s = c->sentinel[i];
+            c->sentinel[i] = c->sentinel[j];
+            c->sentinel[j] = s;
+            unsigned char tmp[BT_MAX_KEY_WIDTH];
+            memcpy(tmp, c->key[i], ks);
+            memcpy(c->key[i], c->key[j], ks);
+            memcpy(c->key[j], tmp, ks);
+        }
+    }
+}
+
+/* Mark the gap (a, b) complete: under a shared lock on b, which any insert
+ * into the gap must take exclusively, check that b is a's next local key and
+ * set a's has-next-key bit. false if b's lock was taken. */
+static bool mark_gap(struct pod_host *ph, pod_table *t, uint32_t part, const struct chain *c,
+                     int i)
+{
+    struct pod_row *b = c->sentinel[i + 1] ? t->parts[part].sentinel : c->row[i + 1];
+    bool in_cxl;
+    if (!rowlock_try(ph->r, b, ROWLOCK_READ, &in_cxl)) return false;
+    uint64_t v;
+    bt_status st = bt_next(&t->parts[part].tree, c->sentinel[i] ? NULL : c->key[i], false, NULL,
+                           &v);
+    struct pod_row *next = st == BT_OK ? (struct pod_row *)(uintptr_t)v : t->parts[part].sentinel;
+    if (next == b) {
+        if (c->sentinel[i]) {
+            rec_flag_set(t->parts[part].cxl->sentinel, REC_HAS_NEXT);
+        } else if (latch_try(c->row[i])) {
+            /* Only on the live record: not on one that was just moved out. */
+            if (rowlock_moved(c->row[i])) rec_flag_set(rowlock_record(ph->r, c->row[i]), REC_HAS_NEXT);
+            latch_release(c->row[i]);
+        }
+    }
+    rowlock_release(ph->r, b, ROWLOCK_READ, in_cxl);
+    return true;
+}
+
+static int move_chain(struct pod_worker *w, pod_table *t, uint32_t part,
+                      const struct pod_req_msg *rq)
+{
+    struct chain *c = malloc(sizeof *c);
+    if (!c) return POD_RS_NOMEM;
+    chain_build(c, t, part, rq);
+    int status = POD_RS_OK;
+    for (int i = 0; i < c->n && status == POD_RS_OK; i++) {
+        if (c->sentinel[i]) continue;
+        cxl_off off;
+        int st = move_in(w, t, part, c->row[i], c->key[i], &off);
+        if (st != POD_RS_OK) status = st;
+    }
+    for (int i = 0; i + 1 < c->n && status == POD_RS_OK; i++)
+        if (!mark_gap(w->db->pod, t, part, c, i)) status = POD_RS_BUSY;
+    free(c);
+    return status;
+}
+
+void pod_unlink_moved(struct pod_worker *w, pod_table *t, uint32_t part, struct pod_row *row)
+{
+    struct pod_host *ph = w->db->pod;
+    struct pod_part_cxl *pc = t->parts[part].cxl;
+    /* A move-out or a bit-setter holds the latch only briefly (and cannot
+     * move this row: its record is write-locked). */
+    while (!latch_try(row)) __builtin_ia32_pause();
+    cxl_record *rec = rowlock_record(ph->r, row);
+    const unsigned char *key = row_key(t, row);
+    rec_row_write(ph->r, ph->coh, rec, NULL, t->tuple_size, 0, row->epoch_version);
+    rec_flag_clear(rec, REC_HAS_NEXT);
+    /* The bit before the key goes first: a scanner that still finds it set
+     * then still finds the key in the index (and fails to lock it). */
+    clear_pred_bit(ph, w->id, pc, key);
+    cxl_index_remove(pc->ix, w->id, key, NULL);
+    __atomic_store_n(&row->valid, 0, __ATOMIC_RELEASE);
+    bt_remove(&t->parts[part].tree, key, NULL);
+    ebr_retire(w->db->ebr, w->id, row, row_free_cb, NULL);
+    xebr_retire(ph->x, w->id, rec, rec_free_cb, ph);
+    __atomic_fetch_sub(&pc->resident, 1, __ATOMIC_RELAXED);
+    /* The latch and the record's write lock are never released: the row and
+     * the record are dead, and whoever still finds them fails to lock them. */
+}
+
+/* Prepare a remote insert: a new row, invalid, moved in and write-locked
+ * for the requester, which fills it at commit. */
+static int prep_insert(struct pod_worker *w, pod_table *t, uint32_t part,
+                       const struct pod_req_msg *rq, cxl_off *out)
+{
+    struct pod_host *ph = w->db->pod;
+    struct pod_part_cxl *pc = t->parts[part].cxl;
+    const bt_tree *tree = &t->parts[part].tree;
+    struct pod_row *row = local_row(tree, rq->key);
+    if (row) {
+        if (!row_valid(row)) return POD_RS_BUSY;
+        int st = move_in(w, t, part, row, rq->key, out);
+        return st == POD_RS_OK ? POD_RS_EXISTS : st;
+    }
+    /* The gap must not be locked by anyone but the requester. */
+    uint64_t v;
+    struct pod_row *next = bt_next(tree, rq->key, false, NULL, &v) == BT_OK
+                               ? (struct pod_row *)(uintptr_t)v
+                               : t->parts[part].sentinel;
+    bool gap_locked = false, in_cxl = false;
+    if (rq->flags & POD_RQ_GAP_HELD) {
+        if (!rowlock_moved(next) || __atomic_load_n(&next->shortcut, __ATOMIC_ACQUIRE) != rq->rec ||
+            !(rec_load(pod_rec(ph, rq->rec)) & REC_LOCK_W))
+            return POD_RS_BUSY;
+    } else {
+        if (!rowlock_try(ph->r, next, ROWLOCK_WRITE, &in_cxl)) return POD_RS_BUSY;
+        gap_locked = true;
+    }
+    int status = POD_RS_OK;
+    struct pod_row *nrow = row_alloc(t);
+    cxl_off off = nrow ? rec_create(ph->r, ph->coh, nrow->tuple, t->tuple_size, 0, 0) : CXL_NULL;
+    if (nrow && off == CXL_NULL) {
+        pod_moveout(w, true);
+        off = rec_create(ph->r, ph->coh, nrow->tuple, t->tuple_size, 0, 0);
+    }
+    if (off == CXL_NULL) {
+        row_free(nrow);
+        status = POD_RS_NOMEM;
+        goto out;
+    }
+    rec_init_lock(pod_rec(ph, off), true, 0); /* the requester's write lock */
+    memcpy(row_key(t, nrow), rq->key, t->key_size);
+    nrow->shortcut = off;
+    nrow->lock = LOCK_MOVED;
+    if (bt_insert(tree, rq->key, (uint64_t)(uintptr_t)nrow) != BT_OK) {
+        rec_destroy(ph->r, off);
+        row_free(nrow);
+        status = POD_RS_BUSY; /* inserted meanwhile by the owner */
+        goto out;
+    }
+    pod_local_inserted(w, t, part, rq->key);
+    if (cxl_index_insert(pc->ix, w->id, rq->key, off) != BT_OK) {
+        bt_remove(tree, rq->key, NULL);
+        ebr_retire(w->db->ebr, w->id, nrow, row_free_cb, NULL);
+        rec_destroy(ph->r, off);
+        status = POD_RS_NOMEM;
+        goto out;
+    }
+    pod_count(&pc->resident, 1);
+    pod_count(&ph->st.moved_in, 1);
+    *out = off;
+out:
+    if (gap_locked) rowlock_release(ph->r, next, ROWLOCK_WRITE, in_cxl);
+    return status;
+}
+
+static void unlink_req(struct pod_worker *w, pod_table *t, uint32_t part,
+                       const struct pod_req_msg *rq)
+{
+    struct pod_row *row = local_row(&t->parts[part].tree, rq->key);
+    if (!row || !rowlock_moved(row) ||
+        __atomic_load_n(&row->shortcut, __ATOMIC_ACQUIRE) != rq->rec) {
+        pod_error("unlink of table %s partition %u: the key's record is not %#llx (protocol bug)",
+                  t->name, part, (unsigned long long)rq->rec);
+        return;
+    }
+    pod_unlink_moved(w, t, part, row);
+}
+
+static void reply(struct pod_worker *w, const struct cxl_msg *m, int status, cxl_off rec,
+                  const char *msg)
+{
+    struct pod_host *ph = w->db->pod;
+    struct cxl_msg out;
+    out.type = POD_MSG_REPLY;
+    out.from_worker = (uint16_t)w->id;
+    out.req_id = m->req_id;
+    struct pod_reply_msg *rp = (struct pod_reply_msg *)out.data;
+    rp->status = status;
+    rp->reserved = 0;
+    rp->rec = rec;
+    size_t n = msg ? strnlen(msg, sizeof rp->msg - 1) : 0;
+    memcpy(rp->msg, msg ? msg : "", n);
+    rp->msg[n] = 0;
+    out.len = (uint16_t)(offsetof(struct pod_reply_msg, msg) + n + 1);
+    if (status == POD_RS_BUSY) pod_count(&ph->st.busy_replies, 1);
+    if (status == POD_RS_NOMEM) pod_count(&ph->st.nomem_replies, 1);
+    int rc = cxl_reply_post(ph->r, m->from_host, m->from_worker, &out);
+    if (rc != CXL_RING_OK && rc != CXL_RING_STALE)
+        pod_warn("reply to host %u worker %u: %s", m->from_host, m->from_worker,
+                 cxl_ring_strerror(rc));
+}
+
+void pod_handle(struct pod_worker *w, const struct cxl_msg *m)
+{
+    pod_db *db = w->db;
+    struct pod_host *ph = db->pod;
+    const struct pod_req_msg *rq = (const struct pod_req_msg *)m->data;
+    char msg[160];
+    if (m->len < offsetof(struct pod_req_msg, key) || rq->table >= db->ntables ||
+        rq->part >= db->tables[rq->table]->nparts ||
+        db->tables[rq->table]->parts[rq->part].owner != (uint32_t)ph->host ||
+        ((rq->flags & POD_RQ_HAS_KEY) && rq->key_len != db->tables[rq->table]->key_size)) {
+        snprintf(msg, sizeof msg, "message type %u of %u bytes names table %u partition %u, "
+                 "which this host does not own", m->type, m->len, rq->table, rq->part);
+        if (m->type != POD_MSG_UNLINK) reply(w, m, POD_RS_ERROR, CXL_NULL, msg);
+        else pod_error("%s", msg);
+        return;
+    }
+    pod_table *t = db->tables[rq->table];
+    uint32_t part = rq->part;
+    ebr_enter(db->ebr, w->id);
+    xebr_enter(ph->x, w->id);
+    int status = POD_RS_ERROR;
+    cxl_off rec = CXL_NULL;
+    switch (m->type) {
+    case POD_MSG_MOVE_IN: {
+        struct pod_row *row = local_row(&t->parts[part].tree, rq->key);
+        if (row) {
+            status = move_in(w, t, part, row, rq->key, &rec);
+        } else if (db->opt.phantom_protection) {
+            struct pod_req_msg around = *rq;
+            around.flags = POD_RQ_HAS_KEY | POD_RQ_INCLUSIVE;
+            around.count = 0;
+            status = move_chain(w, t, part, &around);
+            if (status == POD_RS_OK) status = POD_RS_ABSENT;
+        } else {
+            status = POD_RS_ABSENT;
+        }
+        break;
+    }
+    case POD_MSG_MOVE_RANGE: status = move_chain(w, t, part, rq); break;
+    case POD_MSG_PREP_INSERT: status = prep_insert(w, t, part, rq, &rec); break;
+    case POD_MSG_UNLINK: unlink_req(w, t, part, rq); break;
+    default:
+        snprintf(msg, sizeof msg, "unknown message type %u", m->type);
+        break;
+    }
+    xebr_exit(ph->x, w->id);
+    ebr_exit(db->ebr, w->id);
+    if (m->type != POD_MSG_UNLINK) reply(w, m, status, rec, status == POD_RS_ERROR ? msg : NULL);
+}

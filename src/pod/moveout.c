@@ -1,0 +1,176 @@
+/* Moving tuples out of CXL memory under CLOCK (Tigon §3.3): when this host's
+ * HWcc use passes the configured threshold, a worker walks its partitions'
+ * CXL indexes with a hand per partition; a record whose clock bit is set
+ * (another host used it since the last pass) gets a second chance, any other
+ * one that nobody has locked goes back to DRAM. The SWcc row is marked
+ * invalid before the index entry goes, and the record stays write-locked
+ * until cross-host EBR frees it, so a host holding a stale pointer fails to
+ * lock it and looks the key up again. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "cxl/record_ops.h"
+#include "engine/worker.h"
+#include "pod/pod_int.h"
+#include "pod/rowlock.h"
+#include "txn/ebr.h"
+#include "util/log.h"
+
+#define BATCH 64
+/* Compact an index whose HWcc bytes per key passed this (it never merges
+ * nodes, so move-outs leave it sparse). */
+#define COMPACT_BYTES_PER_KEY 32
+#define COMPACT_MIN_BYTES (64u << 10)
+
+static void rec_free_cb(void *ctx, void *rec)
+{
+    struct pod_host *ph = ctx;
+    rec_destroy(ph->r, cxl_off_in(ph->r, rec));
+}
+
+struct candidates {
+    int n;
+    size_t ks;
+    unsigned char key[BATCH][BT_MAX_KEY_WIDTH];
+    cxl_off rec[BATCH];
+};
+
+static bool collect(void *arg, const void *key, uint64_t value)
+{
+    struct candidates *c = arg;
+    memcpy(c->key[c->n], key, c->ks);
+    c->rec[c->n] = value;
+    return ++c->n < BATCH;
+}
+
+/* Move one tuple out. false if it is in use (locked, latched) right now. */
+static bool evict(struct pod_worker *w, pod_table *t, uint32_t part, const void *key, cxl_off off)
+{
+    struct pod_host *ph = w->db->pod;
+    struct pod_part_cxl *pc = t->parts[part].cxl;
+    uint64_t v;
+    if (bt_lookup(&t->parts[part].tree, key, &v) != BT_OK) return false;
+    struct pod_row *row = (struct pod_row *)(uintptr_t)v;
+    uint32_t z = 0;
+    if (!__atomic_compare_exchange_n(&row->latch, &z, 1, false, __ATOMIC_ACQUIRE, __ATOMIC_RELAXED))
+        return false;
+    cxl_record *rec = pod_rec(ph, off);
+    bool done = false;
+    if (rowlock_moved(row) && __atomic_load_n(&row->shortcut, __ATOMIC_ACQUIRE) == off &&
+        rec_try_write_lock(rec)) {
+        uint32_t valid = 1;
+        uint64_t ev = row->epoch_version;
+        if (rec_load(rec) & REC_DIRTY) {
+            /* Written by another host: the CXL copy is the tuple. */
+            if (rec_row_read(ph->r, ph->coh, rec, row->tuple, t->tuple_size, &valid, &ev) == REC_OK) {
+                row->epoch_version = ev;
+                __atomic_store_n(&row->valid, valid, __ATOMIC_RELEASE);
+            }
+        }
+        rec_row_write(ph->r, ph->coh, rec, NULL, t->tuple_size, 0, ev);
+        rec_flag_clear(rec, REC_HAS_NEXT);
+        /* The gap before the key is no longer complete in CXL memory: say so
+         * before the key leaves the index (a scanner that still sees the bit
+         * then still sees the key, and fails to lock it). */
+        uint64_t poff;
+        if (cxl_index_prev(pc->ix, w->id, key, false, NULL, &poff) == BT_OK)
+            rec_flag_clear(pod_rec(ph, poff), REC_HAS_NEXT);
+        else
+            rec_flag_clear(pc->sentinel, REC_HAS_NEXT);
+        cxl_index_remove(pc->ix, w->id, key, NULL);
+        __atomic_store_n(&row->lock, 0, __ATOMIC_RELEASE); /* the row's own lock is live again */
+        __atomic_store_n(&row->shortcut, CXL_NULL, __ATOMIC_RELEASE);
+        xebr_retire(ph->x, w->id, rec, rec_free_cb, ph);
+        __atomic_fetch_sub(&pc->resident, 1, __ATOMIC_RELAXED);
+        pod_count(&ph->st.moved_out, 1);
+        done = true;
+    }
+    __atomic_store_n(&row->latch, 0, __ATOMIC_RELEASE);
+    return done;
+}
+
+static uint64_t hwcc_used(struct pod_host *ph)
+{
+    struct cxl_usage u;
+    cxl_usage_get(ph->r, ph->host, CXL_HWCC, &u);
+    return u.used;
+}
+
+/* One step of the hand over partition (t, part): up to BATCH entries from
+ * the partition's cursor. Returns how many were moved out; *wrapped when the
+ * hand went past the last key. */
+static int sweep(struct pod_worker *w, pod_table *t, uint32_t part, bool *wrapped)
+{
+    struct pod_host *ph = w->db->pod;
+    struct pod_part_cxl *pc = t->parts[part].cxl;
+    struct candidates *c = malloc(sizeof *c);
+    if (!c) return 0;
+    c->n = 0;
+    c->ks = t->key_size;
+    cxl_index_scan_forward(pc->ix, w->id, pc->hand_set ? pc->hand : NULL, false, collect, c);
+    *wrapped = c->n < BATCH;
+    int out = 0;
+    for (int i = 0; i < c->n; i++) {
+        cxl_record *rec = pod_rec(ph, c->rec[i]);
+        if (rec_load(rec) & REC_CLOCK) {
+            rec_flag_clear(rec, REC_CLOCK); /* second chance */
+            continue;
+        }
+        if (evict(w, t, part, c->key[i], c->rec[i])) out++;
+    }
+    if (c->n) {
+        memcpy(pc->hand, c->key[c->n - 1], c->ks);
+        pc->hand_set = !*wrapped;
+    } else {
+        pc->hand_set = false;
+    }
+    free(c);
+    return out;
+}
+
+static void maybe_compact(struct pod_worker *w, struct pod_part_cxl *pc)
+{
+    uint64_t keys = cxl_index_nkeys(pc->ix), bytes = cxl_index_hwcc_bytes(pc->ix);
+    if (bytes >= COMPACT_MIN_BYTES && bytes > (keys + 1) * COMPACT_BYTES_PER_KEY &&
+        cxl_index_compact(pc->ix, w->id) == BT_OK)
+        pod_count(&w->db->pod->st.compactions, 1);
+}
+
+void pod_moveout(struct pod_worker *w, bool force)
+{
+    struct pod_host *ph = w->db->pod;
+    pod_db *db = w->db;
+    if (pthread_mutex_trylock(&ph->moveout_lock) != 0) return;
+    pod_count(&ph->st.moveout_runs, 1);
+    /* Forced (an allocation failed): free at least a batch's worth. */
+    uint64_t target = ph->moveout_to;
+    int budget = force ? 4 * BATCH : 16 * BATCH; /* entries looked at per call: bounded work */
+    int moved = 0;
+    ebr_enter(db->ebr, w->id);
+    uint32_t nparts_total = 0;
+    for (uint32_t i = 0; i < db->ntables; i++) nparts_total += db->tables[i]->nparts;
+    for (uint32_t step = 0; step < 2 * nparts_total && budget > 0; step++) {
+        if (ph->moveout_table >= db->ntables) ph->moveout_table = 0;
+        pod_table *t = db->tables[ph->moveout_table];
+        uint32_t part = ph->moveout_part;
+        if (++ph->moveout_part >= t->nparts) {
+            ph->moveout_part = 0;
+            ph->moveout_table++;
+        }
+        if (part >= t->nparts || t->parts[part].owner != (uint32_t)ph->host) continue;
+        struct pod_part_cxl *pc = t->parts[part].cxl;
+        if (!__atomic_load_n(&pc->resident, __ATOMIC_RELAXED)) continue;
+        bool wrapped = false;
+        while (budget > 0 && !wrapped) {
+            moved += sweep(w, t, part, &wrapped);
+            budget -= BATCH;
+            if (!force && hwcc_used(ph) < target) break;
+        }
+        maybe_compact(w, pc);
+        if (!force && hwcc_used(ph) < target) break;
+        if (force && moved >= BATCH) break;
+    }
+    ebr_exit(db->ebr, w->id);
+    xebr_collect(ph->x, w->id);
+    pthread_mutex_unlock(&ph->moveout_lock);
+}

@@ -1,0 +1,105 @@
+/* The 2PL lock of a local row wherever it lives: in the row's own word, or in
+ * the HWcc record of its CXL copy once the owner moved it there (LOCK_MOVED,
+ * src/txn/lock.h). Every call is NO_WAIT.
+ *
+ * *in_cxl tells the caller where the lock was taken, which is where it must
+ * be released (or upgraded, downgraded): a lock taken in the record stays
+ * there (a row whose record is locked is never moved out); a lock taken in
+ * the row's word may move into the record at any time (the owner transfers
+ * the readers when it moves the row in; a write-locked row is never moved),
+ * which the release functions detect.
+ *
+ * The record of a moved row is only read inside a cross-host EBR critical
+ * section, so one that is being moved out stays readable; a move-out keeps
+ * the record write-locked forever, so taking a lock on it fails and the
+ * caller looks at the row's word again. */
+#ifndef PODDB_POD_ROWLOCK_H
+#define PODDB_POD_ROWLOCK_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "cxl/record_ops.h"
+#include "cxl/region.h"
+#include "storage/row.h"
+#include "txn/lock.h"
+
+enum { ROWLOCK_READ = 1, ROWLOCK_WRITE = 2 };
+
+static inline cxl_record *rowlock_record(const struct cxl_region *r, const struct pod_row *row)
+{
+    cxl_off off = __atomic_load_n(&row->shortcut, __ATOMIC_ACQUIRE);
+    return off ? (cxl_record *)cxl_ptr(r, off) : NULL;
+}
+
+static inline bool rowlock_moved(const struct pod_row *row)
+{
+    return __atomic_load_n(&row->lock, __ATOMIC_ACQUIRE) & LOCK_MOVED;
+}
+
+/* Take a lock of mode want (ROWLOCK_READ/WRITE). r may be NULL outside a pod
+ * (then rows never move). */
+static inline bool rowlock_try(const struct cxl_region *r, struct pod_row *row, int want,
+                               bool *in_cxl)
+{
+    for (int tries = 0; tries < 64; tries++) {
+        if (want == ROWLOCK_WRITE ? lock_try_write(&row->lock) : lock_try_read(&row->lock)) {
+            *in_cxl = false;
+            return true;
+        }
+        uint64_t v = __atomic_load_n(&row->lock, __ATOMIC_ACQUIRE);
+        if (!(v & LOCK_MOVED) || !r) {
+            /* A plain conflict, unless the word changed under us (retry). */
+            if (v & LOCK_W) return false;
+            if (want == ROWLOCK_WRITE && (v & LOCK_READERS)) return false;
+            continue;
+        }
+        cxl_record *rec = rowlock_record(r, row);
+        if (!rec) continue; /* being moved out: the word clears soon */
+        if (want == ROWLOCK_WRITE ? rec_try_write_lock(rec) : rec_try_read_lock(rec)) {
+            *in_cxl = true;
+            return true;
+        }
+        /* Still the live lock? Then it is a real conflict. */
+        if ((__atomic_load_n(&row->lock, __ATOMIC_ACQUIRE) & LOCK_MOVED) &&
+            rowlock_record(r, row) == rec)
+            return false;
+    }
+    return false;
+}
+
+/* Shared -> exclusive, for the only reader. */
+static inline bool rowlock_upgrade(const struct cxl_region *r, struct pod_row *row, bool *in_cxl)
+{
+    if (!*in_cxl) {
+        if (lock_try_upgrade(&row->lock)) return true;
+        if (!r || !rowlock_moved(row)) return false;
+        *in_cxl = true; /* our read lock was moved into the record */
+    }
+    return rec_try_upgrade(rowlock_record(r, row));
+}
+
+static inline void rowlock_release(const struct cxl_region *r, struct pod_row *row, int held,
+                                   bool in_cxl)
+{
+    if (in_cxl) {
+        cxl_record *rec = rowlock_record(r, row);
+        if (held == ROWLOCK_WRITE) rec_release_write(rec);
+        else rec_release_read(rec);
+        return;
+    }
+    if (held == ROWLOCK_WRITE) {
+        lock_release_write(&row->lock);
+    } else if (lock_release_read(&row->lock) & LOCK_MOVED) {
+        rec_release_read(rowlock_record(r, row));
+    }
+}
+
+/* Exclusive -> shared. */
+static inline void rowlock_downgrade(const struct cxl_region *r, struct pod_row *row, bool in_cxl)
+{
+    if (in_cxl) rec_downgrade(rowlock_record(r, row));
+    else lock_downgrade(&row->lock);
+}
+
+#endif

@@ -1,0 +1,106 @@
+/* Inside the transaction layer: the access set shared by txn.c (local rows)
+ * and txn_remote.c (other hosts' tuples in CXL memory). */
+#ifndef PODDB_TXN_TXN_INT_H
+#define PODDB_TXN_TXN_INT_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "cxl/record.h"
+#include "engine/worker.h"
+#include "storage/table.h"
+#include "txn/txn.h"
+
+enum {
+    HELD_NONE = 0,
+    HELD_READ = 1,
+    HELD_WRITE = 2,
+};
+
+enum {
+    ACC_INSERTED = 1 << 0, /* this transaction created the row */
+    ACC_UPDATED = 1 << 1,  /* local: undo holds the before-image; remote: copy was written */
+    ACC_DELETED = 1 << 2,
+    ACC_LOADED = 1 << 3,   /* remote: copy holds the tuple; local: copy holds the CXL tuple */
+};
+
+/* One row or record this transaction locked. A local row (row != NULL) is
+ * this host's; its lock may live in its CXL record (in_cxl). A remote
+ * record (rec != NULL) is another host's tuple in CXL memory: the
+ * transaction works on a private copy and writes it back at commit. */
+struct access {
+    struct pod_row *row;
+    cxl_record *rec;
+    pod_table *table;
+    uint32_t part;
+    uint8_t held;
+    uint8_t flags;
+    bool in_cxl;         /* local: the lock was taken in the row's CXL record */
+    void *undo;          /* local: before-image */
+    void *copy;          /* remote: the tuple; local: a CXL-only tuple read under a shared lock */
+    const void *key;     /* remote: the key (for an unlink) */
+    uint64_t ev;         /* remote: the epoch-version read */
+};
+
+static inline const void *access_id(const struct access *a)
+{
+    return a->row ? (const void *)a->row : (const void *)a->rec;
+}
+
+struct undo_chunk;
+
+struct pod_txn {
+    pod_db *db;
+    struct pod_worker *w;
+    struct access *acc;
+    uint32_t nacc, cap;
+    /* Open-addressing index id -> access, built once a transaction has more
+     * than LINEAR_MAX accesses (small ones search linearly: faster). */
+    uint32_t *hidx;
+    uint32_t hcap;          /* a power of two, or 0 */
+    bool hvalid;
+    struct undo_chunk *chunks, *cur;
+    int status;
+    enum pod_abort_cause cause;
+    uint64_t epoch;
+    bool active;
+    char msg[256];
+};
+
+#define OP_RESTARTS 1000 /* bound on "start this operation over" loops */
+
+int txn_conflict(struct pod_txn *tx, enum pod_abort_cause cause);
+void *txn_undo_alloc(struct pod_txn *tx, size_t n);
+struct access *txn_find_access(struct pod_txn *tx, const void *id);
+/* A new access; NULL (status set to POD_E_NOMEM) when out of memory. */
+struct access *txn_add_access(struct pod_txn *tx, struct pod_row *row, cxl_record *rec,
+                              pod_table *t, uint32_t part, uint8_t held);
+/* Give back the newest access if this operation just took it for nothing. */
+void txn_unlock_fresh(struct pod_txn *tx, struct access *a);
+uint64_t txn_next_epoch_version(uint64_t ev, uint64_t epoch);
+
+/* ---- txn_remote.c: partitions owned by another host ---- */
+
+static inline bool txn_is_remote(const struct pod_txn *tx, const pod_table *t, uint32_t part)
+{
+    return tx->db->pod && t->parts[part].owner != (uint32_t)tx->db->opt.host_id;
+}
+
+enum remote_find { REMOTE_FOUND, REMOTE_MISSING };
+
+/* Find and lock key's tuple in another host's partition (moving it into CXL
+ * memory if needed); on MISSING with phantom protection the gap is locked.
+ * POD_OK with *res, or a negative status. */
+int remote_find(struct pod_txn *tx, pod_table *t, uint32_t part, const void *key, uint8_t want,
+                enum remote_find *res, struct access **acc);
+int remote_insert(struct pod_txn *tx, pod_table *t, uint32_t part, const void *key,
+                  const void *tuple);
+int remote_scan(struct pod_txn *tx, pod_table *t, uint32_t part, const void *lo, const void *hi,
+                uint32_t limit, bool reverse, uint8_t want, pod_scan_fn fn, void *arg);
+/* Commit (publish the copy, unlink a delete) or abort one remote access, and
+ * release its lock. */
+void remote_commit(struct pod_txn *tx, struct access *a, uint64_t epoch);
+void remote_abort(struct pod_txn *tx, struct access *a);
+void remote_release(struct pod_txn *tx, struct access *a);
+
+#endif

@@ -1,0 +1,514 @@
+/* Transactions on another host's partitions (Tigon Algorithm 1, §3.4):
+ * find the tuple in the owner's CXL index, lock its HWcc record (NO_WAIT),
+ * read its SWcc row into a private copy, write the copy back at commit. A
+ * tuple that is not in CXL memory is requested from the owner over the
+ * rings (src/pod/movement.c serves the request), then looked up again.
+ *
+ * Next-key locking (§3.4.2) runs on the CXL index: the gap between a key x
+ * and its next CXL key y is known to hold no key of the owner's local index
+ * when x's has-next-key bit is set (x = the partition's head: the sentinel's
+ * bit), and y's lock covers it. The bit is checked again after y is locked:
+ * an owner insert into the gap needs y's lock exclusively and clears x's bit
+ * before it lets it go, so a bit still set then proves the gap empty. When
+ * the bit is clear, the owner is asked to move the keys around the gap in and
+ * mark it.
+ *
+ * A record we fail to lock may be one the owner just moved out (it keeps the
+ * record write-locked until it is freed): if the index no longer maps the key
+ * to it, the step starts over instead of aborting. */
+#include <string.h>
+
+#include "cxl/record_ops.h"
+#include "log/txlog.h"
+#include "pod/pod_int.h"
+#include "txn/txn_int.h"
+#include "util/log.h"
+
+#define MAX_REQUESTS 64 /* requests to the owner per operation before giving up */
+
+/* Outcomes of the steps below besides POD_OK and negative statuses. */
+#define RESTART 1 /* look again: the tuple moved or died meanwhile */
+#define STOP 2    /* a scan's callback or limit ended it */
+
+static struct pod_host *host_of(struct pod_txn *tx) { return tx->db->pod; }
+
+static int fail_internal(struct pod_txn *tx, const pod_err *e)
+{
+    tx->status = POD_E_INTERNAL;
+    return pod_txn_fail(tx, POD_E_INTERNAL, "%s", e->msg);
+}
+
+/* The reply of an owner that could not do it now. */
+static int reply_status(struct pod_txn *tx, int rs, const pod_err *e, enum pod_abort_cause busy)
+{
+    switch (rs) {
+    case POD_RS_BUSY: return txn_conflict(tx, busy);
+    case POD_RS_NOMEM: return txn_conflict(tx, POD_CAUSE_HWCC_FULL);
+    default: return fail_internal(tx, e);
+    }
+}
+
+static struct pod_part_cxl *part_cxl(struct pod_txn *tx, pod_table *t, uint32_t part)
+{
+    pod_err e;
+    struct pod_part_cxl *pc = pod_part(host_of(tx), t, part, tx->w->id, &e);
+    if (!pc) fail_internal(tx, &e);
+    return pc;
+}
+
+static int owner_of(const pod_table *t, uint32_t part) { return (int)t->parts[part].owner; }
+
+/* Look key up in the CXL index: its record's offset, or CXL_NULL. */
+static cxl_off ix_lookup(struct pod_txn *tx, const struct pod_part_cxl *pc, const void *key)
+{
+    uint64_t v;
+    return cxl_index_lookup(pc->ix, tx->w->id, key, &v) == BT_OK ? v : CXL_NULL;
+}
+
+/* The next CXL key after key (>= with inclusive; key NULL: the first):
+ * offset and key, or CXL_NULL for "past the last". */
+static cxl_off ix_next(struct pod_txn *tx, const struct pod_part_cxl *pc, const void *key,
+                       bool inclusive, void *key_out)
+{
+    uint64_t v;
+    return cxl_index_next(pc->ix, tx->w->id, key, inclusive, key_out, &v) == BT_OK ? v : CXL_NULL;
+}
+
+static cxl_off ix_prev(struct pod_txn *tx, const struct pod_part_cxl *pc, const void *key,
+                       bool inclusive, void *key_out)
+{
+    uint64_t v;
+    return cxl_index_prev(pc->ix, tx->w->id, key, inclusive, key_out, &v) == BT_OK ? v : CXL_NULL;
+}
+
+/* The record of an offset, the sentinel for CXL_NULL. */
+static cxl_record *rec_or_sentinel(struct pod_txn *tx, const struct pod_part_cxl *pc, cxl_off off)
+{
+    return off ? pod_rec(host_of(tx), off) : pc->sentinel;
+}
+
+static bool has_next(const cxl_record *rec) { return rec_load(rec) & REC_HAS_NEXT; }
+
+/* Lock rec (the tuple of key, or the sentinel when key is NULL) in mode want
+ * for the rest of the transaction. POD_OK, RESTART (the record is no longer
+ * key's: look again), or POD_CONFLICT. */
+static int lock_rec(struct pod_txn *tx, pod_table *t, uint32_t part, struct pod_part_cxl *pc,
+                    cxl_record *rec, const void *key, uint8_t want, enum pod_abort_cause cause,
+                    struct access **acc)
+{
+    struct access *a = txn_find_access(tx, rec);
+    if (a && a->held >= want) {
+        *acc = a;
+        return POD_OK;
+    }
+    bool ok = a ? rec_try_upgrade(rec)
+                : want == HELD_WRITE ? rec_try_write_lock(rec) : rec_try_read_lock(rec);
+    if (!ok) {
+        if (!a && key && pod_rec(host_of(tx), ix_lookup(tx, pc, key)) != rec) return RESTART;
+        return txn_conflict(tx, a ? POD_CAUSE_UPGRADE
+                                  : want == HELD_WRITE ? POD_CAUSE_WRITE_LOCK : cause);
+    }
+    if (a) {
+        a->held = want;
+    } else {
+        if (!(a = txn_add_access(tx, NULL, rec, t, part, want))) {
+            if (want == HELD_WRITE) rec_release_write(rec);
+            else rec_release_read(rec);
+            return POD_E_NOMEM;
+        }
+        if (key) {
+            void *k = txn_undo_alloc(tx, t->key_size);
+            if (!k) {
+                txn_unlock_fresh(tx, a);
+                tx->status = POD_E_NOMEM;
+                return pod_txn_fail(tx, POD_E_NOMEM, "out of memory for a key");
+            }
+            memcpy(k, key, t->key_size);
+            a->key = k;
+        }
+    }
+    if (rec != pc->sentinel) rec_flag_set(rec, REC_CLOCK); /* recently used by a non-owner */
+    *acc = a;
+    return POD_OK;
+}
+
+/* Read a locked record's row into the access's copy (once). POD_OK, RESTART
+ * (the row is not valid: dead), or a negative status. */
+static int load(struct pod_txn *tx, struct access *a)
+{
+    if (a->flags & ACC_LOADED) return POD_OK;
+    struct pod_host *ph = host_of(tx);
+    uint32_t tsz = a->table->tuple_size;
+    if (!a->copy && !(a->copy = txn_undo_alloc(tx, tsz))) {
+        tx->status = POD_E_NOMEM;
+        return pod_txn_fail(tx, POD_E_NOMEM, "out of memory for a tuple copy");
+    }
+    uint32_t valid;
+    int rc = rec_row_read(ph->r, ph->coh, a->rec, a->copy, tsz, &valid, &a->ev);
+    if (rc == REC_BUSY) return txn_conflict(tx, POD_CAUSE_READ_LOCK);
+    if (rc != REC_OK) {
+        tx->status = POD_E_INTERNAL;
+        return pod_txn_fail(tx, POD_E_INTERNAL, "%s: a CXL row does not hold a %u-byte tuple",
+                            a->table->name, tsz);
+    }
+    pod_count(&ph->st.remote_reads, 1);
+    if (!valid && !(a->flags & ACC_INSERTED)) return RESTART;
+    a->flags |= ACC_LOADED;
+    return POD_OK;
+}
+
+/* Ask the owner for key (or a range from it). POD_OK when the owner did it
+ * (ABSENT included: *absent set), else a negative status. */
+static int ask_owner(struct pod_txn *tx, pod_table *t, uint32_t part, int type,
+                     const struct pod_req_msg *rq, bool *absent, cxl_off *rec)
+{
+    pod_err e = {{0}};
+    cxl_off r = CXL_NULL;
+    int rs = pod_request(tx->w, owner_of(t, part), type, rq, &r, &e);
+    if (absent) *absent = rs == POD_RS_ABSENT;
+    if (rec) *rec = r;
+    if (rs >= 0) return POD_OK;
+    return reply_status(tx, rs, &e, POD_CAUSE_REMOTE_BUSY);
+}
+
+/* With key missing from the CXL index: lock the gap where it would be, if
+ * the index knows the gap is complete. POD_OK (locked: key is absent), RESTART
+ * (ask the owner), or a negative status. */
+static int lock_gap(struct pod_txn *tx, pod_table *t, uint32_t part, struct pod_part_cxl *pc,
+                    const void *key)
+{
+    unsigned char ykey[BT_MAX_KEY_WIDTH];
+    cxl_off xoff = ix_prev(tx, pc, key, false, NULL);
+    cxl_record *x = rec_or_sentinel(tx, pc, xoff);
+    if (!has_next(x)) return RESTART;
+    cxl_off yoff = ix_next(tx, pc, key, true, ykey);
+    if (yoff && memcmp(ykey, key, t->key_size) == 0) return RESTART; /* appeared */
+    struct access *a;
+    int rc = lock_rec(tx, t, part, pc, rec_or_sentinel(tx, pc, yoff), yoff ? ykey : NULL,
+                      HELD_READ, POD_CAUSE_NEXT_KEY, &a);
+    if (rc) return rc;
+    if (has_next(x) && ix_prev(tx, pc, key, false, NULL) == xoff &&
+        ix_next(tx, pc, key, true, NULL) == yoff)
+        return POD_OK;
+    txn_unlock_fresh(tx, a);
+    return RESTART;
+}
+
+int remote_find(struct pod_txn *tx, pod_table *t, uint32_t part, const void *key, uint8_t want,
+                enum remote_find *res, struct access **acc)
+{
+    struct pod_part_cxl *pc = part_cxl(tx, t, part);
+    if (!pc) return tx->status;
+    bool phantom = tx->db->opt.phantom_protection;
+    int requests = 0;
+    for (int tries = 0; tries < OP_RESTARTS; tries++) {
+        cxl_off off = ix_lookup(tx, pc, key);
+        if (off) {
+            cxl_record *rec = pod_rec(host_of(tx), off);
+            struct access *a = txn_find_access(tx, rec);
+            if (a && (a->flags & ACC_DELETED)) {
+                *res = REMOTE_MISSING; /* our own delete */
+                return POD_OK;
+            }
+            int rc = lock_rec(tx, t, part, pc, rec, key, want, POD_CAUSE_READ_LOCK, &a);
+            if (rc == RESTART) continue;
+            if (rc) return rc;
+            if ((rc = load(tx, a)) == RESTART) {
+                txn_unlock_fresh(tx, a);
+                continue;
+            }
+            if (rc) return rc;
+            *res = REMOTE_FOUND;
+            *acc = a;
+            return POD_OK;
+        }
+        if (phantom) {
+            int rc = lock_gap(tx, t, part, pc, key);
+            if (rc == POD_OK) {
+                *res = REMOTE_MISSING;
+                return POD_OK;
+            }
+            if (rc < 0) return rc;
+        }
+        if (++requests > MAX_REQUESTS) break;
+        struct pod_req_msg rq;
+        pod_req_init(&rq, t, part, key, POD_RQ_INCLUSIVE);
+        bool absent;
+        int rc = ask_owner(tx, t, part, POD_MSG_MOVE_IN, &rq, &absent, NULL);
+        if (rc) return rc;
+        if (absent && !phantom) {
+            *res = REMOTE_MISSING;
+            return POD_OK;
+        }
+    }
+    return txn_conflict(tx, POD_CAUSE_REMOTE_BUSY);
+}
+
+int remote_insert(struct pod_txn *tx, pod_table *t, uint32_t part, const void *key,
+                  const void *tuple)
+{
+    struct pod_part_cxl *pc = part_cxl(tx, t, part);
+    if (!pc) return tx->status;
+    int requests = 0;
+    for (int tries = 0; tries < OP_RESTARTS; tries++) {
+        cxl_off off = ix_lookup(tx, pc, key);
+        if (off) {
+            cxl_record *rec = pod_rec(host_of(tx), off);
+            struct access *a = txn_find_access(tx, rec);
+            if (a && (a->flags & ACC_DELETED)) { /* deleted and inserted again by us */
+                a->flags &= (uint8_t)~ACC_DELETED;
+                memcpy(a->copy, tuple, t->tuple_size);
+                a->flags |= ACC_UPDATED;
+                return POD_OK;
+            }
+            /* Present: a shared lock makes "exists" hold until commit. */
+            int rc = lock_rec(tx, t, part, pc, rec, key, HELD_READ, POD_CAUSE_READ_LOCK, &a);
+            if (rc == RESTART) continue;
+            if (rc) return rc;
+            if ((rc = load(tx, a)) == RESTART) {
+                txn_unlock_fresh(tx, a);
+                continue;
+            }
+            return rc ? rc : POD_EXISTS;
+        }
+        if (++requests > MAX_REQUESTS) break;
+        struct pod_req_msg rq;
+        pod_req_init(&rq, t, part, key, 0);
+        /* If we hold the gap's next key ourselves (a scan of ours), the
+         * owner cannot lock it: hold it exclusively for the insert. */
+        struct access *gap = NULL;
+        bool downgrade = false;
+        cxl_off xoff = ix_prev(tx, pc, key, false, NULL);
+        cxl_off yoff = ix_next(tx, pc, key, false, NULL);
+        cxl_record *y = rec_or_sentinel(tx, pc, yoff);
+        if (has_next(rec_or_sentinel(tx, pc, xoff)) && (gap = txn_find_access(tx, y))) {
+            if (gap->held == HELD_READ) {
+                if (!rec_try_upgrade(y)) return txn_conflict(tx, POD_CAUSE_NEXT_KEY);
+                downgrade = true;
+            }
+            rq.flags |= POD_RQ_GAP_HELD;
+            rq.rec = yoff ? yoff : cxl_off_in(host_of(tx)->r, pc->sentinel);
+        }
+        cxl_off rec_off;
+        bool absent;
+        pod_err e = {{0}};
+        int rs = pod_request(tx->w, owner_of(t, part), POD_MSG_PREP_INSERT, &rq, &rec_off, &e);
+        (void)absent;
+        if (downgrade) rec_downgrade(y);
+        if (rs == POD_RS_EXISTS) continue; /* moved in: lock it above */
+        if (rs < 0) return reply_status(tx, rs, &e, POD_CAUSE_NEXT_KEY);
+        /* The owner made an invalid tuple, write-locked for us. */
+        struct access *a = txn_add_access(tx, NULL, pod_rec(host_of(tx), rec_off), t, part,
+                                          HELD_WRITE);
+        void *copy = txn_undo_alloc(tx, t->tuple_size), *k = txn_undo_alloc(tx, t->key_size);
+        if (!a || !copy || !k) {
+            if (a) {
+                a->flags = ACC_INSERTED;
+                a->key = k;
+            }
+            tx->status = POD_E_NOMEM;
+            return pod_txn_fail(tx, POD_E_NOMEM, "out of memory for an insert");
+        }
+        memcpy(copy, tuple, t->tuple_size);
+        memcpy(k, key, t->key_size);
+        a->copy = copy;
+        a->key = k;
+        a->flags = ACC_INSERTED | ACC_LOADED;
+        pod_count(&host_of(tx)->st.remote_writes, 1);
+        return POD_OK;
+    }
+    return txn_conflict(tx, POD_CAUSE_REMOTE_BUSY);
+}
+
+/* ---- scans ---------------------------------------------------------------- */
+
+struct rscan {
+    struct pod_txn *tx;
+    pod_table *t;
+    uint32_t part;
+    struct pod_part_cxl *pc;
+    const void *lo, *hi;
+    uint32_t limit, count;
+    uint8_t want;
+    pod_scan_fn fn;
+    void *arg;
+    int requests;
+};
+
+/* Ask the owner to move in the keys from `from` on (the scan's direction). */
+static int ask_range(struct rscan *s, const void *from, bool inclusive, bool reverse)
+{
+    if (++s->requests > MAX_REQUESTS) return txn_conflict(s->tx, POD_CAUSE_REMOTE_BUSY);
+    struct pod_req_msg rq;
+    pod_req_init(&rq, s->t, s->part, from,
+                 (uint16_t)((inclusive ? POD_RQ_INCLUSIVE : 0) | (reverse ? POD_RQ_REVERSE : 0)));
+    uint32_t left = s->limit ? s->limit - s->count : 16;
+    rq.count = (uint16_t)(left < POD_RANGE_MAX ? left : POD_RANGE_MAX);
+    return ask_owner(s->tx, s->t, s->part, POD_MSG_MOVE_RANGE, &rq, NULL, NULL);
+}
+
+/* Lock, load and visit one tuple of the range. POD_OK to go on, STOP,
+ * RESTART, or a negative status. */
+static int rvisit(struct rscan *s, cxl_record *rec, const void *key)
+{
+    struct access *a;
+    int rc = lock_rec(s->tx, s->t, s->part, s->pc, rec, key, s->want, POD_CAUSE_READ_LOCK, &a);
+    if (rc) return rc;
+    if ((rc = load(s->tx, a)) == RESTART) {
+        txn_unlock_fresh(s->tx, a);
+        return RESTART;
+    }
+    if (rc) return rc;
+    if (a->flags & ACC_DELETED) return POD_OK;
+    s->count++;
+    bool go_on = s->fn ? s->fn(s->arg, key, a->copy) : true;
+    return (!go_on || (s->limit && s->count >= s->limit)) ? STOP : POD_OK;
+}
+
+static int rscan_forward(struct rscan *s)
+{
+    struct pod_txn *tx = s->tx;
+    size_t ks = s->t->key_size;
+    bool phantom = tx->db->opt.phantom_protection;
+    unsigned char cur[BT_MAX_KEY_WIDTH], ykey[BT_MAX_KEY_WIDTH];
+    bool have_cur = s->lo != NULL, inclusive = true;
+    if (have_cur) memcpy(cur, s->lo, ks);
+    /* x: the record before the current position (the head at the start). */
+    bool x_known = false;
+    cxl_record *x = NULL;
+    for (int restarts = 0; restarts < OP_RESTARTS; restarts++) {
+        const void *from = have_cur ? cur : NULL;
+        if (!x_known) x = rec_or_sentinel(tx, s->pc, from ? ix_prev(tx, s->pc, from, !inclusive, NULL) : 0);
+        if (!has_next(x)) {
+            int rc = ask_range(s, from, inclusive, false);
+            if (rc) return rc;
+            continue;
+        }
+        cxl_off yoff = ix_next(tx, s->pc, from, inclusive, ykey);
+        bool past = !yoff || (s->hi && memcmp(ykey, s->hi, ks) > 0);
+        if (past && !phantom) return POD_OK;
+        cxl_record *y = rec_or_sentinel(tx, s->pc, yoff);
+        struct access *a;
+        int rc = lock_rec(tx, s->t, s->part, s->pc, y, yoff ? ykey : NULL,
+                          past ? HELD_READ : s->want,
+                          past ? POD_CAUSE_NEXT_KEY : POD_CAUSE_READ_LOCK, &a);
+        if (rc == RESTART) continue;
+        if (rc) return rc;
+        /* Still complete, and still the next key? */
+        if (!has_next(x) || ix_next(tx, s->pc, from, inclusive, NULL) != yoff) {
+            txn_unlock_fresh(tx, a);
+            continue;
+        }
+        if (past) return POD_OK;
+        rc = rvisit(s, y, ykey);
+        if (rc == RESTART) continue;
+        if (rc) return rc < 0 ? rc : POD_OK;
+        memcpy(cur, ykey, ks);
+        have_cur = true;
+        inclusive = false;
+        x = y; /* locked by us: it stays */
+        x_known = true;
+    }
+    return txn_conflict(tx, POD_CAUSE_NEXT_KEY);
+}
+
+static int rscan_backward(struct rscan *s)
+{
+    struct pod_txn *tx = s->tx;
+    size_t ks = s->t->key_size;
+    bool phantom = tx->db->opt.phantom_protection;
+    unsigned char cur[BT_MAX_KEY_WIDTH], xkey[BT_MAX_KEY_WIDTH], ykey[BT_MAX_KEY_WIDTH];
+    bool have_cur = s->hi != NULL, inclusive = true; /* cur: the upper end still to visit */
+    if (have_cur) memcpy(cur, s->hi, ks);
+    bool top_locked = !phantom;
+    for (int restarts = 0; restarts < OP_RESTARTS; restarts++) {
+        const void *from = have_cur ? cur : NULL;
+        /* x: the next CXL key down. The gap between x and the key above it
+         * must be complete; that key's lock (ours: visited, or locked as the
+         * key after hi) covers it. */
+        cxl_off xoff = ix_prev(tx, s->pc, from, inclusive, xkey);
+        cxl_record *x = rec_or_sentinel(tx, s->pc, xoff);
+        if (!has_next(x)) {
+            int rc = ask_range(s, from, inclusive, true);
+            if (rc) return rc;
+            continue;
+        }
+        if (!top_locked) { /* the key after hi (or the end) covers the top gap */
+            cxl_off yoff = from ? ix_next(tx, s->pc, from, false, ykey) : CXL_NULL;
+            struct access *a;
+            int rc = lock_rec(tx, s->t, s->part, s->pc, rec_or_sentinel(tx, s->pc, yoff),
+                              yoff ? ykey : NULL, HELD_READ, POD_CAUSE_NEXT_KEY, &a);
+            if (rc == RESTART) continue;
+            if (rc) return rc;
+            if (!has_next(x) || ix_prev(tx, s->pc, from, inclusive, NULL) != xoff ||
+                (from && ix_next(tx, s->pc, from, false, NULL) != yoff)) {
+                txn_unlock_fresh(tx, a);
+                continue;
+            }
+            top_locked = true;
+        }
+        if (!xoff || (s->lo && memcmp(xkey, s->lo, ks) < 0)) return POD_OK;
+        int rc = rvisit(s, x, xkey);
+        if (rc == RESTART) continue;
+        if (rc) return rc < 0 ? rc : POD_OK;
+        memcpy(cur, xkey, ks);
+        have_cur = true;
+        inclusive = false;
+    }
+    return txn_conflict(tx, POD_CAUSE_NEXT_KEY);
+}
+
+int remote_scan(struct pod_txn *tx, pod_table *t, uint32_t part, const void *lo, const void *hi,
+                uint32_t limit, bool reverse, uint8_t want, pod_scan_fn fn, void *arg)
+{
+    struct pod_part_cxl *pc = part_cxl(tx, t, part);
+    if (!pc) return tx->status;
+    struct rscan s = {tx, t, part, pc, lo, hi, limit, 0, want, fn, arg, 0};
+    return reverse ? rscan_backward(&s) : rscan_forward(&s);
+}
+
+/* ---- commit and abort ------------------------------------------------------ */
+
+static void unlink(struct pod_txn *tx, struct access *a)
+{
+    pod_err e;
+    if (pod_send_unlink(tx->w, owner_of(a->table, a->part), a->table, a->part, a->key,
+                        cxl_off_in(host_of(tx)->r, a->rec), &e))
+        pod_error("%s: %s (the tuple stays locked)", a->table->name, e.msg);
+    a->held = HELD_NONE; /* the owner takes the write lock over: it is never released */
+}
+
+void remote_commit(struct pod_txn *tx, struct access *a, uint64_t epoch)
+{
+    struct pod_host *ph = host_of(tx);
+    struct log_worker *lw = log_txn_worker(tx->db, tx->w->id);
+    if (a->flags & ACC_DELETED) {
+        uint64_t ev = txn_next_epoch_version(a->ev, epoch);
+        if (!(a->flags & ACC_INSERTED))
+            rec_row_write(ph->r, ph->coh, a->rec, NULL, a->table->tuple_size, 0, ev);
+        log_txn_write(tx->db, lw, a->table, a->key, ev, NULL);
+        unlink(tx, a);
+    } else if (a->flags & (ACC_INSERTED | ACC_UPDATED)) {
+        if ((a->flags & ACC_INSERTED) && log_insert_ev_floor(tx->db) > a->ev)
+            a->ev = log_insert_ev_floor(tx->db);
+        a->ev = txn_next_epoch_version(a->ev, epoch);
+        log_txn_write(tx->db, lw, a->table, a->key, a->ev, a->copy);
+        if (rec_row_write(ph->r, ph->coh, a->rec, a->copy, a->table->tuple_size, 1, a->ev) !=
+            REC_OK)
+            pod_error("%s: a committed write to host %d's tuple could not be published (its "
+                      "latch stayed taken)", a->table->name, owner_of(a->table, a->part));
+        pod_count(&ph->st.remote_writes, 1);
+    }
+}
+
+void remote_abort(struct pod_txn *tx, struct access *a)
+{
+    if (a->flags & ACC_INSERTED) unlink(tx, a); /* the owner removes the invalid tuple */
+}
+
+void remote_release(struct pod_txn *tx, struct access *a)
+{
+    (void)tx;
+    if (a->held == HELD_WRITE) rec_release_write(a->rec);
+    else if (a->held == HELD_READ) rec_release_read(a->rec);
+}

@@ -1,0 +1,320 @@
+/* The pod across real processes: 2 and 4 poddb-server processes share one
+ * region in simulated non-coherent mode, with a HWcc threshold so low that
+ * the owners move tuples out between almost every two transactions. Clients
+ * of every host run, at once:
+ *   - transfers between accounts of different hosts (the total must stay
+ *     exact: no lost or torn update across hosts, through move-in/out);
+ *   - inserts and deletes of events on other hosts' partitions, each with a
+ *     per-partition counter updated in the same transaction;
+ *   - checks that scan a partition forward, backward and forward again in
+ *     one transaction and read its counter: all four must agree (a phantom,
+ *     or an insert/delete seen before or after its commit, breaks that).
+ * Every coherence variant runs the same test (tests/modules/podbank.c has
+ * the procedures). */
+#include <check.h>
+#include <pthread.h>
+
+#include "helpers/server_harness.h"
+
+#define NACCT 240
+#define NPARTS 8
+#define BALANCE 100
+#define RUN_MS 2500
+#define MAX_HOSTS 4
+
+struct pod {
+    char dir[SH_PATH - 64];
+    char conf[SH_PATH];
+    char region[SH_PATH];
+    char sock[MAX_HOSTS][SH_PATH];
+    char log[MAX_HOSTS][SH_PATH];
+    pid_t pid[MAX_HOSTS];
+    int nhosts;
+};
+
+static const char *modules_dir(void)
+{
+    const char *m = getenv("PODDB_MODULES");
+    return m && *m ? m : "build/test/modules";
+}
+
+static void pod_start(struct pod *p, int nhosts, int workers, const char *coherence)
+{
+    sh_adopt();
+    memset(p, 0, sizeof *p);
+    int n = sh_counter++;
+    p->nhosts = nhosts;
+    snprintf(p->dir, sizeof p->dir, "%s/%d-%d", sh_root, (int)getpid(), n);
+    ck_assert(mkdir(p->dir, 0700) == 0 || errno == EEXIST);
+    snprintf(p->conf, sizeof p->conf, "%s/pod.yaml", p->dir);
+    snprintf(p->region, sizeof p->region, "/dev/shm/poddb-srvtest-%d-%d-%d", (int)sh_main_pid,
+             (int)getpid(), n);
+    char mod[SH_PATH];
+    ck_assert(realpath(modules_dir(), mod) != NULL);
+    FILE *f = fopen(p->conf, "w");
+    ck_assert(f != NULL);
+    fprintf(f,
+            "region:\n  path: %s\n  kind: shm\n  size: 3GiB\n  hwcc_budget: 2MiB\n"
+            "  simulate_noncoherent: true\n"
+            "host_defaults:\n  workers: %d\n  loggers: 0\n  socket: %s/h{host}.sock\n"
+            "  log_dir: %s/log-{host}\n"
+            "hosts:\n",
+            p->region, workers, p->dir, p->dir);
+    for (int h = 0; h < nhosts; h++) fprintf(f, "  - {}\n");
+    fprintf(f, "modules:\n  - %s/podbank.so\n", mod);
+    fprintf(f, "engine:\n  coherence: %s\n  moveout_threshold: 0.01\n", coherence);
+    ck_assert(fclose(f) == 0);
+    char dir[sizeof p->dir];
+    memcpy(dir, p->dir, sizeof dir); /* not an argument that aliases the destination */
+    for (int h = 0; h < nhosts; h++) {
+        snprintf(p->sock[h], sizeof p->sock[h], "%s/h%d.sock", dir, h);
+        snprintf(p->log[h], sizeof p->log[h], "%s/server-%d.log", dir, h);
+        p->pid[h] = sh_spawn_host(p->conf, h, p->log[h]);
+        ck_assert(p->pid[h] > 0);
+    }
+    for (int h = 0; h < nhosts; h++) {
+        uint64_t end = sh_now_ms() + 60000;
+        while (!sh_ping(p->sock[h], 5000)) {
+            int st;
+            if (waitpid(p->pid[h], &st, WNOHANG) == p->pid[h] || sh_now_ms() > end) {
+                char *t = sh_slurp(p->log[h]);
+                ck_abort_msg("host %d did not come up:\n%s", h, t);
+            }
+            sh_sleep_ms(20);
+        }
+    }
+}
+
+static void pod_stop(struct pod *p)
+{
+    for (int h = 0; h < p->nhosts; h++) kill(p->pid[h], SIGTERM);
+    for (int h = 0; h < p->nhosts; h++) {
+        int st = sh_wait_exit(p->pid[h], 30000);
+        if (st == -1) {
+            kill(p->pid[h], SIGKILL);
+            sh_wait_exit(p->pid[h], 5000);
+        }
+        char *t = sh_slurp(p->log[h]);
+        static const char *const marks[] = {"ERROR: AddressSanitizer", "runtime error",
+                                            "ThreadSanitizer", "error:", "protocol bug"};
+        for (size_t i = 0; i < sizeof marks / sizeof marks[0]; i++)
+            ck_assert_msg(!strstr(t, marks[i]), "host %d's log has \"%s\":\n%s", h, marks[i], t);
+        ck_assert_msg(st != -1 && WIFEXITED(st) && WEXITSTATUS(st) == 0,
+                      "host %d did not stop cleanly (status %#x):\n%s", h, st, t);
+        free(t);
+    }
+    unlink(p->region);
+}
+
+static pod_client *connect_to(const struct pod *p, int h)
+{
+    char err[256];
+    pod_client *c = pod_client_connect(p->sock[h], err, sizeof err);
+    ck_assert_msg(c != NULL, "connect to host %d: %s", h, err);
+    pod_client_set_timeout(c, 60000);
+    return c;
+}
+
+/* Call proc(args) and return the reply, failing the test on any error. */
+static pod_reply *must(pod_client *c, const char *proc, const pod_value *args, int n)
+{
+    pod_reply *r = pod_client_call(c, proc, args, n);
+    ck_assert_msg(r != NULL, "%s: %s", proc, pod_client_error(c));
+    ck_assert_msg(pod_reply_status(r) >= 0, "%s: %s", proc, pod_reply_message(r));
+    return r;
+}
+
+static int64_t col(pod_reply *r, int row, int c)
+{
+    const pod_value *v = pod_reply_value(r, row, c);
+    ck_assert(v != NULL && v->type == POD_T_I64);
+    return v->u.i64;
+}
+
+struct client_arg {
+    const struct pod *p;
+    int host;
+    uint64_t deadline_ms;
+    uint64_t seed;
+    char failure[512];
+    long transfers, inserts, deletes, checks;
+};
+
+static uint64_t next_rand(uint64_t *s)
+{
+    *s ^= *s << 13;
+    *s ^= *s >> 7;
+    *s ^= *s << 17;
+    return *s;
+}
+
+static void *client(void *argp)
+{
+    struct client_arg *a = argp;
+    char err[256];
+    pod_client *c = pod_client_connect(a->p->sock[a->host], err, sizeof err);
+    if (!c) {
+        snprintf(a->failure, sizeof a->failure, "connect: %s", err);
+        return NULL;
+    }
+    pod_client_set_timeout(c, 60000);
+    int nh = a->p->nhosts;
+    uint64_t seq = (uint64_t)a->host << 40;
+    while (sh_now_ms() < a->deadline_ms && !a->failure[0]) {
+        uint64_t r = next_rand(&a->seed) % 100;
+        const char *proc;
+        pod_value v[3];
+        int n;
+        if (r < 55) { /* a transfer whose accounts live on two different hosts */
+            int64_t from = (int64_t)(next_rand(&a->seed) % NACCT), to;
+            do to = (int64_t)(next_rand(&a->seed) % NACCT);
+            while ((to % NPARTS) % nh == (from % NPARTS) % nh);
+            v[0] = pod_v_i64(from);
+            v[1] = pod_v_i64(to);
+            v[2] = pod_v_i64((int64_t)(next_rand(&a->seed) % 7) + 1);
+            proc = "pb.transfer";
+            n = 3;
+            a->transfers++;
+        } else if (r < 75) {
+            v[0] = pod_v_i64((int64_t)(next_rand(&a->seed) % NPARTS));
+            v[1] = pod_v_i64((int64_t)(++seq));
+            proc = "pb.ins";
+            n = 2;
+            a->inserts++;
+        } else if (r < 90) {
+            v[0] = pod_v_i64((int64_t)(next_rand(&a->seed) % NPARTS));
+            proc = "pb.del";
+            n = 1;
+            a->deletes++;
+        } else {
+            v[0] = pod_v_i64((int64_t)(next_rand(&a->seed) % NPARTS));
+            proc = "pb.check";
+            n = 1;
+            a->checks++;
+        }
+        pod_reply *rep = pod_client_call(c, proc, v, n);
+        if (!rep) {
+            snprintf(a->failure, sizeof a->failure, "%s: %s", proc, pod_client_error(c));
+            break;
+        }
+        if (pod_reply_status(rep) < 0) {
+            snprintf(a->failure, sizeof a->failure, "%s on host %d: %s", proc, a->host,
+                     pod_reply_message(rep));
+        } else if (strcmp(proc, "pb.check") == 0) {
+            pod_value x[4] = {{0}};
+            for (int i = 0; i < 4; i++)
+                if (pod_reply_value(rep, 0, i)) x[i] = *pod_reply_value(rep, 0, i);
+            if (x[0].u.i64 != x[1].u.i64 || x[0].u.i64 != x[2].u.i64 || x[0].u.i64 != x[3].u.i64)
+                snprintf(a->failure, sizeof a->failure,
+                         "partition %lld from host %d: forward %lld, backward %lld, again %lld, "
+                         "counter %lld",
+                         (long long)v[0].u.i64, a->host, (long long)x[0].u.i64,
+                         (long long)x[1].u.i64, (long long)x[2].u.i64, (long long)x[3].u.i64);
+        }
+        pod_reply_free(rep);
+    }
+    pod_client_close(c);
+    return NULL;
+}
+
+static int64_t stat_of(pod_client *c, const char *name)
+{
+    pod_reply *r = must(c, "sys.pod", NULL, 0);
+    int64_t out = -1;
+    for (int i = 0; i < pod_reply_nrows(r); i++) {
+        const pod_value *k = pod_reply_value(r, i, 0), *v = pod_reply_value(r, i, 1);
+        if (!k || !v) continue;
+        if (k->len == strlen(name) && memcmp(k->u.bytes, name, k->len) == 0) {
+            char buf[32] = {0};
+            memcpy(buf, v->u.bytes, v->len < 31 ? v->len : 31);
+            out = strtoll(buf, NULL, 10);
+        }
+    }
+    pod_reply_free(r);
+    return out;
+}
+
+static void run_pod(int nhosts, int workers, const char *coherence)
+{
+    struct pod p;
+    pod_start(&p, nhosts, workers, coherence);
+    pod_client *c[MAX_HOSTS];
+    for (int h = 0; h < nhosts; h++) {
+        c[h] = connect_to(&p, h);
+        pod_value v[3] = {pod_v_i64(h), pod_v_i64(nhosts), pod_v_i64(NACCT)};
+        pod_reply_free(must(c[h], "pb.load", v, 3));
+    }
+    struct client_arg args[MAX_HOSTS];
+    pthread_t th[MAX_HOSTS];
+    uint64_t deadline = sh_now_ms() + RUN_MS;
+    for (int h = 0; h < nhosts; h++) {
+        args[h] = (struct client_arg){&p, h, deadline, 0x9e3779b97f4a7c15ull * (uint64_t)(h + 1),
+                                      {0}, 0, 0, 0, 0};
+        ck_assert(pthread_create(&th[h], NULL, client, &args[h]) == 0);
+    }
+    for (int h = 0; h < nhosts; h++) pthread_join(th[h], NULL);
+    for (int h = 0; h < nhosts; h++)
+        ck_assert_msg(!args[h].failure[0], "%s (%s, %d hosts)", args[h].failure, coherence, nhosts);
+    /* The total, read in one transaction from every host. */
+    for (int h = 0; h < nhosts; h++) {
+        pod_value v = pod_v_i64(NACCT);
+        pod_reply *r = must(c[h], "pb.total", &v, 1);
+        ck_assert_msg(col(r, 0, 1) == NACCT, "host %d sees %lld accounts", h,
+                      (long long)col(r, 0, 1));
+        ck_assert_msg(col(r, 0, 0) == (int64_t)NACCT * BALANCE,
+                      "host %d: total %lld, expected %lld (%s)", h, (long long)col(r, 0, 0),
+                      (long long)NACCT * BALANCE, coherence);
+        pod_reply_free(r);
+    }
+    for (int part = 0; part < NPARTS; part++) {
+        pod_value v = pod_v_i64(part);
+        pod_reply *r = must(c[part % nhosts], "pb.check", &v, 1);
+        ck_assert_msg(col(r, 0, 0) == col(r, 0, 3), "partition %d: %lld events, counter %lld",
+                      part, (long long)col(r, 0, 0), (long long)col(r, 0, 3));
+        pod_reply_free(r);
+    }
+    /* Tuples really moved: in on request, and out under the threshold. */
+    int64_t in = 0, out = 0;
+    for (int h = 0; h < nhosts; h++) {
+        in += stat_of(c[h], "moved_in");
+        out += stat_of(c[h], "moved_out");
+    }
+    long transfers = 0;
+    for (int h = 0; h < nhosts; h++) transfers += args[h].transfers;
+    ck_assert_msg(in > 0 && out > 0, "moved in %lld, out %lld", (long long)in, (long long)out);
+    ck_assert_msg(transfers > 10, "only %ld transfers ran", transfers);
+    fprintf(stderr, "  pod %d hosts, %s: %ld transfers, moved in %lld, out %lld\n", nhosts,
+            coherence, transfers, (long long)in, (long long)out);
+    for (int h = 0; h < nhosts; h++) pod_client_close(c[h]);
+    pod_stop(&p);
+}
+
+static const char *const variants[] = {"full", "non-temporal", "no-shared-reader", "hwcc-only"};
+
+START_TEST(two_hosts)
+{
+    run_pod(2, 1, variants[_i]);
+}
+END_TEST
+
+START_TEST(four_hosts)
+{
+    run_pod(4, 1, variants[_i]);
+}
+END_TEST
+
+int main(void)
+{
+    sh_init();
+    Suite *s = suite_create("pod_mp");
+    TCase *tc = tcase_create("pod");
+    tcase_set_timeout(tc, 180);
+    tcase_add_loop_test(tc, two_hosts, 0, 4);
+    tcase_add_loop_test(tc, four_hosts, 0, 4);
+    suite_add_tcase(s, tc);
+    SRunner *sr = srunner_create(s);
+    srunner_run_all(sr, CK_NORMAL);
+    int failed = srunner_ntests_failed(sr);
+    srunner_free(sr);
+    return failed ? 1 : 0;
+}
