@@ -26,6 +26,7 @@ BIN_SRCS  := $(wildcard tools/poddb-*.c)
 LIB_SRCS  := $(filter-out $(BIN_SRCS),$(wildcard cxl/*.c src/*/*.c workloads/*/*.c))
 TEST_SRCS := $(wildcard tests/unit/test_*.c)
 TEST_HELPER_SRCS := $(wildcard tests/unit/helpers/*.c)
+TEST_HELPER_HDRS := $(wildcard tests/unit/helpers/*.h)
 # Concurrency tests that also run under ThreadSanitizer (make tsan).
 TSAN_TESTS := $(patsubst tests/unit/%.c,%,$(wildcard tests/unit/test_*_mt.c))
 
@@ -90,11 +91,11 @@ build/tsan/bin/%: tools/%.c build/lib/libpoddb_core_tsan.a
 	@mkdir -p $(dir $@)
 	$(CC) $(BASE_CFLAGS) $(SAN_TSAN) $< build/lib/libpoddb_core_tsan.a $(LIBS) -o $@
 
-build/test/asan/%: tests/unit/%.c $(TEST_HELPER_SRCS) build/lib/libpoddb_core_asan.a
+build/test/asan/%: tests/unit/%.c $(TEST_HELPER_SRCS) $(TEST_HELPER_HDRS) build/lib/libpoddb_core_asan.a
 	@mkdir -p $(dir $@)
 	$(CC) $(BASE_CFLAGS) $(SAN_ASAN) -Itests/unit $< $(TEST_HELPER_SRCS) build/lib/libpoddb_core_asan.a $(CHECK_LIBS) $(LIBS) -o $@
 
-build/test/tsan/%: tests/unit/%.c $(TEST_HELPER_SRCS) build/lib/libpoddb_core_tsan.a
+build/test/tsan/%: tests/unit/%.c $(TEST_HELPER_SRCS) $(TEST_HELPER_HDRS) build/lib/libpoddb_core_tsan.a
 	@mkdir -p $(dir $@)
 	$(CC) $(BASE_CFLAGS) $(SAN_TSAN) -Itests/unit $< $(TEST_HELPER_SRCS) build/lib/libpoddb_core_tsan.a $(CHECK_LIBS) $(LIBS) -o $@
 

@@ -18,7 +18,7 @@
 #include "cxl/offset.h"
 
 #define CXL_MAGIC 0x4e4759524244444fULL /* bytes "ODDBRYGN": a PodDB region */
-#define CXL_LAYOUT_VERSION 1u
+#define CXL_LAYOUT_VERSION 2u
 #define CXL_SLICE_ALIGN (32ull << 20)  /* mimalloc 2.0.9 arena block/segment size */
 #define CXL_CACHELINE 64
 #define CXL_MAX_ROOTS 16               /* published root offsets per host */
@@ -30,6 +30,7 @@ enum cxl_root_slot {
     CXL_ROOT_RING = 1,      /* the host's inbox ring (cxl/ring.c) */
     CXL_ROOT_INDEX_DIR = 2, /* the host's CXL index directory (src/pod/cxl_index.c) */
     CXL_ROOT_REPLY = 3,     /* the host's reply slots (cxl/ring.c) */
+    CXL_ROOT_RECOVERY = 4,  /* the host's recovery exchange (src/log/route.c) */
 };
 #define CXL_CONTROL_OFF 4096ull
 
@@ -100,6 +101,11 @@ struct cxl_control {
     /* offsets a host publishes for others to find (its rings, index roots, ...);
      * written only by that host, with release stores */
     cxl_off roots[POD_MAX_HOSTS][CXL_MAX_ROOTS];
+    /* durability (src/log/): the largest epoch-version a delete has given a
+     * row, so that a key inserted again gets a larger one (log/txlog.h) */
+    struct cxl_padded_u64 delete_ev_hwm;
+    /* start epoch of each host's last valid checkpoint (log truncation) */
+    struct cxl_padded_u64 checkpoint_epoch[POD_MAX_HOSTS];
 };
 
 #endif

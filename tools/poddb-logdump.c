@@ -1,4 +1,5 @@
-/* poddb-logdump: list and check log segments (docs/log-format.md). */
+/* poddb-logdump: list and check a log directory: segments, checkpoints and
+ * the durable-epoch record (docs/log-format.md). */
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -10,6 +11,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "log/durable_file.h"
 #include "log/segment.h"
 #include "util/json.h"
 
@@ -18,9 +20,11 @@ static const char usage[] =
     "\n"
     "Lists log segments: host, logger, sequence number, size, blocks, records,\n"
     "epoch range and how the segment ends (tail clean, torn or corrupt). A DIR is\n"
-    "a log directory: its files named seg-<host>-<logger>-<seq>.log are listed in\n"
-    "(host, logger, seq) order; other files are ignored. A FILE is read whatever\n"
-    "its name.\n"
+    "a log directory: its durable-epoch record comes first (every epoch below it\n"
+    "is committed), then its files named seg-<host>-<logger>-<seq>.log in (host,\n"
+    "logger, seq) order, then its checkpoints ckpt-<host>-<seq>.log (.tmp while\n"
+    "unfinished); other files are ignored. A FILE is read whatever its name (a\n"
+    "file named durable-epoch as the record).\n"
     "\n"
     "A torn tail (an incomplete last block, as a crash leaves it) is normal; a\n"
     "corrupt tail (a complete block whose checksum or contents are wrong, or\n"
@@ -29,7 +33,8 @@ static const char usage[] =
     "Options:\n"
     "  -r, --records   also print every record (table, kind, key, epoch.version,\n"
     "                  tuple length)\n"
-    "  -v, --verify    exit 1 if a segment has a corrupt tail or a bad header\n"
+    "  -v, --verify    exit 1 if a segment has a corrupt tail or a bad header, or\n"
+    "                  the durable-epoch record is damaged\n"
     "  -j, --json      one JSON line per segment (and per record with --records)\n"
     "  -h, --help      this text\n"
     "\n"
@@ -136,8 +141,11 @@ static void print_segment(const struct opts *o, const char *path, const struct s
     base = base ? base + 1 : path;
     uint32_t nh, nl;
     uint64_t ns;
-    bool mismatch = seg_parse_name(base, &nh, &nl, &ns) &&
-                    (nh != h->host || nl != h->logger || ns != h->seq);
+    bool tmp, ckpt = h->logger == SEG_LOGGER_CHECKPOINT;
+    bool mismatch = (seg_parse_name(base, &nh, &nl, &ns) &&
+                     (nh != h->host || nl != h->logger || ns != h->seq)) ||
+                    (seg_parse_ckpt_name(base, &nh, &ns, &tmp) &&
+                     (nh != h->host || !ckpt || ns != h->seq));
     if (o->json) {
         struct json_writer w;
         json_init(&w, stdout);
@@ -145,6 +153,7 @@ static void print_segment(const struct opts *o, const char *path, const struct s
         json_kv_str(&w, "type", "segment");
         json_kv_str(&w, "path", path);
         json_kv_u64(&w, "host", h->host);
+        json_kv_bool(&w, "checkpoint", ckpt);
         json_kv_u64(&w, "logger", h->logger);
         json_kv_u64(&w, "seq", h->seq);
         json_kv_u64(&w, "version", h->version);
@@ -168,9 +177,14 @@ static void print_segment(const struct opts *o, const char *path, const struct s
         fputc('\n', stdout);
         return;
     }
-    printf("%s  host %" PRIu32 "  logger %" PRIu32 "  seq %" PRIu64 "  size %" PRIu64
-           "  blocks %" PRIu64 "  records %" PRIu64, path, h->host, h->logger, h->seq,
-           st->file_size, st->blocks, st->records);
+    if (ckpt)
+        printf("%s  host %" PRIu32 "  CHECKPOINT  seq %" PRIu64 "  start epoch %" PRIu64
+               "  size %" PRIu64 "  blocks %" PRIu64 "  records %" PRIu64, path, h->host, h->seq,
+               h->first_epoch, st->file_size, st->blocks, st->records);
+    else
+        printf("%s  host %" PRIu32 "  logger %" PRIu32 "  seq %" PRIu64 "  size %" PRIu64
+               "  blocks %" PRIu64 "  records %" PRIu64, path, h->host, h->logger, h->seq,
+               st->file_size, st->blocks, st->records);
     if (st->blocks) printf("  epochs %" PRIu64 "..%" PRIu64, st->epoch_lo, st->epoch_hi);
     else printf("  epochs -");
     printf("  tail %s", seg_tail_name(t->kind));
@@ -200,6 +214,38 @@ static int scan(const struct opts *o, const char *path, struct seg_reader *r, bo
     return 0;
 }
 
+static void dump_durable(const struct opts *o, const char *path)
+{
+    struct durable_record rec;
+    pod_err err = {{0}};
+    bool bad = durable_file_read_path(path, &rec, &err) != 0;
+    if (bad) g_damage = true;
+    if (o->json) {
+        struct json_writer w;
+        json_init(&w, stdout);
+        json_obj_begin(&w);
+        json_kv_str(&w, "type", "durable");
+        json_kv_str(&w, "path", path);
+        if (bad) {
+            json_kv_bool(&w, "damaged", true);
+            json_kv_str(&w, "error", err.msg);
+        } else {
+            json_kv_u64(&w, "host", rec.host);
+            json_kv_u64(&w, "epoch", rec.epoch);
+            json_kv_u64(&w, "seq", rec.seq);
+            json_kv_u64(&w, "valid_slots", (uint64_t)rec.valid_slots);
+        }
+        json_obj_end(&w);
+        fputc('\n', stdout);
+    } else if (bad) {
+        printf("%s  DAMAGED: %s\n", path, err.msg);
+    } else {
+        printf("%s  host %" PRIu32 "  committed below epoch %" PRIu64 "  (update %" PRIu64
+               ", %d of 2 slots valid)\n", path, rec.host, rec.epoch, rec.seq, rec.valid_slots);
+    }
+    fflush(stdout);
+}
+
 static void dump_file(const struct opts *o, const char *path)
 {
     /* Unreadable is an error of its own, distinct from a bad header. */
@@ -210,6 +256,11 @@ static void dump_file(const struct opts *o, const char *path)
         return;
     }
     close(fd);
+    const char *base = strrchr(path, '/');
+    if (strcmp(base ? base + 1 : path, DURABLE_FILE_NAME) == 0) {
+        dump_durable(o, path);
+        return;
+    }
     pod_err err = {{0}};
     struct seg_reader *r = seg_reader_open(path, &err);
     if (!r) {
@@ -236,6 +287,7 @@ static void dump_file(const struct opts *o, const char *path)
 }
 
 struct entry {
+    uint32_t kind; /* 0 durable-epoch, 1 segment, 2 checkpoint */
     uint32_t host, logger;
     uint64_t seq;
     char *name;
@@ -244,6 +296,7 @@ struct entry {
 static int cmp_entry(const void *a, const void *b)
 {
     const struct entry *x = a, *y = b;
+    if (x->kind != y->kind) return x->kind < y->kind ? -1 : 1;
     if (x->host != y->host) return x->host < y->host ? -1 : 1;
     if (x->logger != y->logger) return x->logger < y->logger ? -1 : 1;
     if (x->seq != y->seq) return x->seq < y->seq ? -1 : 1;
@@ -263,8 +316,12 @@ static void dump_dir(const struct opts *o, const char *dir)
     struct dirent *e;
     errno = 0;
     while ((e = readdir(d))) {
-        struct entry x;
-        if (!seg_parse_name(e->d_name, &x.host, &x.logger, &x.seq)) continue;
+        struct entry x = {0};
+        bool tmp;
+        if (seg_parse_name(e->d_name, &x.host, &x.logger, &x.seq)) x.kind = 1;
+        else if (seg_parse_ckpt_name(e->d_name, &x.host, &x.seq, &tmp)) x.kind = 2, x.logger = tmp;
+        else if (strcmp(e->d_name, DURABLE_FILE_NAME) == 0) x.kind = 0;
+        else continue;
         if (n == cap) {
             cap = cap ? 2 * cap : 64;
             struct entry *nv = realloc(v, cap * sizeof *v);
@@ -282,7 +339,7 @@ static void dump_dir(const struct opts *o, const char *dir)
         g_rc = 1;
     }
     closedir(d);
-    if (n == 0) fprintf(stderr, "poddb-logdump: no log segments in %s\n", dir);
+    if (n == 0) fprintf(stderr, "poddb-logdump: no log files in %s\n", dir);
     qsort(v, n, sizeof *v, cmp_entry);
     for (size_t i = 0; i < n; i++) {
         size_t len = strlen(dir) + strlen(v[i].name) + 2;
@@ -329,7 +386,8 @@ int main(int argc, char **argv)
         else dump_file(&o, argv[i]);
     }
     if (o.verify && g_damage) {
-        fprintf(stderr, "poddb-logdump: verify failed: a segment has a corrupt tail or a bad header\n");
+        fprintf(stderr, "poddb-logdump: verify failed: a segment has a corrupt tail or a bad "
+                "header, or the durable-epoch record is damaged\n");
         g_rc = 1;
     }
     return g_rc;

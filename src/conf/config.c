@@ -456,13 +456,17 @@ static const struct key_spec host_keys[H_NKEYS] = {
                                        "(default: none)"},
 };
 
-enum { E_EPOCH_MS, E_MOVEOUT_THRESHOLD, E_COHERENCE, E_PHANTOM_PROTECTION, E_NKEYS };
+enum { E_EPOCH_MS, E_MOVEOUT_THRESHOLD, E_COHERENCE, E_PHANTOM_PROTECTION, E_CHECKPOINT_AFTER,
+       E_REPLY_BEFORE_DURABLE, E_NKEYS };
 static const struct key_spec engine_keys[E_NKEYS] = {
     [E_EPOCH_MS] = {"epoch_ms", false, "an integer in 1..10000"},
     [E_MOVEOUT_THRESHOLD] = {"moveout_threshold", false, "a number in (0, 1], like 0.9"},
     [E_COHERENCE] = {"coherence", false, "one of: full, non-temporal, no-shared-reader, "
                                          "hwcc-only"},
     [E_PHANTOM_PROTECTION] = {"phantom_protection", false, "true, false, yes, no, on or off"},
+    [E_CHECKPOINT_AFTER] = {"checkpoint_after", false, "a size like 256MiB (0 = never)"},
+    [E_REPLY_BEFORE_DURABLE] = {"reply_before_durable", false,
+                                "true, false, yes, no, on or off (true is NOT durable)"},
 };
 
 static void set_defaults(struct pod_config *cfg)
@@ -473,6 +477,8 @@ static void set_defaults(struct pod_config *cfg)
     cfg->engine.moveout_threshold = 0.9;
     cfg->engine.coherence = POD_COH_FULL;
     cfg->engine.phantom_protection = true;
+    cfg->engine.checkpoint_after = 256ull << 20;
+    cfg->engine.reply_before_durable = false;
 }
 
 /* The region is mapped in whole pages (cxl_geometry_compute insists too, but
@@ -660,6 +666,12 @@ static int load_engine(const struct ctx *c, const struct item *section, struct p
     }
     if (it[E_PHANTOM_PROTECTION].value &&
         get_bool(c, &it[E_PHANTOM_PROTECTION], &cfg->engine.phantom_protection) < 0)
+        return -1;
+    if (it[E_CHECKPOINT_AFTER].value &&
+        get_size(c, &it[E_CHECKPOINT_AFTER], &cfg->engine.checkpoint_after) < 0)
+        return -1;
+    if (it[E_REPLY_BEFORE_DURABLE].value &&
+        get_bool(c, &it[E_REPLY_BEFORE_DURABLE], &cfg->engine.reply_before_durable) < 0)
         return -1;
     return 0;
 }

@@ -75,6 +75,8 @@ struct pod_config {
         double moveout_threshold;  /* fraction of a host's HWcc quota, (0,1], default 0.9 */
         enum pod_coherence coherence;
         bool phantom_protection;   /* default true */
+        uint64_t checkpoint_after; /* log bytes between checkpoints; 0 = never; default 256 MiB */
+        bool reply_before_durable; /* replies before their epoch is durable: NOT durable */
     } engine;
 };
 

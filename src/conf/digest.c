@@ -118,6 +118,10 @@ uint64_t pod_config_digest(const struct pod_config *c)
     put_i64(&h, (int64_t)c->engine.coherence);
     put_field(&h, "engine.phantom_protection");
     put_u64(&h, c->engine.phantom_protection ? 1 : 0);
+    put_field(&h, "engine.checkpoint_after");
+    put_u64(&h, c->engine.checkpoint_after);
+    put_field(&h, "engine.reply_before_durable");
+    put_u64(&h, c->engine.reply_before_durable ? 1 : 0);
 
     int ntables = c->ntables < 0 ? 0 : c->ntables > POD_MAX_KV_TABLES ? POD_MAX_KV_TABLES : c->ntables;
     put_field(&h, "tables");

@@ -42,6 +42,7 @@ struct pod_db_options {
 };
 
 struct pod_worker;
+struct log_host; /* logging hook */
 
 struct pod_db {
     struct pod_db_options opt;
@@ -51,7 +52,8 @@ struct pod_db {
     uint32_t nprocs;
     struct ebr_domain *ebr;
     bt_space space;            /* where local index nodes live */
-    uint64_t epoch;            /* commit epoch (advanced by the logging layer) */
+    uint64_t epoch;            /* commit epoch when there is no log layer (unit tests) */
+    struct log_host *log;      /* logging hook: the durability layer (src/log/log.h); NULL: none */
     pthread_mutex_t admin_lock;
     struct pod_worker *admin;  /* for setup code outside the workers */
     struct pod_worker **workers;

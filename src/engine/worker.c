@@ -5,6 +5,7 @@
 #include <time.h>
 
 #include "cxl/numa.h"
+#include "log/txlog.h"
 #include "pod/pod.h"
 #include "txn/txn.h"
 #include "util/log.h"
@@ -120,6 +121,7 @@ static void *worker_main(void *arg)
         if (cxl_pin_thread(&w->cpu, 1, &perr)) pod_warn("worker %d: %s; not pinned", w->id, perr.msg);
     }
     w->body(w, w->arg);
+    log_worker_idle_hook(w->db, w->id); /* no more commits from this thread */
     tls_worker = NULL;
     return NULL;
 }
@@ -164,4 +166,8 @@ struct pod_worker *pod_admin_begin(pod_db *db)
     return db->admin;
 }
 
-void pod_admin_end(pod_db *db) { pthread_mutex_unlock(&db->admin_lock); }
+void pod_admin_end(pod_db *db)
+{
+    log_worker_idle_hook(db, db->admin->id); /* logging hook: the admin worker goes idle */
+    pthread_mutex_unlock(&db->admin_lock);
+}

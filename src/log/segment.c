@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/uio.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -75,6 +76,29 @@ bool seg_parse_name(const char *name, uint32_t *host, uint32_t *logger, uint64_t
     if (host) *host = (uint32_t)h;
     if (logger) *logger = (uint32_t)l;
     if (seq) *seq = q;
+    return true;
+}
+
+void seg_format_ckpt_name(char *buf, size_t len, uint32_t host, uint64_t seq, bool tmp)
+{
+    snprintf(buf, len, "ckpt-%" PRIu32 "-%010" PRIu64 ".%s", host, seq, tmp ? "tmp" : "log");
+}
+
+bool seg_parse_ckpt_name(const char *name, uint32_t *host, uint64_t *seq, bool *tmp)
+{
+    uint64_t h, q;
+    const char *p = name;
+    if (strncmp(p, "ckpt-", 5) != 0) return false;
+    if (!(p = parse_num(p + 5, 10, UINT32_MAX, &h)) || *p != '-') return false;
+    const char *q0 = p + 1;
+    if (!(p = parse_num(q0, 10, UINT64_MAX, &q)) || p - q0 != 10) return false;
+    bool t;
+    if (strcmp(p, ".log") == 0) t = false;
+    else if (strcmp(p, ".tmp") == 0) t = true;
+    else return false;
+    if (host) *host = (uint32_t)h;
+    if (seq) *seq = q;
+    if (tmp) *tmp = t;
     return true;
 }
 
@@ -162,7 +186,7 @@ struct seg_writer {
     pod_err broken_err;
 };
 
-static int fsync_dir(const char *dir, pod_err *err)
+int seg_fsync_dir(const char *dir, pod_err *err)
 {
     int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
     if (dfd < 0) {
@@ -179,11 +203,9 @@ static int fsync_dir(const char *dir, pod_err *err)
     return 0;
 }
 
-struct seg_writer *seg_writer_open(const char *dir, uint32_t host, uint32_t logger, uint64_t seq,
-                                   uint64_t first_epoch, pod_err *err)
+struct seg_writer *seg_writer_open_named(const char *dir, const char *name,
+                                         const struct seg_header *hdr, pod_err *err)
 {
-    char name[SEG_NAME_MAX];
-    seg_format_name(name, sizeof name, host, logger, seq);
     struct seg_writer *w = calloc(1, sizeof *w);
     if (!w) {
         pod_err_set(err, "out of memory opening a log segment");
@@ -206,16 +228,13 @@ struct seg_writer *seg_writer_open(const char *dir, uint32_t host, uint32_t logg
         free(w);
         return NULL;
     }
-    struct timespec ts;
-    clock_gettime(CLOCK_REALTIME, &ts);
-    struct seg_header h = {
-        .version = SEG_VERSION,
-        .host = host,
-        .logger = logger,
-        .seq = seq,
-        .first_epoch = first_epoch,
-        .create_time_ns = (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec,
-    };
+    struct seg_header h = *hdr;
+    h.version = SEG_VERSION;
+    if (!h.create_time_ns) {
+        struct timespec ts;
+        clock_gettime(CLOCK_REALTIME, &ts);
+        h.create_time_ns = (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+    }
     unsigned char hb[SEG_HEADER_SIZE];
     encode_header(hb, &h);
     size_t done;
@@ -227,7 +246,7 @@ struct seg_writer *seg_writer_open(const char *dir, uint32_t host, uint32_t logg
         pod_err_set(err, "cannot sync the header of log segment %s: %s", w->path, strerror(errno));
         goto fail;
     }
-    if (fsync_dir(dir, err) != 0) goto fail;
+    if (seg_fsync_dir(dir, err) != 0) goto fail;
     w->size = w->synced = SEG_HEADER_SIZE;
     w->epoch_lo = UINT64_MAX;
     return w;
@@ -236,6 +255,15 @@ fail:
     unlink(w->path);
     free(w);
     return NULL;
+}
+
+struct seg_writer *seg_writer_open(const char *dir, uint32_t host, uint32_t logger, uint64_t seq,
+                                   uint64_t first_epoch, pod_err *err)
+{
+    char name[SEG_NAME_MAX];
+    seg_format_name(name, sizeof name, host, logger, seq);
+    struct seg_header h = {.host = host, .logger = logger, .seq = seq, .first_epoch = first_epoch};
+    return seg_writer_open_named(dir, name, &h, err);
 }
 
 static int check_broken(const struct seg_writer *w, pod_err *err)
@@ -251,37 +279,18 @@ static void set_broken(struct seg_writer *w, const char *msg)
     pod_err_set(&w->broken_err, "log segment %s is unusable after an earlier error: %s", w->path, msg);
 }
 
+static int write_block(struct seg_writer *w, unsigned char *hdr, const void *payload, size_t len,
+                       pod_err *err);
+static void encode_block_header(unsigned char *h, const void *payload, size_t len, uint32_t count,
+                                uint64_t elo, uint64_t ehi);
+
 int seg_writer_flush_block(struct seg_writer *w, pod_err *err)
 {
     if (check_broken(w, err)) return -1;
     if (w->nrec == 0) return 0;
     unsigned char *h = w->buf;
-    put32(h, SEG_BLOCK_MAGIC);
-    put32(h + 4, (uint32_t)w->len);
-    put64(h + 8, w->epoch_lo);
-    put64(h + 16, w->epoch_hi);
-    put32(h + 24, w->nrec);
-    uint32_t c = crc32c(0, h, 28);
-    c = crc32c(c, h + SEG_BLOCK_HEADER_SIZE, w->len);
-    put32(h + 28, c);
-    size_t total = SEG_BLOCK_HEADER_SIZE + w->len, done;
-    if (pwrite_all(w->fd, w->buf, total, w->size, &done) != 0) {
-        int e = errno;
-        pod_err_set(err, "cannot write a block of %zu bytes to log segment %s at offset %" PRIu64
-                    " (%zu bytes written): %s", total, w->path, w->size, done, strerror(e));
-        /* Take a partial block back off the file so later blocks stay readable. */
-        if (done > 0 && ftruncate(w->fd, (off_t)w->size) != 0) {
-            char msg[400];
-            snprintf(msg, sizeof msg, "a partial block was left at offset %" PRIu64
-                     " and truncating it failed: %s", w->size, strerror(errno));
-            set_broken(w, msg);
-            pod_err_set(err, "cannot write a block of %zu bytes to log segment %s at offset %" PRIu64
-                        ": %s; removing the partial block failed too (%s), the segment is unusable",
-                        total, w->path, w->size, strerror(e), strerror(errno));
-        }
-        return -1;
-    }
-    w->size += total;
+    encode_block_header(h, h + SEG_BLOCK_HEADER_SIZE, w->len, w->nrec, w->epoch_lo, w->epoch_hi);
+    if (write_block(w, h, h + SEG_BLOCK_HEADER_SIZE, w->len, err) != 0) return -1;
     w->len = 0;
     w->nrec = 0;
     w->epoch_lo = UINT64_MAX;
@@ -289,9 +298,8 @@ int seg_writer_flush_block(struct seg_writer *w, pod_err *err)
     return 0;
 }
 
-int seg_writer_append(struct seg_writer *w, const struct log_record *rec, pod_err *err)
+int seg_record_check(const struct log_record *rec, pod_err *err)
 {
-    if (check_broken(w, err)) return -1;
     if (rec->kind != LOG_PUT && rec->kind != LOG_DELETE) {
         pod_err_set(err, "log record of table %" PRIu32 " has invalid kind %u (PUT=1, DELETE=2)",
                     rec->table_id, rec->kind);
@@ -312,7 +320,29 @@ int seg_writer_append(struct seg_writer *w, const struct log_record *rec, pod_er
         pod_err_set(err, "log record of table %" PRIu32 " has a length but no data", rec->table_id);
         return -1;
     }
-    size_t rlen = SEG_RECORD_OVERHEAD + rec->key_len + rec->tuple_len;
+    return 0;
+}
+
+size_t seg_record_encode(unsigned char *p, const struct log_record *rec)
+{
+    size_t rlen = seg_record_size(rec->key_len, rec->tuple_len);
+    put32(p, (uint32_t)rlen);
+    put32(p + 4, rec->table_id);
+    put16(p + 8, rec->key_len);
+    p[10] = rec->kind;
+    p[11] = 0;
+    put64(p + 12, rec->epoch_version);
+    if (rec->key_len) memcpy(p + 20, rec->key, rec->key_len);
+    if (rec->tuple_len) memcpy(p + 20 + rec->key_len, rec->tuple, rec->tuple_len);
+    put32(p + rlen - 4, crc32c(0, p, rlen - 4));
+    return rlen;
+}
+
+int seg_writer_append(struct seg_writer *w, const struct log_record *rec, pod_err *err)
+{
+    if (check_broken(w, err)) return -1;
+    if (seg_record_check(rec, err)) return -1;
+    size_t rlen = seg_record_size(rec->key_len, rec->tuple_len);
     if (w->len + rlen > SEG_MAX_BLOCK_PAYLOAD && seg_writer_flush_block(w, err) != 0) return -1;
     size_t need = SEG_BLOCK_HEADER_SIZE + w->len + rlen;
     if (need > w->cap) {
@@ -326,22 +356,80 @@ int seg_writer_append(struct seg_writer *w, const struct log_record *rec, pod_er
         w->buf = nb;
         w->cap = nc;
     }
-    unsigned char *p = w->buf + SEG_BLOCK_HEADER_SIZE + w->len;
-    put32(p, (uint32_t)rlen);
-    put32(p + 4, rec->table_id);
-    put16(p + 8, rec->key_len);
-    p[10] = rec->kind;
-    p[11] = 0;
-    put64(p + 12, rec->epoch_version);
-    if (rec->key_len) memcpy(p + 20, rec->key, rec->key_len);
-    if (rec->tuple_len) memcpy(p + 20 + rec->key_len, rec->tuple, rec->tuple_len);
-    put32(p + rlen - 4, crc32c(0, p, rlen - 4));
+    seg_record_encode(w->buf + SEG_BLOCK_HEADER_SIZE + w->len, rec);
     w->len += rlen;
     w->nrec++;
     uint64_t e = log_ev_epoch(rec->epoch_version);
     if (e < w->epoch_lo) w->epoch_lo = e;
     if (e > w->epoch_hi) w->epoch_hi = e;
     return 0;
+}
+
+/* Write header + payload at w->size with one pwritev sequence; on failure
+ * take a partial block back off the file (see seg_writer_flush_block). */
+static int write_block(struct seg_writer *w, unsigned char *hdr, const void *payload, size_t len,
+                       pod_err *err)
+{
+    size_t total = SEG_BLOCK_HEADER_SIZE + len, done = 0;
+    while (done < total) {
+        struct iovec iov[2];
+        int n = 0;
+        if (done < SEG_BLOCK_HEADER_SIZE) {
+            iov[n++] = (struct iovec){hdr + done, SEG_BLOCK_HEADER_SIZE - done};
+            if (len) iov[n++] = (struct iovec){(void *)payload, len};
+        } else {
+            size_t o = done - SEG_BLOCK_HEADER_SIZE;
+            iov[n++] = (struct iovec){(unsigned char *)payload + o, len - o};
+        }
+        ssize_t k = pwritev(w->fd, iov, n, (off_t)(w->size + done));
+        if (k < 0 && errno == EINTR) continue;
+        if (k <= 0) {
+            int e = k < 0 ? errno : ENOSPC; /* no progress and no error: out of space */
+            pod_err_set(err, "cannot write a block of %zu bytes to log segment %s at offset %" PRIu64
+                        " (%zu bytes written): %s", total, w->path, w->size, done, strerror(e));
+            /* Take a partial block back off the file so later blocks stay readable. */
+            if (done > 0 && ftruncate(w->fd, (off_t)w->size) != 0) {
+                char msg[400];
+                snprintf(msg, sizeof msg, "a partial block was left at offset %" PRIu64
+                         " and truncating it failed: %s", w->size, strerror(errno));
+                set_broken(w, msg);
+                pod_err_set(err, "cannot write a block of %zu bytes to log segment %s at offset %"
+                            PRIu64 ": %s; removing the partial block failed too (%s), the segment "
+                            "is unusable", total, w->path, w->size, strerror(e), strerror(errno));
+            }
+            return -1;
+        }
+        done += (size_t)k;
+    }
+    w->size += total;
+    return 0;
+}
+
+static void encode_block_header(unsigned char *h, const void *payload, size_t len, uint32_t count,
+                                uint64_t elo, uint64_t ehi)
+{
+    put32(h, SEG_BLOCK_MAGIC);
+    put32(h + 4, (uint32_t)len);
+    put64(h + 8, elo);
+    put64(h + 16, ehi);
+    put32(h + 24, count);
+    put32(h + 28, crc32c(crc32c(0, h, 28), payload, len));
+}
+
+int seg_writer_write_block(struct seg_writer *w, const void *payload, size_t len, uint32_t count,
+                           uint64_t epoch_lo, uint64_t epoch_hi, pod_err *err)
+{
+    if (check_broken(w, err)) return -1;
+    if (count == 0 || len == 0 || len > SEG_MAX_BLOCK_PAYLOAD || epoch_lo > epoch_hi) {
+        pod_err_set(err, "log segment %s: invalid pre-encoded block (%zu bytes, %" PRIu32
+                    " records, epochs %" PRIu64 "..%" PRIu64 ")", w->path, len, count, epoch_lo,
+                    epoch_hi);
+        return -1;
+    }
+    if (seg_writer_flush_block(w, err) != 0) return -1; /* keep the file's order */
+    unsigned char h[SEG_BLOCK_HEADER_SIZE];
+    encode_block_header(h, payload, len, count, epoch_lo, epoch_hi);
+    return write_block(w, h, payload, len, err);
 }
 
 int seg_writer_sync(struct seg_writer *w, pod_err *err)
@@ -409,6 +497,7 @@ struct seg_reader {
     size_t cap;
     size_t len, pos; /* payload length, next record's position */
     uint32_t left;   /* records of the current block not yet handed out */
+    struct seg_block_info blk; /* the current block */
 };
 
 struct seg_reader *seg_reader_open(const char *path, pod_err *err)
@@ -485,6 +574,7 @@ fail:
 const struct seg_header *seg_reader_header(const struct seg_reader *r) { return &r->hdr; }
 const struct seg_tail_status *seg_reader_tail_status(const struct seg_reader *r) { return &r->tail; }
 const struct seg_reader_stats *seg_reader_stats(const struct seg_reader *r) { return &r->st; }
+const struct seg_block_info *seg_reader_block(const struct seg_reader *r) { return &r->blk; }
 
 static void set_tail(struct seg_reader *r, enum seg_tail_kind k, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
@@ -627,6 +717,7 @@ static int load_block(struct seg_reader *r, pod_err *err)
     r->len = len;
     r->pos = 0;
     r->left = count;
+    r->blk = (struct seg_block_info){off, SEG_BLOCK_HEADER_SIZE + (uint64_t)len, elo, ehi, count};
     r->off = off + SEG_BLOCK_HEADER_SIZE + len;
     r->st.good_bytes = r->off;
     r->st.blocks++;
@@ -659,6 +750,46 @@ int seg_reader_next(struct seg_reader *r, struct log_record *out, pod_err *err)
     r->left--;
     r->st.records++;
     return 1;
+}
+
+int seg_peek_epochs(const char *path, uint64_t *epoch_lo, uint64_t *epoch_hi, pod_err *err)
+{
+    *epoch_lo = UINT64_MAX;
+    *epoch_hi = 0;
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0) {
+        pod_err_set(err, "cannot open log segment %s: %s", path, strerror(errno));
+        return -1;
+    }
+    struct stat sb;
+    unsigned char b[SEG_HEADER_SIZE];
+    int rc = -1;
+    if (fstat(fd, &sb) != 0) {
+        pod_err_set(err, "cannot stat log segment %s: %s", path, strerror(errno));
+        goto out;
+    }
+    if (pread_full(fd, b, sizeof b, 0) != (ssize_t)sizeof b || memcmp(b, SEG_MAGIC, 8) != 0 ||
+        get32(b + 60) != crc32c(0, b, 60)) {
+        pod_err_set(err, "%s has no valid log segment header", path);
+        goto out;
+    }
+    uint64_t off = SEG_HEADER_SIZE, size = (uint64_t)sb.st_size;
+    while (size - off >= SEG_BLOCK_HEADER_SIZE) {
+        unsigned char h[SEG_BLOCK_HEADER_SIZE];
+        if (pread_full(fd, h, sizeof h, off) != (ssize_t)sizeof h) break;
+        uint32_t len = get32(h + 4);
+        uint64_t lo = get64(h + 8), hi = get64(h + 16);
+        if (get32(h) != SEG_BLOCK_MAGIC || len > SEG_MAX_BLOCK_PAYLOAD || lo > hi ||
+            SEG_BLOCK_HEADER_SIZE + (uint64_t)len > size - off)
+            break;
+        if (lo < *epoch_lo) *epoch_lo = lo;
+        if (hi > *epoch_hi) *epoch_hi = hi;
+        off += SEG_BLOCK_HEADER_SIZE + len;
+    }
+    rc = 0;
+out:
+    close(fd);
+    return rc;
 }
 
 void seg_reader_close(struct seg_reader *r)

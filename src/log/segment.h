@@ -68,10 +68,31 @@ struct seg_header {
     uint64_t create_time_ns; /* CLOCK_REALTIME at creation */
 };
 
+/* The header's logger field of a checkpoint file (docs/durability.md). */
+#define SEG_LOGGER_CHECKPOINT UINT32_MAX
+
+/* Bytes of an encoded record. */
+static inline size_t seg_record_size(uint32_t key_len, uint32_t tuple_len)
+{
+    return SEG_RECORD_OVERHEAD + (size_t)key_len + tuple_len;
+}
+/* 0, or -1 with err filled when rec cannot be written (kind, a DELETE with a
+ * tuple, a tuple above SEG_MAX_TUPLE, a length without data). */
+int seg_record_check(const struct log_record *rec, pod_err *err);
+/* Encode a checked record at p (seg_record_size bytes, CRC included); returns
+ * its size. For callers that build block payloads themselves (the loggers'
+ * per-worker buffers) and hand them to seg_writer_write_block. */
+size_t seg_record_encode(unsigned char *p, const struct log_record *rec);
+
 /* "seg-<host>-<logger>-<seq %010>.log" into buf (>= SEG_NAME_MAX). */
 void seg_format_name(char *buf, size_t len, uint32_t host, uint32_t logger, uint64_t seq);
 /* Parse a base name of that form; false when it is not one. */
 bool seg_parse_name(const char *name, uint32_t *host, uint32_t *logger, uint64_t *seq);
+/* Checkpoint files: "ckpt-<host>-<seq %010>.log", or ".tmp" while being written. */
+void seg_format_ckpt_name(char *buf, size_t len, uint32_t host, uint64_t seq, bool tmp);
+bool seg_parse_ckpt_name(const char *name, uint32_t *host, uint64_t *seq, bool *tmp);
+/* fsync a directory (after creating, renaming or removing files in it). */
+int seg_fsync_dir(const char *dir, pod_err *err);
 
 /* ---- writer ------------------------------------------------------------------ */
 
@@ -82,6 +103,12 @@ struct seg_writer;
  * moment this returns. NULL with err filled on failure. */
 struct seg_writer *seg_writer_open(const char *dir, uint32_t host, uint32_t logger, uint64_t seq,
                                    uint64_t first_epoch, pod_err *err);
+
+/* The same with an explicit file name and header (host, logger, seq,
+ * first_epoch are taken from hdr; version and, when 0, create_time_ns are
+ * filled in). Used for checkpoint files. */
+struct seg_writer *seg_writer_open_named(const char *dir, const char *name,
+                                         const struct seg_header *hdr, pod_err *err);
 
 /* Add a record to the current block (in memory). When the record would make the
  * block's payload exceed SEG_MAX_BLOCK_PAYLOAD the current block is written
@@ -96,6 +123,14 @@ int seg_writer_append(struct seg_writer *w, const struct log_record *rec, pod_er
  * later call may retry; if that truncation fails too the writer is broken and
  * every later call fails. */
 int seg_writer_flush_block(struct seg_writer *w, pod_err *err);
+
+/* Write one block whose payload the caller encoded (records made with
+ * seg_record_encode, count of them, epochs within [epoch_lo, epoch_hi]): the
+ * writer adds the block header and CRC and writes both with one pwritev
+ * sequence, without copying the payload. The current block is written first.
+ * Errors as seg_writer_flush_block. */
+int seg_writer_write_block(struct seg_writer *w, const void *payload, size_t len, uint32_t count,
+                           uint64_t epoch_lo, uint64_t epoch_hi, pod_err *err);
 
 /* Make everything written so far durable (fdatasync). Does not flush the
  * current block: call seg_writer_flush_block first. A failed fdatasync breaks
@@ -144,6 +179,13 @@ struct seg_reader_stats {
     uint64_t epoch_lo, epoch_hi; /* over the verified blocks; lo > hi when none */
 };
 
+/* Where the block of the record last returned by seg_reader_next lies. */
+struct seg_block_info {
+    uint64_t offset, size; /* in the file, header included */
+    uint64_t epoch_lo, epoch_hi;
+    uint32_t count;
+};
+
 struct seg_reader;
 
 /* Open a segment and validate its header (magic, version, size, CRC). NULL
@@ -157,7 +199,14 @@ int seg_reader_next(struct seg_reader *r, struct log_record *out, pod_err *err);
 
 const struct seg_tail_status *seg_reader_tail_status(const struct seg_reader *r);
 const struct seg_reader_stats *seg_reader_stats(const struct seg_reader *r);
+const struct seg_block_info *seg_reader_block(const struct seg_reader *r);
 void seg_reader_close(struct seg_reader *r);
+
+/* The epoch range of a segment's blocks from their headers alone (no CRC
+ * check, no payload read): for deciding which segments a checkpoint made
+ * obsolete. Stops at the first block header that does not make sense.
+ * lo > hi when there are no blocks. -1 when the file or its header is bad. */
+int seg_peek_epochs(const char *path, uint64_t *epoch_lo, uint64_t *epoch_hi, pod_err *err);
 
 /* "clean", "torn", "corrupt", "unknown". */
 const char *seg_tail_name(enum seg_tail_kind k);

@@ -106,7 +106,59 @@ static int sys_config(pod_txn *tx, const pod_args *a, pod_result *res, void *ctx
     kv_row(res, &row, "engine.coherence", "%s", pod_coherence_name(c->engine.coherence));
     kv_row(res, &row, "engine.phantom_protection", "%s",
            c->engine.phantom_protection ? "true" : "false");
+    kv_row(res, &row, "engine.checkpoint_after", "%llu",
+           (unsigned long long)c->engine.checkpoint_after);
+    kv_row(res, &row, "engine.reply_before_durable", "%s",
+           c->engine.reply_before_durable ? "true (NOT durable)" : "false");
     for (int i = 0; i < c->nmodules; i++) kv_row(res, &row, "module", "%s", c->modules[i]);
+    return POD_OK;
+}
+
+/* sys.log -> rows [key, value]: the durability layer's epochs and counters,
+ * and what recovery did at startup. */
+static int sys_log(pod_txn *tx, const pod_args *a, pod_result *res, void *ctx)
+{
+    (void)a;
+    (void)ctx;
+    pod_db *db = pod_txn_db(tx);
+    const struct pod_server_info *si = pod_server_info();
+    int row = 0;
+    struct log_host *lh = db->log;
+    kv_row(res, &row, "logging", "%s", lh && log_host_logging(lh) ? "on" : "off");
+    if (lh) {
+        struct log_host_stats st;
+        log_host_get_stats(lh, &st);
+        kv_row(res, &row, "global_epoch", "%llu", (unsigned long long)st.global_epoch);
+        kv_row(res, &row, "pod_durable_epoch", "%llu", (unsigned long long)st.pod_durable_epoch);
+        kv_row(res, &row, "persisted_epoch", "%llu", (unsigned long long)st.persisted_epoch);
+        kv_row(res, &row, "records", "%llu", (unsigned long long)st.records);
+        kv_row(res, &row, "bytes", "%llu", (unsigned long long)st.bytes);
+        kv_row(res, &row, "blocks", "%llu", (unsigned long long)st.blocks);
+        kv_row(res, &row, "syncs", "%llu", (unsigned long long)st.syncs);
+        kv_row(res, &row, "sync_us_avg", "%.1f",
+               st.syncs ? (double)st.sync_ns / (double)st.syncs / 1000.0 : 0.0);
+        kv_row(res, &row, "sync_us_max", "%.1f", (double)st.sync_ns_max / 1000.0);
+        kv_row(res, &row, "segments", "%llu", (unsigned long long)st.segments);
+        kv_row(res, &row, "write_errors", "%llu", (unsigned long long)st.write_errors);
+        kv_row(res, &row, "checkpoints", "%llu", (unsigned long long)st.checkpoints);
+        kv_row(res, &row, "checkpoint_epoch", "%llu", (unsigned long long)st.checkpoint_epoch);
+        kv_row(res, &row, "segments_removed", "%llu", (unsigned long long)st.segments_removed);
+    }
+    if (si && si->recovery.ran) {
+        const struct log_recovery_stats *r = &si->recovery;
+        kv_row(res, &row, "recovery.durable_epoch", "%llu", (unsigned long long)r->durable_epoch);
+        kv_row(res, &row, "recovery.records_read", "%llu", (unsigned long long)r->records_read);
+        kv_row(res, &row, "recovery.records_applied", "%llu",
+               (unsigned long long)r->records_applied);
+        kv_row(res, &row, "recovery.records_discarded", "%llu",
+               (unsigned long long)r->records_discarded);
+        kv_row(res, &row, "recovery.rows", "%llu", (unsigned long long)r->rows);
+        kv_row(res, &row, "recovery.seconds", "%.3f", r->seconds);
+        kv_row(res, &row, "recovery.records_per_s", "%.0f",
+               r->seconds > 0 ? (double)r->records_read / r->seconds : 0.0);
+        kv_row(res, &row, "recovery.torn_tails", "%llu", (unsigned long long)r->torn_tails);
+        kv_row(res, &row, "recovery.corrupt_tails", "%llu", (unsigned long long)r->corrupt_tails);
+    }
     return POD_OK;
 }
 
@@ -195,6 +247,7 @@ int pod_builtin_sys_init(pod_db *db, char *err, size_t errlen)
         {"sys.config", sys_config, NULL, 0, NULL, true},
         {"sys.procs", sys_procs, NULL, 0, NULL, true},
         {"sys.tables", sys_tables, NULL, 0, NULL, true},
+        {"sys.log", sys_log, NULL, 0, NULL, true},
         {"sys.pod", sys_pod, NULL, 0, NULL, true},
     };
     for (size_t i = 0; i < sizeof defs / sizeof defs[0]; i++)

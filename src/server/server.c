@@ -13,9 +13,19 @@
  * until they drain below OUT_LOW (a slow reader never grows the server without
  * bound, and everyone else keeps being served).
  *
+ * Group commit (docs/durability.md): when the host logs, the reply of a call
+ * is not written at once but held in its worker's queue with the epoch it
+ * must wait for (its commit epoch; for a call that did not commit, the epoch
+ * it ended in, since what it read may not be durable yet). The epoch thread
+ * rings an eventfd each time the persisted durable epoch grows, and the loop
+ * moves every held reply whose epoch is below it to its connection. A call
+ * with POD_CALL_EARLY_REPLY (or engine.reply_before_durable) is answered at
+ * once: that reply promises nothing about durability.
+ *
  * Shutdown (SIGTERM/SIGINT): stop accepting, stop reading, let queued and
- * running calls finish (bounded), flush what can be written, stop workers,
- * leave the region (the host slot goes back to free). */
+ * running calls finish (bounded), stop workers, wait (bounded) until the held
+ * replies are durable and flush what can be written, stop the loggers, leave
+ * the region (the host slot goes back to free). */
 #include "server/server.h"
 
 #include <errno.h>
@@ -39,6 +49,8 @@
 #include "cxl/region.h"
 #include "engine/result.h"
 #include "engine/worker.h"
+#include "log/log.h"
+#include "log/txlog.h"
 #include "net/proto.h"
 #include "pod/pod.h"
 #include "util/log.h"
@@ -70,6 +82,8 @@ struct conn {
     pthread_mutex_t out_lock;
     struct pod_buf out;     /* encoded replies not yet written (under out_lock) */
     struct conn *next_ready;
+    struct conn *next_released; /* on the loop's list of connections with released replies */
+    bool released;
     struct conn *prev, *next; /* all connections */
 };
 
@@ -79,15 +93,38 @@ struct request {
     uint64_t id;
     int proc;
     int nargs;
+    uint8_t flags;          /* POD_CALL_EARLY_REPLY */
     pod_value *args;        /* point into frame */
     unsigned char frame[];  /* a copy of the frame */
 };
+
+/* A reply waiting for its epoch to become durable (group commit). It holds
+ * its call's reference on the connection and counts as in flight. */
+struct held_reply {
+    struct held_reply *next;
+    struct conn *conn;
+    uint64_t epoch;         /* released once epoch < the persisted durable epoch */
+    size_t len;
+    unsigned char frame[];
+};
+
+/* One per worker: its commit epochs never decrease, so the queue is in epoch
+ * order and the loop releases a prefix. */
+struct held_queue {
+    pthread_mutex_t lock;
+    struct held_reply *head, *tail;
+    size_t len;
+} __attribute__((aligned(64)));
 
 struct pod_server {
     const struct pod_config *conf;
     int host;
     struct cxl_region *region;
     pod_db *db;
+    struct log_host *log;
+    bool hold_replies;          /* the host logs and replies wait for durability */
+    struct held_queue *held;    /* [workers] */
+    int durable_fd;             /* eventfd rung by the epoch thread */
     struct pod_host *pod;       /* NULL in a pod of one host */
     int epfd, evfd, sigfd, unix_fd, tcp_fd;
     char unix_path[sizeof(((struct sockaddr_un *)0)->sun_path)];
@@ -425,6 +462,12 @@ static int dequeue_batch(struct pod_server *s, struct pod_worker *w, struct requ
     }
     pthread_mutex_lock(&s->q_lock);
     while (!s->q_head && !s->q_stop) {
+        /* About to sleep: hand the log buffer over and publish idle, or the
+         * durable epoch (and the replies held for it, maybe our own) would
+         * wait for this worker's next commit. Here, under the queue lock,
+         * every time: another worker may have taken the call we saw, and
+         * serving the inbox may have committed. */
+        log_worker_idle_hook(s->db, w->id);
         if (!pod) {
             pthread_cond_wait(&s->q_cond, &s->q_lock);
             continue;
@@ -492,6 +535,14 @@ static void worker_flush(struct pod_server *s, struct conn *c)
 
 #define BATCH 64
 
+/* The epoch a finished call's reply must wait for. */
+static uint64_t reply_epoch(struct pod_server *s, struct pod_worker *w, int rc)
+{
+    /* Committed: its commit epoch. Not committed: what it read was committed
+     * in an epoch below the current one. */
+    return rc >= 0 ? log_last_commit_epoch(s->db, w->id) : log_host_epoch(s->log);
+}
+
 static void worker_body(struct pod_worker *w, void *arg)
 {
     struct pod_server *s = arg;
@@ -499,8 +550,11 @@ static void worker_body(struct pod_worker *w, void *arg)
     struct pod_buf out = {0};
     char msg[512];
     struct request *batch[BATCH];
+    bool held[BATCH];
     int n;
     while (res && (n = dequeue_batch(s, w, batch, BATCH)) > 0) {
+        struct held_reply *hhead = NULL, *htail = NULL;
+        size_t nheld = 0;
         for (int i = 0; i < n; i++) {
             struct request *r = batch[i];
             pod_args args = {r->nargs, r->args};
@@ -512,22 +566,145 @@ static void worker_body(struct pod_worker *w, void *arg)
                          s->db->procs[r->proc].name, POD_PROTO_MAX_FRAME);
                 pod_proto_encode_reply(&out, r->id, POD_E_INVALID, msg, NULL);
             }
+            held[i] = false;
+            if (s->hold_replies && !(r->flags & POD_CALL_EARLY_REPLY)) {
+                uint64_t e = reply_epoch(s, w, rc);
+                struct held_reply *h;
+                if (e >= log_host_persisted(s->log) && (h = malloc(sizeof *h + out.len))) {
+                    h->next = NULL;
+                    h->conn = r->conn;
+                    h->epoch = e;
+                    h->len = out.len;
+                    memcpy(h->frame, out.p, out.len);
+                    if (htail) htail->next = h;
+                    else hhead = h;
+                    htail = h;
+                    nheld++;
+                    held[i] = true;
+                    continue;
+                }
+                /* Already durable (or no memory to hold it: then wait here,
+                 * idle, so that our own records can become durable). */
+                if (e >= log_host_persisted(s->log)) log_worker_idle_hook(s->db, w->id);
+                while (e >= log_host_persisted(s->log)) {
+                    struct timespec nap = {0, 100000};
+                    nanosleep(&nap, NULL);
+                }
+            }
             conn_reply(r->conn, &out, true);
         }
-        /* Flush each connection once, then drop the calls' references. */
+        if (hhead) {
+            struct held_queue *q = &s->held[w->id];
+            pthread_mutex_lock(&q->lock);
+            if (q->tail) q->tail->next = hhead;
+            else q->head = hhead;
+            q->tail = htail;
+            q->len += nheld;
+            pthread_mutex_unlock(&q->lock);
+        }
+        /* Flush each connection once, then drop the calls' references (a held
+         * reply keeps its call's reference until it is released). */
         for (int i = 0; i < n; i++) {
+            if (held[i]) continue;
             bool first = true;
-            for (int j = 0; j < i && first; j++) first = batch[j]->conn != batch[i]->conn;
+            for (int j = 0; j < i && first; j++) first = held[j] || batch[j]->conn != batch[i]->conn;
             if (first) worker_flush(s, batch[i]->conn);
         }
         for (int i = 0; i < n; i++) {
-            __atomic_fetch_sub(&batch[i]->conn->refs, 1, __ATOMIC_RELEASE);
+            if (!held[i]) __atomic_fetch_sub(&batch[i]->conn->refs, 1, __ATOMIC_RELEASE);
             free(batch[i]);
         }
         requests_done(s, n);
     }
     pod_buf_free(&out);
     pod_result_free(res);
+}
+
+/* Called from the epoch thread: the persisted durable epoch grew. */
+static void on_durable(void *arg, uint64_t persisted)
+{
+    (void)persisted;
+    struct pod_server *s = arg;
+    uint64_t one = 1;
+    ssize_t w = write(s->durable_fd, &one, sizeof one);
+    (void)w;
+}
+
+/* The loop: hand every held reply whose epoch is durable to its connection.
+ * Returns how many replies are still held. */
+static size_t release_durable(struct pod_server *s)
+{
+    uint64_t v;
+    ssize_t rd = read(s->durable_fd, &v, sizeof v);
+    (void)rd;
+    if (!s->hold_replies) return 0;
+    uint64_t persisted = log_host_persisted(s->log);
+    struct conn *touched = NULL;
+    size_t left = 0;
+    for (int wi = 0; wi < s->db->opt.nworkers; wi++) {
+        struct held_queue *q = &s->held[wi];
+        pthread_mutex_lock(&q->lock);
+        struct held_reply *list = q->head, *last = NULL;
+        size_t n = 0;
+        for (struct held_reply *h = list; h && h->epoch < persisted; h = h->next) {
+            last = h;
+            n++;
+        }
+        if (last) {
+            q->head = last->next;
+            if (!q->head) q->tail = NULL;
+            last->next = NULL;
+            q->len -= n;
+        } else {
+            list = NULL;
+        }
+        left += q->len;
+        pthread_mutex_unlock(&q->lock);
+        while (list) {
+            struct held_reply *h = list;
+            list = h->next;
+            struct pod_buf frame = {h->frame, h->len, h->len};
+            conn_reply(h->conn, &frame, true);
+            /* The loop is the only one that frees connections, so dropping
+             * the reference here cannot free it under us. */
+            __atomic_fetch_sub(&h->conn->refs, 1, __ATOMIC_RELEASE);
+            if (!h->conn->released) {
+                h->conn->released = true;
+                h->conn->next_released = touched;
+                touched = h->conn;
+            }
+            free(h);
+        }
+    }
+    while (touched) {
+        struct conn *c = touched;
+        touched = c->next_released;
+        c->released = false;
+        if (!c->dead) conn_flush(s, c);
+    }
+    return left;
+}
+
+/* At shutdown, after the workers stopped: replies whose epochs never became
+ * durable are dropped (the client sees no reply: not acknowledged). */
+static size_t drop_held(struct pod_server *s)
+{
+    size_t n = 0;
+    for (int wi = 0; s->held && wi < s->db->opt.nworkers; wi++) {
+        struct held_queue *q = &s->held[wi];
+        for (struct held_reply *h = q->head, *next; h; h = next) {
+            next = h->next;
+            __atomic_fetch_sub(&h->conn->refs, 1, __ATOMIC_RELEASE);
+            pthread_mutex_lock(&h->conn->out_lock);
+            h->conn->inflight--;
+            pthread_mutex_unlock(&h->conn->out_lock);
+            free(h);
+            n++;
+        }
+        q->head = q->tail = NULL;
+        q->len = 0;
+    }
+    return n;
 }
 
 /* ---- reading frames ------------------------------------------------------------- */
@@ -586,6 +763,7 @@ static void handle_frame(struct pod_server *s, struct conn *c, const unsigned ch
     r->id = cf.request_id;
     r->proc = proc;
     r->nargs = cf.nargs;
+    r->flags = cf.flags;
     __atomic_fetch_add(&c->refs, 1, __ATOMIC_ACQ_REL);
     pthread_mutex_lock(&c->out_lock);
     c->inflight++;
@@ -704,7 +882,7 @@ static int add_fd(struct pod_server *s, int fd, void *tag)
 }
 
 /* Tags for the loop's own descriptors (connections are struct conn pointers). */
-static char TAG_UNIX, TAG_TCP, TAG_EVENT, TAG_SIGNAL;
+static char TAG_UNIX, TAG_TCP, TAG_EVENT, TAG_SIGNAL, TAG_DURABLE;
 
 static bool drained(struct pod_server *s)
 {
@@ -763,6 +941,7 @@ static void run_loop(struct pod_server *s)
             if (tag == &TAG_UNIX) accept_all(s, s->unix_fd);
             else if (tag == &TAG_TCP) accept_all(s, s->tcp_fd);
             else if (tag == &TAG_EVENT) flush_ready(s);
+            else if (tag == &TAG_DURABLE) release_durable(s);
             else if (tag == &TAG_SIGNAL) {
                 struct signalfd_siginfo si;
                 if (read(s->sigfd, &si, sizeof si) == sizeof si && !stopping) {
@@ -810,6 +989,57 @@ static void run_loop(struct pod_server *s)
     }
 }
 
+/* The durability layer: recover what the log directory holds, then start
+ * epochs, loggers and checkpoints. */
+static int start_log(struct pod_server *s, pod_err *err)
+{
+    const struct pod_config *c = s->conf;
+    const struct pod_host_conf *hc = &c->hosts[s->host];
+    struct log_host_options lo = {.conf = c, .host = s->host, .region = s->region, .db = s->db,
+                                  .pod_mode = s->db->pod != NULL,
+                                  .checkpoint_after = c->engine.checkpoint_after,
+                                  .cpus = hc->cpus, .ncpus = hc->ncpus};
+    if (!(s->log = log_host_open(&lo, err))) return -1;
+    if (log_host_recover(s->log, &s->info.recovery, err)) return -1;
+    s->held = aligned_alloc(64, (size_t)hc->workers * sizeof *s->held);
+    if (!s->held) {
+        pod_err_set(err, "out of memory");
+        return -1;
+    }
+    memset(s->held, 0, (size_t)hc->workers * sizeof *s->held);
+    for (int i = 0; i < hc->workers; i++) pthread_mutex_init(&s->held[i].lock, NULL);
+    s->hold_replies = log_host_logging(s->log) && !c->engine.reply_before_durable;
+    if (log_host_start(s->log, on_durable, s, err)) return -1;
+    if (!log_host_logging(s->log))
+        pod_info("logging is off (loggers: 0): nothing is durable, replies go out at commit");
+    else if (!s->hold_replies)
+        pod_warn("engine.reply_before_durable is set: replies go out before their epoch is "
+                 "durable, so an acknowledged transaction can be LOST in a crash");
+    else
+        pod_info("logging to %s with %d logger%s, %d ms epochs; replies wait for durability",
+                 hc->log_dir, hc->loggers, hc->loggers == 1 ? "" : "s", c->engine.epoch_ms);
+    return 0;
+}
+
+/* After the workers stopped: give the last replies time to become durable
+ * (the epoch thread keeps running), then drop what is still held. */
+static void wait_held_durable(struct pod_server *s)
+{
+    if (!s->hold_replies) return;
+    uint64_t wait_ms = 2000 + 20ull * (uint64_t)s->conf->engine.epoch_ms;
+    if (release_durable(s) > 0) log_host_close_epoch(s->log);
+    uint64_t deadline = pod_mono_ns() + wait_ms * 1000000ull;
+    while (release_durable(s) > 0 && pod_mono_ns() < deadline) {
+        struct timespec nap = {0, 1000000};
+        nanosleep(&nap, NULL);
+    }
+    size_t dropped = drop_held(s);
+    if (dropped)
+        pod_warn("shutdown: %zu replies dropped: their epochs did not become durable within "
+                 "%llu ms (those calls were not acknowledged)", dropped,
+                 (unsigned long long)wait_ms);
+}
+
 int pod_server_main(const struct pod_config *c, int host)
 {
     pod_err err = {{0}};
@@ -817,7 +1047,7 @@ int pod_server_main(const struct pod_config *c, int host)
     if (!s) return 1;
     s->conf = c;
     s->host = host;
-    s->epfd = s->evfd = s->sigfd = s->unix_fd = s->tcp_fd = -1;
+    s->epfd = s->evfd = s->sigfd = s->unix_fd = s->tcp_fd = s->durable_fd = -1;
     s->spare_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
     s->info.conf = c;
     s->info.host = host;
@@ -841,6 +1071,11 @@ int pod_server_main(const struct pod_config *c, int host)
              (unsigned long long)s->region->sb->generation,
              s->region->formatted_now ? ", formatted it" : "");
     if (build_db(s, &err)) goto out;
+    if ((s->durable_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC)) < 0) {
+        pod_err_set(&err, "eventfd: %s", strerror(errno));
+        goto out;
+    }
+    if (start_log(s, &err)) goto out;
     if ((s->epfd = epoll_create1(EPOLL_CLOEXEC)) < 0 ||
         (s->evfd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC)) < 0 ||
         (s->sigfd = signalfd(-1, &mask, SFD_NONBLOCK | SFD_CLOEXEC)) < 0) {
@@ -853,6 +1088,7 @@ int pod_server_main(const struct pod_config *c, int host)
     if (s->tcp_fd >= 0) add_fd(s, s->tcp_fd, &TAG_TCP);
     add_fd(s, s->evfd, &TAG_EVENT);
     add_fd(s, s->sigfd, &TAG_SIGNAL);
+    add_fd(s, s->durable_fd, &TAG_DURABLE);
     char msg[256];
     if (pod_workers_start(s->db, hc->cpus, hc->ncpus, worker_body, s, msg, sizeof msg)) {
         pod_err_set(&err, "%s", msg);
@@ -869,6 +1105,7 @@ int pod_server_main(const struct pod_config *c, int host)
     pthread_cond_broadcast(&s->q_cond);
     pthread_mutex_unlock(&s->q_lock);
     pod_workers_join(s->db);
+    wait_held_durable(s);
     flush_ready(s);
     flush_at_shutdown(s);
     rc = 0;
@@ -889,6 +1126,12 @@ out:
     if (s->evfd >= 0) close(s->evfd);
     if (s->epfd >= 0) close(s->epfd);
     if (s->spare_fd >= 0) close(s->spare_fd);
+    drop_held(s);
+    log_host_free(s->log); /* stops the loggers: everything logged is synced */
+    if (s->durable_fd >= 0) close(s->durable_fd);
+    if (s->held)
+        for (int i = 0; i < c->hosts[host].workers; i++) pthread_mutex_destroy(&s->held[i].lock);
+    free(s->held);
     if (s->pod) pod_host_detach(s->pod);
     if (s->db) pod_db_free(s->db);
     if (s->region) cxl_region_close(s->region);

@@ -10,6 +10,7 @@
 
 #include "conf/config.h"
 #include "engine/db.h"
+#include "log/log.h"
 
 struct pod_server;
 
@@ -24,6 +25,7 @@ struct pod_server_info {
     uint64_t started_ns;
     uint64_t connections_total, connections_open;
     uint64_t requests_total, bad_frames;
+    struct log_recovery_stats recovery; /* what recovery did at startup */
 };
 const struct pod_server_info *pod_server_info(void);
 

@@ -33,6 +33,7 @@
 
 #include "cxl/record_ops.h"
 #include "engine/worker.h"
+#include "log/txlog.h"
 #include "pod/pod_int.h"
 #include "pod/rowlock.h"
 #include "txn/ebr.h"
@@ -747,15 +748,22 @@ static void publish_moved(struct pod_txn *tx, struct access *a)
 
 void txn_commit(struct pod_txn *tx)
 {
-    uint64_t epoch = __atomic_load_n(&tx->db->epoch, __ATOMIC_ACQUIRE);
+    struct log_worker *lw = log_txn_worker(tx->db, tx->w->id);
+    uint64_t epoch = log_commit_epoch(tx->db, lw);
     for (uint32_t i = 0; i < tx->nacc; i++) {
         struct access *a = &tx->acc[i];
         if (a->rec) continue; /* remote: below, with the release */
         if (a->flags & ACC_DELETED) {
             __atomic_store_n(&a->row->valid, 0, __ATOMIC_RELEASE);
             a->row->epoch_version = txn_next_epoch_version(a->row->epoch_version, epoch);
+            log_txn_write(tx->db, lw, a->table, row_key(a->table, a->row),
+                          a->row->epoch_version, NULL);
         } else if (a->flags & (ACC_INSERTED | ACC_UPDATED)) {
+            if (a->flags & ACC_INSERTED)
+                a->row->epoch_version = log_insert_ev_floor(tx->db);
             a->row->epoch_version = txn_next_epoch_version(a->row->epoch_version, epoch);
+            log_txn_write(tx->db, lw, a->table, row_key(a->table, a->row),
+                          a->row->epoch_version, a->row->tuple);
             __atomic_store_n(&a->row->valid, 1, __ATOMIC_RELEASE);
             if (a->in_cxl) publish_moved(tx, a);
         }

@@ -19,6 +19,7 @@
 #include <string.h>
 
 #include "cxl/record_ops.h"
+#include "log/txlog.h"
 #include "pod/pod_int.h"
 #include "txn/txn_int.h"
 #include "util/log.h"
@@ -478,13 +479,18 @@ static void unlink(struct pod_txn *tx, struct access *a)
 void remote_commit(struct pod_txn *tx, struct access *a, uint64_t epoch)
 {
     struct pod_host *ph = host_of(tx);
+    struct log_worker *lw = log_txn_worker(tx->db, tx->w->id);
     if (a->flags & ACC_DELETED) {
+        uint64_t ev = txn_next_epoch_version(a->ev, epoch);
         if (!(a->flags & ACC_INSERTED))
-            rec_row_write(ph->r, ph->coh, a->rec, NULL, a->table->tuple_size, 0,
-                          txn_next_epoch_version(a->ev, epoch));
+            rec_row_write(ph->r, ph->coh, a->rec, NULL, a->table->tuple_size, 0, ev);
+        log_txn_write(tx->db, lw, a->table, a->key, ev, NULL);
         unlink(tx, a);
     } else if (a->flags & (ACC_INSERTED | ACC_UPDATED)) {
+        if ((a->flags & ACC_INSERTED) && log_insert_ev_floor(tx->db) > a->ev)
+            a->ev = log_insert_ev_floor(tx->db);
         a->ev = txn_next_epoch_version(a->ev, epoch);
+        log_txn_write(tx->db, lw, a->table, a->key, a->ev, a->copy);
         if (rec_row_write(ph->r, ph->coh, a->rec, a->copy, a->table->tuple_size, 1, a->ev) !=
             REC_OK)
             pod_error("%s: a committed write to host %d's tuple could not be published (its "

@@ -126,7 +126,7 @@ expect_rc 0 "kv.scan limit 1"
 out_is "$(printf '\thello world')" "kv.scan limit 1 (the empty key first)"
 run "$CLI" -s "$sock" call sys.procs
 expect_rc 0 "sys.procs"
-[ "$(wc -l <"$TMP/out")" = 12 ] || fail "sys.procs: $(wc -l <"$TMP/out") lines"
+[ "$(wc -l <"$TMP/out")" = 13 ] || fail "sys.procs: $(wc -l <"$TMP/out") lines"
 grep -q "$(printf '\tkv.multi\t-1\t0')" "$TMP/out" || fail "sys.procs lacks kv.multi"
 pass "typed arguments (s: x: i: null:), binary output, scans"
 

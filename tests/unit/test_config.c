@@ -191,6 +191,8 @@ START_TEST(test_load_minimal_file_defaults)
     ck_assert(cfg.engine.moveout_threshold == 0.9);
     ck_assert_int_eq(cfg.engine.coherence, POD_COH_FULL);
     ck_assert(cfg.engine.phantom_protection);
+    ck_assert_uint_eq(cfg.engine.checkpoint_after, 256ULL << 20);
+    ck_assert(!cfg.engine.reply_before_durable);
 }
 END_TEST
 
@@ -228,7 +230,9 @@ START_TEST(test_every_key)
         "  epoch_ms: 10000\n"
         "  moveout_threshold: 1\n"
         "  coherence: no-shared-reader\n"
-        "  phantom_protection: off\n");
+        "  phantom_protection: off\n"
+        "  checkpoint_after: 1GiB\n"
+        "  reply_before_durable: yes\n");
     ck_assert_str_eq(c->region.path, "/mnt/pmem/pod");
     ck_assert_int_eq(c->region.kind, POD_REGION_FSDAX);
     ck_assert_uint_eq(c->region.size, 3ULL << 29);
@@ -254,6 +258,8 @@ START_TEST(test_every_key)
     ck_assert(c->engine.moveout_threshold == 1.0);
     ck_assert_int_eq(c->engine.coherence, POD_COH_NO_SHARED_READER);
     ck_assert(!c->engine.phantom_protection);
+    ck_assert_uint_eq(c->engine.checkpoint_after, 1ULL << 30);
+    ck_assert(c->engine.reply_before_durable);
     ck_assert_str_eq(c->source, "t.yaml");
 }
 END_TEST
@@ -461,6 +467,8 @@ static const struct {
     {"epoch_ms: 10", "moveout_threshold: 0.8"},
     {"epoch_ms: 10", "coherence: hwcc-only"},
     {"epoch_ms: 10", "phantom_protection: false"},
+    {"epoch_ms: 10", "checkpoint_after: 1MiB"},
+    {"epoch_ms: 10", "reply_before_durable: true"},
     {"  - workers: 2\n    socket: /tmp/d-1.sock\n    log_dir: /tmp/d-1\n", ""},
 };
 
@@ -583,7 +591,7 @@ static const struct bad_case {
      "log_dir, tcp_port)"},
     {"misspelt engine key", REGION_OK HOSTS_OK "engine:\n  epoch: 5\n",
      "11:3: engine.epoch: unknown key (expected one of: epoch_ms, moveout_threshold, "
-     "coherence, phantom_protection)"},
+     "coherence, phantom_protection, checkpoint_after, reply_before_durable)"},
     {"misspelt host_defaults key", REGION_OK "host_defaults:\n  worker: 1\n" HOSTS_OK,
      "7:3: host_defaults.worker: unknown key"},
     {"key in the wrong case", REGION_OK HOSTS_OK "Engine: {}\n", "10:1: Engine: unknown key"},

@@ -126,6 +126,7 @@ static pod_client *conn(const char *address)
 static pod_reply *call(pod_client *c, const char *proc, const pod_value *a, int n)
 {
     pod_reply *r = pod_client_call(c, proc, a, n);
+    if (!r && S.pid > 0) sh_dump_log(&S, "a call failed");
     ck_assert_msg(r != NULL, "%s: transport error: %s", proc, pod_client_error(c));
     return r;
 }
@@ -350,8 +351,9 @@ static const struct {
     int nargs, read_only;
 } expected_procs[] = {
     {"sys.ping", 0, 1},   {"sys.stats", 0, 1}, {"sys.config", 0, 1}, {"sys.procs", 0, 1},
-    {"sys.tables", 0, 1}, {"sys.pod", 0, 1},   {"kv.get", 2, 1},    {"kv.put", 3, 0},     {"kv.insert", 3, 0},
-    {"kv.delete", 2, 0},  {"kv.scan", -1, 1},  {"kv.multi", -1, 0},
+    {"sys.tables", 0, 1}, {"sys.log", 0, 1},   {"sys.pod", 0, 1},   {"kv.get", 2, 1},
+    {"kv.put", 3, 0},     {"kv.insert", 3, 0},  {"kv.delete", 2, 0}, {"kv.scan", -1, 1},
+    {"kv.multi", -1, 0},
 };
 #define NPROCS (int)(sizeof expected_procs / sizeof expected_procs[0])
 
@@ -1241,8 +1243,9 @@ START_TEST(test_many_connections)
         ta[i].idx = i;
         ck_assert_int_eq(pthread_create(&th[i], NULL, conn_thread, &ta[i]), 0);
     }
+    for (int i = 0; i < NTHREADS; i++) pthread_join(th[i], NULL);
     for (int i = 0; i < NTHREADS; i++) {
-        pthread_join(th[i], NULL);
+        if (ta[i].failures) sh_dump_log(&S, "a connection thread failed");
         ck_assert_msg(ta[i].failures == 0, "thread %d: %d failures, last: %s", i, ta[i].failures,
                       ta[i].msg);
     }

@@ -1,0 +1,318 @@
+/* Checkpoints: what keeps recovery time and disk use bounded on a long run
+ * (docs/durability.md, "Log housekeeping").
+ *
+ * After every `checkpoint_after` bytes of log, a thread writes every valid row
+ * of the tables this host owns, with its epoch-version, into
+ * ckpt-<host>-<seq>.tmp (the segment format; the header's logger field is
+ * SEG_LOGGER_CHECKPOINT and first_epoch is Es, the epoch E when the scan
+ * started). The scan is fuzzy: transactions go on, and each row is read under
+ * a shared lock, so it is some committed value. Every transaction that
+ * committed in an epoch below Es released its locks before the scan read its
+ * rows, so the checkpoint reflects it (or a later value of the row); writes
+ * of epochs >= Es stay in the log.
+ *
+ * When the scan ends at epoch Ef, the file is synced, and once the persisted
+ * durable epoch is above Ef (every value in it is committed) it is renamed to
+ * .log: from then on recovery loads it and skips log records of epochs below
+ * Es. Segments whose every record is below Es (in pod mode: below every
+ * host's checkpoint epoch, since records of a host's tuples may sit in another
+ * host's log) and older checkpoints are then removed.
+ *
+ * Pod layer hook: rows are read from the owner's DRAM (ckpt_read_row). When
+ * tuples can live in CXL memory, that function must read the current copy. */
+#include <errno.h>
+#include <inttypes.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "engine/worker.h"
+#include "log/log_priv.h"
+#include "storage/table.h"
+#include "txn/ebr.h"
+#include "txn/lock.h"
+#include "util/clock.h"
+#include "util/log.h"
+
+#define CHECK_EVERY_NS (100ull * 1000 * 1000)
+#define ROWS_PER_CHUNK 256
+#define FLUSH_BYTES (1u << 20)
+
+struct checkpointer {
+    struct log_host *lh;
+    pthread_t th;
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    bool stop;               /* under mu; also read atomically by the scan */
+    uint64_t count, epoch, removed; /* atomic */
+    uint64_t logged_at_last;
+    unsigned char *tuple;    /* scratch for one tuple */
+    size_t tuple_cap;
+};
+
+static bool stopping(struct checkpointer *c) { return __atomic_load_n(&c->stop, __ATOMIC_ACQUIRE); }
+
+static uint64_t logged_bytes(const struct log_host *lh)
+{
+    uint64_t b = 0;
+    for (int l = 0; l < lh->nloggers; l++) {
+        struct logger_stats s;
+        if (!lh->loggers[l]) continue;
+        logger_get_stats(lh->loggers[l], &s);
+        b += s.bytes;
+    }
+    return b;
+}
+
+/* Copy a row's tuple and epoch-version under a shared lock. false: the row is
+ * not valid (being inserted and aborted, or deleted). Waits while a writer
+ * holds the row: skipping it could lose a value older than Es. */
+static bool ckpt_read_row(struct checkpointer *c, const pod_table *t, struct pod_row *row,
+                          uint64_t *ev)
+{
+    for (unsigned spins = 0; !lock_try_read(&row->lock); spins++) {
+        if (spins < 64) continue;
+        struct timespec nap = {0, 20000};
+        nanosleep(&nap, NULL);
+    }
+    bool valid = row_valid(row);
+    if (valid) {
+        memcpy(c->tuple, row->tuple, t->tuple_size);
+        *ev = row->epoch_version;
+    }
+    lock_release_read(&row->lock);
+    return valid;
+}
+
+/* Write every valid row of one partition. -1 on a write error (err) or stop. */
+static int scan_partition(struct checkpointer *c, pod_table *t, uint32_t p, struct seg_writer *w,
+                          uint64_t *rows, pod_err *err)
+{
+    pod_db *db = c->lh->o.db;
+    unsigned char cur[BT_MAX_KEY_WIDTH];
+    bool have_cur = false, done = false;
+    while (!done) {
+        if (stopping(c)) {
+            pod_err_set(err, "stopped");
+            return -1;
+        }
+        struct pod_worker *aw = pod_admin_begin(db); /* its EBR slot keeps rows readable */
+        ebr_enter(db->ebr, aw->id);
+        int rc = 0;
+        for (int i = 0; i < ROWS_PER_CHUNK; i++) {
+            uint64_t v, ev = 0;
+            if (bt_next(&t->parts[p].tree, have_cur ? cur : NULL, !have_cur, cur, &v) != BT_OK) {
+                done = true;
+                break;
+            }
+            have_cur = true;
+            if (!ckpt_read_row(c, t, (struct pod_row *)(uintptr_t)v, &ev)) continue;
+            struct log_record rec = {.table_id = t->id, .kind = LOG_PUT,
+                                     .key_len = (uint16_t)t->key_size, .tuple_len = t->tuple_size,
+                                     .epoch_version = ev, .key = cur, .tuple = c->tuple};
+            if ((rc = seg_writer_append(w, &rec, err)) != 0) break;
+            (*rows)++;
+        }
+        ebr_exit(db->ebr, aw->id);
+        pod_admin_end(db);
+        if (rc) return -1;
+        if (seg_writer_pending(w) >= FLUSH_BYTES && seg_writer_flush_block(w, err) != 0) return -1;
+    }
+    return 0;
+}
+
+/* The epoch below which every host's segments are covered by a checkpoint. */
+uint64_t log_checkpoint_horizon(const struct log_host *lh)
+{
+    if (!lh->o.pod_mode) return lh->ckpt_epoch;
+    uint64_t h = UINT64_MAX;
+    const struct pod_config *conf = lh->o.conf;
+    for (int i = 0; i < conf->nhosts; i++) {
+        if (conf->hosts[i].loggers == 0) continue;
+        uint64_t e = __atomic_load_n(&lh->o.region->ctl->checkpoint_epoch[i].v, __ATOMIC_ACQUIRE);
+        if (e < h) h = e;
+    }
+    return h == UINT64_MAX ? 0 : h;
+}
+
+void log_remove_obsolete(struct log_host *lh, uint64_t hzn, uint64_t *removed)
+{
+    struct logdir d;
+    pod_err err;
+    if (logdir_scan(lh->dir, &d, &err)) {
+        pod_warn("checkpoint: %s", err.msg);
+        return;
+    }
+    const struct logdir_ckpt *last = logdir_last_ckpt(&d);
+    char path[POD_PATH_MAX + SEG_NAME_MAX + 2];
+    int n = 0;
+    for (int i = 0; i < d.nckpts; i++) {
+        const struct logdir_ckpt *k = &d.ckpts[i];
+        if (k == last || k->host != (uint32_t)lh->o.host) continue;
+        if (k->tmp && lh->ckpt) continue; /* the checkpointer may be writing it */
+        snprintf(path, sizeof path, "%s/%s", lh->dir, k->name);
+        if (unlink(path) == 0) n++;
+    }
+    for (int i = 0; hzn && i < d.nsegs; i++) {
+        const struct logdir_seg *s = &d.segs[i];
+        if (s->host != (uint32_t)lh->o.host) continue;
+        /* Never a segment a logger may still append to. */
+        if (s->logger < (uint32_t)lh->nloggers && lh->loggers[s->logger] &&
+            s->seq >= logger_open_seq(lh->loggers[s->logger]))
+            continue;
+        snprintf(path, sizeof path, "%s/%s", lh->dir, s->name);
+        uint64_t lo, hi;
+        if (seg_peek_epochs(path, &lo, &hi, &err) != 0) continue;
+        if (lo <= hi && hi >= hzn) continue; /* records the checkpoint does not cover */
+        if (unlink(path) == 0) n++;
+    }
+    logdir_free(&d);
+    if (n && seg_fsync_dir(lh->dir, &err)) pod_warn("checkpoint: %s", err.msg);
+    if (removed) *removed += (uint64_t)n;
+}
+
+static int run_checkpoint(struct checkpointer *c)
+{
+    struct log_host *lh = c->lh;
+    pod_db *db = lh->o.db;
+    pod_err err;
+    uint64_t t0 = pod_mono_ns(), seq = lh->next_ckpt_seq++;
+    uint64_t es = __atomic_load_n(lh->epoch_word, __ATOMIC_SEQ_CST);
+    char tmp[SEG_NAME_MAX], fin[SEG_NAME_MAX];
+    char a[POD_PATH_MAX + SEG_NAME_MAX + 2], b[POD_PATH_MAX + SEG_NAME_MAX + 2];
+    seg_format_ckpt_name(tmp, sizeof tmp, (uint32_t)lh->o.host, seq, true);
+    seg_format_ckpt_name(fin, sizeof fin, (uint32_t)lh->o.host, seq, false);
+    struct seg_header h = {.host = (uint32_t)lh->o.host, .logger = SEG_LOGGER_CHECKPOINT,
+                           .seq = seq, .first_epoch = es};
+    struct seg_writer *w = seg_writer_open_named(lh->dir, tmp, &h, &err);
+    if (!w) goto fail;
+    uint64_t rows = 0;
+    for (uint32_t i = 0; i < db->ntables; i++) {
+        pod_table *t = db->tables[i];
+        if (t->tuple_size > c->tuple_cap) {
+            unsigned char *nb = realloc(c->tuple, t->tuple_size);
+            if (!nb) {
+                pod_err_set(&err, "out of memory");
+                goto fail_w;
+            }
+            c->tuple = nb;
+            c->tuple_cap = t->tuple_size;
+        }
+        for (uint32_t p = 0; p < t->nparts; p++) {
+            if (lh->o.pod_mode && t->parts[p].owner != (uint32_t)lh->o.host) continue;
+            if (scan_partition(c, t, p, w, &rows, &err)) goto fail_w;
+        }
+    }
+    uint64_t bytes = seg_writer_size(w) + seg_writer_pending(w);
+    if (seg_writer_close(w, &err) != 0) goto fail_file;
+    /* Valid only once every value in it is committed. */
+    uint64_t ef = __atomic_load_n(lh->epoch_word, __ATOMIC_SEQ_CST);
+    while (log_host_persisted(lh) <= ef) {
+        if (stopping(c)) {
+            pod_err_set(&err, "stopped before its epochs were durable");
+            goto fail_file;
+        }
+        struct timespec nap = {0, 1000000};
+        nanosleep(&nap, NULL);
+    }
+    snprintf(a, sizeof a, "%s/%s", lh->dir, tmp);
+    snprintf(b, sizeof b, "%s/%s", lh->dir, fin);
+    if (rename(a, b) != 0) {
+        pod_err_set(&err, "cannot rename %s to %s: %s", a, b, strerror(errno));
+        goto fail_file;
+    }
+    if (seg_fsync_dir(lh->dir, &err)) goto fail; /* the rename may not be durable: keep logs */
+    lh->ckpt_epoch = es;
+    __atomic_store_n(&lh->o.region->ctl->checkpoint_epoch[lh->o.host].v, es, __ATOMIC_RELEASE);
+    __atomic_store_n(&c->epoch, es, __ATOMIC_RELAXED);
+    __atomic_fetch_add(&c->count, 1, __ATOMIC_RELAXED);
+    uint64_t removed = 0;
+    log_remove_obsolete(lh, log_checkpoint_horizon(lh), &removed);
+    __atomic_fetch_add(&c->removed, removed, __ATOMIC_RELAXED);
+    pod_info("checkpoint %s: %" PRIu64 " rows, %.1f MiB, epochs %" PRIu64 "..%" PRIu64
+             ", %.2f s; %" PRIu64 " obsolete files removed", fin, rows, (double)bytes / 1048576.0,
+             es, ef, (double)(pod_mono_ns() - t0) / 1e9, removed);
+    return 0;
+fail_w:
+    seg_writer_abandon(w);
+fail_file:
+    snprintf(a, sizeof a, "%s/%s", lh->dir, tmp);
+    unlink(a);
+fail:
+    if (!stopping(c)) pod_warn("checkpoint %s failed: %s; the log is kept", tmp, err.msg);
+    return -1;
+}
+
+static void *ckpt_main(void *arg)
+{
+    struct checkpointer *c = arg;
+    pthread_mutex_lock(&c->mu);
+    while (!c->stop) {
+        struct timespec ts;
+        clock_gettime(CLOCK_MONOTONIC, &ts);
+        uint64_t abs = (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec + CHECK_EVERY_NS;
+        ts.tv_sec = (time_t)(abs / 1000000000ull);
+        ts.tv_nsec = (long)(abs % 1000000000ull);
+        pthread_cond_timedwait(&c->cv, &c->mu, &ts);
+        if (c->stop) break;
+        pthread_mutex_unlock(&c->mu);
+        uint64_t logged = logged_bytes(c->lh);
+        if (logged - c->logged_at_last >= c->lh->o.checkpoint_after) {
+            c->logged_at_last = logged;
+            run_checkpoint(c);
+        }
+        pthread_mutex_lock(&c->mu);
+    }
+    pthread_mutex_unlock(&c->mu);
+    return NULL;
+}
+
+struct checkpointer *checkpointer_start(struct log_host *lh, pod_err *err)
+{
+    struct checkpointer *c = calloc(1, sizeof *c);
+    if (!c) {
+        pod_err_set(err, "out of memory");
+        return NULL;
+    }
+    c->lh = lh;
+    pthread_mutex_init(&c->mu, NULL);
+    pthread_condattr_t ca;
+    pthread_condattr_init(&ca);
+    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+    pthread_cond_init(&c->cv, &ca);
+    pthread_condattr_destroy(&ca);
+    int rc = pthread_create(&c->th, NULL, ckpt_main, c);
+    if (rc) {
+        pod_err_set(err, "cannot start the checkpoint thread: %s", strerror(rc));
+        pthread_mutex_destroy(&c->mu);
+        pthread_cond_destroy(&c->cv);
+        free(c);
+        return NULL;
+    }
+    return c;
+}
+
+void checkpointer_stop(struct checkpointer *c)
+{
+    if (!c) return;
+    pthread_mutex_lock(&c->mu);
+    __atomic_store_n(&c->stop, true, __ATOMIC_RELEASE);
+    pthread_cond_signal(&c->cv);
+    pthread_mutex_unlock(&c->mu);
+    pthread_join(c->th, NULL);
+    pthread_mutex_destroy(&c->mu);
+    pthread_cond_destroy(&c->cv);
+    free(c->tuple);
+    free(c);
+}
+
+void checkpointer_stats(const struct checkpointer *c, uint64_t *count, uint64_t *epoch,
+                        uint64_t *segments_removed)
+{
+    *count = __atomic_load_n(&c->count, __ATOMIC_RELAXED);
+    *epoch = __atomic_load_n(&c->epoch, __ATOMIC_RELAXED);
+    *segments_removed = __atomic_load_n(&c->removed, __ATOMIC_RELAXED);
+}

@@ -1,0 +1,217 @@
+/* The epoch thread of a host: advances E when it is the lowest live host,
+ * computes and persists the pod durable epoch. See epoch.h. */
+#include "log/epoch.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "util/clock.h"
+#include "util/log.h"
+
+#define LIVENESS_REFRESH_NS (100ull * 1000 * 1000)
+#define POLL_MIN_NS (100ull * 1000)
+#define POLL_MAX_NS (1000ull * 1000)
+#define WARN_EVERY_NS (5ull * 1000 * 1000 * 1000)
+#define SLOW_SYNC_NS (1000ull * 1000 * 1000)
+
+struct log_epochs {
+    struct log_epoch_options o;
+    struct cxl_control *ctl;
+    pthread_t th;
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    bool stop, nudged;
+    uint64_t persisted;           /* atomic */
+    uint64_t period_ns, poll_ns;
+    /* liveness cache */
+    bool alive[POD_MAX_HOSTS];
+    uint64_t alive_at;
+    uint64_t warned_at;
+};
+
+static void refresh_liveness(struct log_epochs *le, uint64_t now)
+{
+    if (now - le->alive_at < LIVENESS_REFRESH_NS && le->alive_at) return;
+    for (int h = 0; h < le->o.conf->nhosts; h++) le->alive[h] = cxl_host_alive(le->o.region, h);
+    le->alive_at = now;
+}
+
+/* The lowest live host id advances E. */
+static bool is_leader(const struct log_epochs *le)
+{
+    for (int h = 0; h < le->o.host; h++)
+        if (le->alive[h]) return false;
+    return true;
+}
+
+/* The minimum over the loggers of every host that logs. alive: cached
+ * liveness, or NULL to check now. *dead: a dead host was met (0 returned in
+ * pod mode). */
+static uint64_t compute_durable(struct cxl_region *r, const struct pod_config *c, bool pod_mode,
+                                const bool *alive, int *dead)
+{
+    struct cxl_control *ctl = r->ctl;
+    *dead = -1;
+    /* E first: a logger word read afterwards that is still UINT64_MAX (its
+     * host runs no transaction) stands for "nothing below E pending". */
+    uint64_t d = __atomic_load_n(&ctl->global_epoch.v, __ATOMIC_SEQ_CST);
+    for (int h = 0; h < c->nhosts; h++) {
+        if (c->hosts[h].loggers == 0) continue;
+        uint32_t st = __atomic_load_n(&ctl->hosts[h].state, __ATOMIC_ACQUIRE);
+        if (st == CXL_HOST_FREE) continue;
+        if (h != r->host && !(alive ? alive[h] : cxl_host_alive(r, h))) {
+            *dead = h;
+            if (pod_mode) return 0;
+            continue;
+        }
+        for (int l = 0; l < c->hosts[h].loggers; l++) {
+            uint64_t v = __atomic_load_n(&ctl->logger_durable[h][l].v, __ATOMIC_SEQ_CST);
+            if (v < d) d = v;
+        }
+    }
+    return d;
+}
+
+uint64_t log_pod_durable_now(struct cxl_region *r, const struct pod_config *c, bool pod_mode)
+{
+    int dead;
+    return compute_durable(r, c, pod_mode, NULL, &dead);
+}
+
+/* With the cached liveness (the thread runs every poll period). */
+static uint64_t pod_durable(struct log_epochs *le, uint64_t now, bool *frozen)
+{
+    int dead;
+    uint64_t d = compute_durable(le->o.region, le->o.conf, le->o.pod_mode, le->alive, &dead);
+    *frozen = dead >= 0 && le->o.pod_mode;
+    if (*frozen && now - le->warned_at > WARN_EVERY_NS) {
+        pod_error("host %d died: the pod durable epoch is frozen at %llu and no reply is "
+                  "released any more; restart the whole pod to recover", dead,
+                  (unsigned long long)__atomic_load_n(&le->ctl->pod_durable_epoch.v,
+                                                      __ATOMIC_ACQUIRE));
+        le->warned_at = now;
+    }
+    return d;
+}
+
+static void *epoch_main(void *arg)
+{
+    struct log_epochs *le = arg;
+    struct cxl_control *ctl = le->ctl;
+    uint64_t next_tick = pod_mono_ns() + le->period_ns;
+    uint64_t persist_warned = 0;
+    pthread_mutex_lock(&le->mu);
+    while (!le->stop) {
+        pthread_mutex_unlock(&le->mu);
+        uint64_t now = pod_mono_ns();
+        refresh_liveness(le, now);
+        if (now >= next_tick) {
+            if (is_leader(le)) {
+                uint64_t e = __atomic_load_n(&ctl->global_epoch.v, __ATOMIC_ACQUIRE);
+                __atomic_compare_exchange_n(&ctl->global_epoch.v, &e, e + 1, false,
+                                            __ATOMIC_SEQ_CST, __ATOMIC_ACQUIRE);
+            }
+            next_tick += le->period_ns;
+            if (next_tick <= now) next_tick = now + le->period_ns; /* we were descheduled */
+        }
+        bool frozen;
+        uint64_t d = pod_durable(le, now, &frozen);
+        if (!frozen && d) {
+            log_atomic_max(&ctl->pod_durable_epoch.v, d);
+            uint64_t p = __atomic_load_n(&le->persisted, __ATOMIC_RELAXED);
+            if (le->o.durable && d > p) {
+                pod_err err;
+                uint64_t t0 = pod_mono_ns();
+                int wrc = durable_file_write(le->o.durable, d, &err);
+                uint64_t dt = pod_mono_ns() - t0;
+                if (dt > SLOW_SYNC_NS)
+                    pod_warn("recording durable epoch %llu took %.0f ms (replies wait for it)",
+                             (unsigned long long)d, (double)dt / 1e6);
+                if (wrc == 0) {
+                    __atomic_store_n(&le->persisted, d, __ATOMIC_RELEASE);
+                    if (le->o.on_durable) le->o.on_durable(le->o.arg, d);
+                } else if (now - persist_warned > WARN_EVERY_NS) {
+                    pod_error("%s; replies wait until it can be written", err.msg);
+                    persist_warned = now;
+                }
+            }
+        }
+        /* Sleep until the next tick or poll, or a nudge from a logger. */
+        uint64_t wake = now + le->poll_ns;
+        if (next_tick < wake) wake = next_tick;
+        struct timespec ts;
+        clock_gettime(CLOCK_MONOTONIC, &ts);
+        uint64_t abs = (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec +
+                       (wake > now ? wake - now : 0);
+        ts.tv_sec = (time_t)(abs / 1000000000ull);
+        ts.tv_nsec = (long)(abs % 1000000000ull);
+        pthread_mutex_lock(&le->mu);
+        while (!le->stop && !le->nudged)
+            if (pthread_cond_timedwait(&le->cv, &le->mu, &ts) == ETIMEDOUT) break;
+        le->nudged = false;
+    }
+    pthread_mutex_unlock(&le->mu);
+    return NULL;
+}
+
+struct log_epochs *log_epochs_start(const struct log_epoch_options *o, pod_err *err)
+{
+    struct log_epochs *le = calloc(1, sizeof *le);
+    if (!le) {
+        pod_err_set(err, "out of memory");
+        return NULL;
+    }
+    le->o = *o;
+    le->ctl = o->region->ctl;
+    int ms = o->epoch_ms > 0 ? o->epoch_ms : o->conf->engine.epoch_ms;
+    le->period_ns = (uint64_t)ms * 1000000ull;
+    le->poll_ns = le->period_ns / 4;
+    if (le->poll_ns < POLL_MIN_NS) le->poll_ns = POLL_MIN_NS;
+    if (le->poll_ns > POLL_MAX_NS) le->poll_ns = POLL_MAX_NS;
+    le->persisted = o->durable ? durable_file_epoch(o->durable) : UINT64_MAX;
+    /* Epoch 0 is never used: a row's epoch-version 0 means "never written". */
+    log_atomic_max(&le->ctl->global_epoch.v, o->start_epoch > 1 ? o->start_epoch : 1);
+    pthread_mutex_init(&le->mu, NULL);
+    pthread_condattr_t ca;
+    pthread_condattr_init(&ca);
+    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+    pthread_cond_init(&le->cv, &ca);
+    pthread_condattr_destroy(&ca);
+    int rc = pthread_create(&le->th, NULL, epoch_main, le);
+    if (rc) {
+        pod_err_set(err, "cannot start the epoch thread: %s", strerror(rc));
+        pthread_mutex_destroy(&le->mu);
+        pthread_cond_destroy(&le->cv);
+        free(le);
+        return NULL;
+    }
+    return le;
+}
+
+void log_epochs_stop(struct log_epochs *le)
+{
+    if (!le) return;
+    pthread_mutex_lock(&le->mu);
+    le->stop = true;
+    pthread_cond_signal(&le->cv);
+    pthread_mutex_unlock(&le->mu);
+    pthread_join(le->th, NULL);
+    pthread_mutex_destroy(&le->mu);
+    pthread_cond_destroy(&le->cv);
+    free(le);
+}
+
+uint64_t log_epochs_persisted(const struct log_epochs *le)
+{
+    return __atomic_load_n(&le->persisted, __ATOMIC_ACQUIRE);
+}
+
+void log_epochs_nudge(struct log_epochs *le)
+{
+    pthread_mutex_lock(&le->mu);
+    le->nudged = true;
+    pthread_cond_signal(&le->cv);
+    pthread_mutex_unlock(&le->mu);
+}

@@ -1,0 +1,67 @@
+/* Epochs (Tigon §3.5, SiloR): the global epoch E and the pod durable epoch.
+ *
+ * E lives in the control block (HWcc). Every host runs one epoch thread; only
+ * the lowest live host id advances E, by one every epoch_ms, so when that host
+ * goes away the next one takes over within a liveness check (100 ms).
+ *
+ * The same thread computes the pod durable epoch D: the minimum over the
+ * loggers of every host that logs of their published durable epoch
+ * (ctl->logger_durable; a logger publishes d when every record of an epoch
+ * below d is on disk). Hosts whose slot is free are skipped; a dead host is
+ * skipped too, except in pod mode (cross-host transactions), where it freezes
+ * D: its unsynced records may be needed by another host's transaction, and the
+ * pod must restart as a whole. D goes into ctl->pod_durable_epoch (atomic max)
+ * and, on a host that logs, into its durable-epoch file (durable_file.h)
+ * before anyone is told: a reply may go out only once its epoch is below the
+ * persisted value, so that recovery never discards an acknowledged
+ * transaction. */
+#ifndef PODDB_LOG_EPOCH_H
+#define PODDB_LOG_EPOCH_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "conf/config.h"
+#include "cxl/region.h"
+#include "log/durable_file.h"
+#include "util/err.h"
+
+struct log_epochs;
+
+struct log_epoch_options {
+    struct cxl_region *region;
+    const struct pod_config *conf;
+    int host;
+    int epoch_ms;               /* 0: conf->engine.epoch_ms */
+    bool pod_mode;              /* a dead host freezes the pod durable epoch */
+    uint64_t start_epoch;       /* E is raised to at least this before the thread starts */
+    struct durable_file *durable; /* NULL: this host does not log (persists nothing) */
+    /* Called from the epoch thread after a new value was persisted. */
+    void (*on_durable)(void *arg, uint64_t persisted);
+    void *arg;
+};
+
+struct log_epochs *log_epochs_start(const struct log_epoch_options *o, pod_err *err);
+/* Stop and join the thread (does not close the durable file). */
+void log_epochs_stop(struct log_epochs *le);
+
+/* Every epoch below this is committed and recorded in this host's
+ * durable-epoch file (UINT64_MAX on a host that does not log). */
+uint64_t log_epochs_persisted(const struct log_epochs *le);
+/* Wake the thread now (a local logger published progress). */
+void log_epochs_nudge(struct log_epochs *le);
+
+/* The pod durable epoch as computed now from the control block (0 while a
+ * dead host freezes it in pod mode). For the thread and for tests. */
+uint64_t log_pod_durable_now(struct cxl_region *r, const struct pod_config *c, bool pod_mode);
+
+/* Raise ctl word *w to at least v (atomic max). */
+static inline void log_atomic_max(uint64_t *w, uint64_t v)
+{
+    uint64_t cur = __atomic_load_n(w, __ATOMIC_ACQUIRE);
+    while (cur < v &&
+           !__atomic_compare_exchange_n(w, &cur, v, true, __ATOMIC_SEQ_CST, __ATOMIC_ACQUIRE)) {
+    }
+}
+
+#endif

@@ -1,0 +1,301 @@
+/* The durability layer of one host; see log.h, and txlog.h for the
+ * transactions' side. */
+#include "log/log.h"
+
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "engine/worker.h"
+#include "log/log_priv.h"
+#include "log/txlog.h"
+#include "storage/table.h"
+#include "util/clock.h"
+#include "util/log.h"
+
+#define STOP_WAIT_NS (3ull * 1000 * 1000 * 1000)
+
+int log_owner_of(const struct log_host *lh, const pod_table *t, const void *key)
+{
+    if (!lh->o.pod_mode) return lh->o.host;
+    return (int)t->parts[table_partition_of(t, key)].owner;
+}
+
+static void nudge_epochs(void *arg)
+{
+    struct log_host *lh = arg;
+    if (lh->epochs) log_epochs_nudge(lh->epochs);
+}
+
+struct log_host *log_host_open(const struct log_host_options *o, pod_err *err)
+{
+    struct log_host *lh = calloc(1, sizeof *lh);
+    if (!lh) {
+        pod_err_set(err, "out of memory");
+        return NULL;
+    }
+    lh->o = *o;
+    const struct pod_host_conf *hc = &o->conf->hosts[o->host];
+    snprintf(lh->dir, sizeof lh->dir, "%s", hc->log_dir);
+    lh->logging = hc->loggers > 0;
+    lh->nloggers = hc->loggers;
+    lh->nworkers = o->db->opt.nworkers + 1; /* + the admin worker */
+    lh->epoch_word = &o->region->ctl->global_epoch.v;
+    lh->delete_hwm = &o->region->ctl->delete_ev_hwm.v;
+    lh->start_epoch = 1;
+    /* Until its loggers run, this host has no transaction whose records are
+     * pending: do not hold back the pod durable epoch (recovery may take a
+     * while). UINT64_MAX reads as "nothing below E pending" (epoch.c). */
+    for (int l = 0; l < POD_MAX_LOGGERS; l++)
+        __atomic_store_n(&o->region->ctl->logger_durable[o->host][l].v, UINT64_MAX,
+                         __ATOMIC_SEQ_CST);
+    lh->workers = aligned_alloc(64, (size_t)lh->nworkers * sizeof *lh->workers);
+    if (!lh->workers) {
+        pod_err_set(err, "out of memory");
+        goto fail;
+    }
+    for (int i = 0; i < lh->nworkers; i++) log_worker_init(&lh->workers[i], NULL);
+    if (!lh->logging) {
+        struct logdir d;
+        pod_err ignore;
+        if (logdir_scan(lh->dir, &d, &ignore) == 0) {
+            if (d.nsegs || d.nckpts)
+                pod_warn("loggers: 0, so the history in %s (%d segments) is not recovered and "
+                         "nothing new is logged", lh->dir, d.nsegs);
+            logdir_free(&d);
+        }
+        return lh;
+    }
+
+    for (uint32_t i = 0; i < o->db->ntables; i++) {
+        const pod_table *t = o->db->tables[i];
+        if (t->tuple_size > SEG_MAX_TUPLE) {
+            pod_err_set(err, "table %s: tuples of %" PRIu32 " bytes are larger than a log record "
+                        "can carry (%u bytes); set loggers: 0 for this pod or make the tuples "
+                        "smaller", t->name, t->tuple_size, SEG_MAX_TUPLE);
+            goto fail;
+        }
+    }
+    if (logdir_mkdirs(lh->dir, err)) goto fail;
+    if (durable_file_read(lh->dir, &lh->drec, err)) goto fail;
+    if (logdir_scan(lh->dir, &lh->listing, err)) goto fail;
+    for (int i = 0; i < lh->listing.nsegs; i++) {
+        const struct logdir_seg *s = &lh->listing.segs[i];
+        if (s->logger < POD_MAX_LOGGERS && s->seq >= lh->next_seq[s->logger])
+            lh->next_seq[s->logger] = s->seq + 1;
+    }
+    for (int i = 0; i < lh->listing.nckpts; i++)
+        if (lh->listing.ckpts[i].seq >= lh->next_ckpt_seq)
+            lh->next_ckpt_seq = lh->listing.ckpts[i].seq + 1;
+    return lh;
+fail:
+    log_host_free(lh);
+    return NULL;
+}
+
+/* The epoch thread; it persists the durable epoch when the host logs. */
+static int start_epochs(struct log_host *lh, void (*on_durable)(void *arg, uint64_t persisted),
+                        void *arg, pod_err *err)
+{
+    struct log_epoch_options eo = {
+        .region = lh->o.region, .conf = lh->o.conf, .host = lh->o.host,
+        .epoch_ms = lh->o.epoch_ms, .pod_mode = lh->o.pod_mode, .start_epoch = lh->start_epoch,
+        .durable = lh->durable, .on_durable = on_durable, .arg = arg};
+    return (lh->epochs = log_epochs_start(&eo, err)) ? 0 : -1;
+}
+
+int log_host_start(struct log_host *lh, void (*on_durable)(void *arg, uint64_t persisted),
+                   void *arg, pod_err *err)
+{
+    struct cxl_control *ctl = lh->o.region->ctl;
+    lh->on_durable = on_durable;
+    lh->on_durable_arg = arg;
+    /* E first: the loggers publish it as their starting durable epoch. */
+    log_atomic_max(lh->epoch_word, lh->start_epoch > 1 ? lh->start_epoch : 1);
+    if (lh->logging) {
+        /* Leftovers: unfinished or superseded checkpoints, segments the
+         * checkpoint covers (before any logger holds a segment open). */
+        log_remove_obsolete(lh, log_checkpoint_horizon(lh), NULL);
+        if (!(lh->durable = durable_file_open(lh->dir, (uint32_t)lh->o.host,
+                                              lh->drec.exists ? lh->drec.epoch : 0, err)))
+            return -1;
+        /* The epoch thread first: the loggers nudge it (it sees their words
+         * as "nothing pending" until they start). */
+        if (start_epochs(lh, on_durable, arg, err)) return -1;
+        int epoch_ms = lh->o.epoch_ms > 0 ? lh->o.epoch_ms : lh->o.conf->engine.epoch_ms;
+        uint64_t poll_ns = (uint64_t)epoch_ms * 1000000ull / 4;
+        if (poll_ns < 100000) poll_ns = 100000;
+        if (poll_ns > 1000000) poll_ns = 1000000;
+        for (int l = 0; l < lh->nloggers; l++) {
+            struct log_worker *mine[POD_MAX_WORKERS + 1];
+            int n = 0;
+            for (int i = l; i < lh->nworkers; i += lh->nloggers) mine[n++] = &lh->workers[i];
+            struct logger_options lo = {
+                .dir = lh->dir, .host = (uint32_t)lh->o.host, .id = (uint32_t)l,
+                .first_seq = lh->next_seq[l], .global_epoch = lh->epoch_word,
+                .durable_word = &ctl->logger_durable[lh->o.host][l].v, .workers = mine,
+                .nworkers = n, .poll_ns = poll_ns, .on_progress = nudge_epochs, .arg = lh};
+            if (!(lh->loggers[l] = logger_start(&lo, err))) return -1;
+            for (int i = 0; i < n; i++) mine[i]->lg = lh->loggers[l];
+        }
+    }
+    if (!lh->epochs && start_epochs(lh, on_durable, arg, err)) return -1;
+    if (lh->logging && lh->o.checkpoint_after && lh->o.pod_mode)
+        /* ckpt_read_row reads a row from its owner's DRAM; a tuple a remote
+         * host wrote in CXL memory is newer there, so a checkpoint could hold
+         * a stale value while the log record it supersedes is dropped. */
+        pod_warn("checkpoints are off in pod mode until they read tuples that live in CXL "
+                 "memory (src/log/checkpoint.c, ckpt_read_row); the log is not truncated");
+    else if (lh->logging && lh->o.checkpoint_after && !(lh->ckpt = checkpointer_start(lh, err)))
+        return -1;
+    lh->started = true;
+    lh->o.db->log = lh; /* transactions log from now on */
+    return 0;
+}
+
+bool log_host_logging(const struct log_host *lh) { return lh->logging; }
+
+uint64_t log_host_persisted(const struct log_host *lh)
+{
+    return lh->epochs ? log_epochs_persisted(lh->epochs) : 0;
+}
+
+uint64_t log_host_close_epoch(struct log_host *lh)
+{
+    uint64_t e = __atomic_load_n(lh->epoch_word, __ATOMIC_SEQ_CST);
+    log_atomic_max(lh->epoch_word, e + 1);
+    return e;
+}
+
+uint64_t log_host_epoch(const struct log_host *lh)
+{
+    return __atomic_load_n(lh->epoch_word, __ATOMIC_ACQUIRE);
+}
+
+void log_host_get_stats(const struct log_host *lh, struct log_host_stats *out)
+{
+    memset(out, 0, sizeof *out);
+    struct cxl_control *ctl = lh->o.region->ctl;
+    out->global_epoch = __atomic_load_n(&ctl->global_epoch.v, __ATOMIC_ACQUIRE);
+    out->pod_durable_epoch = __atomic_load_n(&ctl->pod_durable_epoch.v, __ATOMIC_ACQUIRE);
+    out->persisted_epoch = lh->logging ? log_host_persisted(lh) : 0;
+    for (int l = 0; l < lh->nloggers; l++) {
+        if (!lh->loggers[l]) continue;
+        struct logger_stats s;
+        logger_get_stats(lh->loggers[l], &s);
+        out->records += s.records;
+        out->bytes += s.bytes;
+        out->blocks += s.blocks;
+        out->syncs += s.syncs;
+        out->sync_ns += s.sync_ns;
+        if (s.sync_ns_max > out->sync_ns_max) out->sync_ns_max = s.sync_ns_max;
+        out->segments += s.segments;
+        out->write_errors += s.write_errors;
+    }
+    if (lh->ckpt) checkpointer_stats(lh->ckpt, &out->checkpoints, &out->checkpoint_epoch,
+                                     &out->segments_removed);
+}
+
+void log_host_stop(struct log_host *lh)
+{
+    if (!lh) return;
+    lh->o.db->log = NULL;
+    if (lh->ckpt) checkpointer_stop(lh->ckpt);
+    lh->ckpt = NULL;
+    for (int i = 0; i < lh->nworkers; i++)
+        if (lh->workers[i].lg) log_worker_idle(&lh->workers[i]);
+    /* Close the current epoch now rather than at the next tick, and give it
+     * (bounded) time to become durable: a clean stop leaves every commit
+     * durable unless another host holds the pod durable epoch back. */
+    if (lh->started && lh->logging && lh->epochs) {
+        uint64_t e = log_host_close_epoch(lh);
+        uint64_t deadline = pod_mono_ns() + STOP_WAIT_NS;
+        while (log_epochs_persisted(lh->epochs) <= e && pod_mono_ns() < deadline) {
+            struct timespec nap = {0, 500000};
+            nanosleep(&nap, NULL);
+        }
+        if (log_epochs_persisted(lh->epochs) <= e)
+            pod_warn("stop: epoch %" PRIu64 " did not become durable within %llu ms (another "
+                     "host holds the pod durable epoch back); its commits are not durable", e,
+                     (unsigned long long)(STOP_WAIT_NS / 1000000));
+    }
+    for (int l = 0; l < lh->nloggers; l++) {
+        if (!lh->loggers[l]) continue;
+        logger_stop(lh->loggers[l]); /* writes, syncs and publishes the rest */
+        lh->loggers[l] = NULL;
+    }
+    for (int i = 0; i < lh->nworkers; i++) lh->workers[i].lg = NULL;
+    /* One more durable-epoch update covering the final flush, then nothing of
+     * ours is pending any more. */
+    if (lh->epochs) {
+        log_epochs_nudge(lh->epochs);
+        log_epochs_stop(lh->epochs);
+        lh->epochs = NULL;
+    }
+    for (int l = 0; l < POD_MAX_LOGGERS; l++)
+        __atomic_store_n(&lh->o.region->ctl->logger_durable[lh->o.host][l].v, UINT64_MAX,
+                         __ATOMIC_SEQ_CST);
+    lh->started = false;
+}
+
+void log_host_free(struct log_host *lh)
+{
+    if (!lh) return;
+    log_host_stop(lh);
+    if (lh->workers)
+        for (int i = 0; i < lh->nworkers; i++) log_worker_fini(&lh->workers[i]);
+    free(lh->workers);
+    durable_file_close(lh->durable);
+    logdir_free(&lh->listing);
+    free(lh);
+}
+
+/* ---- the transactions' side (txlog.h) ------------------------------------------- */
+
+struct log_worker *log_txn_worker(pod_db *db, int worker_id)
+{
+    struct log_host *lh = db->log;
+    if (!lh || !lh->logging || worker_id < 0 || worker_id >= lh->nworkers) return NULL;
+    return &lh->workers[worker_id];
+}
+
+uint64_t log_commit_epoch(pod_db *db, struct log_worker *lw)
+{
+    struct log_host *lh = db->log;
+    if (!lh) return __atomic_load_n(&db->epoch, __ATOMIC_ACQUIRE);
+    if (!lw) return __atomic_load_n(lh->epoch_word, __ATOMIC_SEQ_CST);
+    return log_worker_commit_epoch(lw, lh->epoch_word);
+}
+
+uint64_t log_insert_ev_floor(pod_db *db)
+{
+    struct log_host *lh = db->log;
+    return lh ? __atomic_load_n(lh->delete_hwm, __ATOMIC_SEQ_CST) : 0;
+}
+
+void log_txn_write(pod_db *db, struct log_worker *lw, const pod_table *t, const void *key,
+                   uint64_t ev, const void *tuple)
+{
+    struct log_host *lh = db->log;
+    if (!lh) return;
+    if (!tuple) log_atomic_max(lh->delete_hwm, ev);
+    if (!lw) return;
+    struct log_record rec = {
+        .table_id = t->id, .kind = tuple ? LOG_PUT : LOG_DELETE, .key_len = (uint16_t)t->key_size,
+        .tuple_len = tuple ? t->tuple_size : 0, .epoch_version = ev, .key = key, .tuple = tuple};
+    log_worker_append(lw, &rec);
+}
+
+void log_worker_idle_hook(pod_db *db, int worker_id)
+{
+    struct log_worker *lw = log_txn_worker(db, worker_id);
+    if (lw && lw->lg) log_worker_idle(lw);
+}
+
+uint64_t log_last_commit_epoch(pod_db *db, int worker_id)
+{
+    struct log_worker *lw = log_txn_worker(db, worker_id);
+    return lw ? lw->commit_epoch : 0;
+}

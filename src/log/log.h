@@ -1,0 +1,100 @@
+/* The durability layer of one host (docs/durability.md): epochs, loggers,
+ * the persistent durable epoch, checkpoints and recovery, wired together.
+ *
+ * Life cycle (the server follows it; tests too):
+ *   lh = log_host_open(&opts)      reads the durable-epoch record, scans the log dir
+ *   log_host_recover(lh)           replays committed history into the tables
+ *   log_host_start(lh, cb, arg)    loggers, epoch thread, checkpointer; db->log = lh
+ *   ... workers run transactions (src/log/txlog.h is their side) ...
+ *   (workers stopped and idle)
+ *   log_host_stop(lh)              final flush and sync, threads joined
+ *   log_host_free(lh)
+ * With hosts[].loggers = 0 the host still takes part in epochs (its
+ * transactions get commit epochs) but logs nothing and persists nothing:
+ * log_host_logging() is false and replies need not wait. */
+#ifndef PODDB_LOG_LOG_H
+#define PODDB_LOG_LOG_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "conf/config.h"
+#include "cxl/region.h"
+#include "engine/db.h"
+#include "util/err.h"
+
+struct log_host;
+
+struct log_host_options {
+    const struct pod_config *conf;
+    int host;
+    struct cxl_region *region;
+    pod_db *db;
+    /* Pod mode (cross-host transactions, issue 4): a record is replayed by
+     * the owner of its partition (sent there through the region), the
+     * committed end is agreed pod-wide, and a dead host freezes the durable
+     * epoch. false until the pod layer lands: every host holds every
+     * partition and replays its own log. */
+    bool pod_mode;
+    int epoch_ms;              /* 0: conf->engine.epoch_ms */
+    uint64_t checkpoint_after; /* log bytes between checkpoints; 0: never
+                                  (conf->engine.checkpoint_after is the server's) */
+    const int *cpus;           /* replay threads are pinned like the workers */
+    int ncpus;
+};
+
+/* Create the log directory if needed, read the durable-epoch record, list
+ * the segments and checkpoints. Fails on a damaged durable-epoch record, an
+ * unreadable directory, or a table whose tuples cannot be logged. */
+struct log_host *log_host_open(const struct log_host_options *o, pod_err *err);
+
+/* What recovery did (also printed as it goes). */
+struct log_recovery_stats {
+    bool ran;                   /* there was history to recover */
+    uint64_t durable_epoch;     /* every epoch below it was committed */
+    uint64_t checkpoint_epoch;  /* start epoch of the checkpoint used (0: none) */
+    uint64_t files, bytes;
+    uint64_t records_read, records_applied, records_older, records_discarded;
+    uint64_t records_before_checkpoint, records_sent, records_received;
+    uint64_t tombstones_removed, rows;
+    uint64_t epoch_lo, epoch_hi; /* of the committed records */
+    uint64_t torn_tails, corrupt_tails;
+    uint64_t truncated_files, salvaged_records;
+    double seconds;
+};
+
+/* Replay the committed history of the log directory (and, in pod mode, what
+ * the other hosts route here) into the db's tables, rebuild their indexes,
+ * and cut the logs back to committed history. Nothing happens without
+ * history. Before any worker runs. */
+int log_host_recover(struct log_host *lh, struct log_recovery_stats *st, pod_err *err);
+
+/* Start logging. on_durable (may be NULL) is called from the epoch thread
+ * each time the persisted durable epoch grows. Sets db->log. */
+int log_host_start(struct log_host *lh, void (*on_durable)(void *arg, uint64_t persisted),
+                   void *arg, pod_err *err);
+
+/* This host logs (hosts[].loggers > 0). */
+bool log_host_logging(const struct log_host *lh);
+/* Every epoch below this is committed and recorded on this host's disk: a
+ * reply of a commit in epoch e may go once e < log_host_persisted(). */
+uint64_t log_host_persisted(const struct log_host *lh);
+/* The global epoch E now. */
+uint64_t log_host_epoch(const struct log_host *lh);
+/* At shutdown: end the current epoch now instead of at the next tick (E is
+ * raised by one), so that the last commits become durable sooner. Returns
+ * the epoch that was closed. */
+uint64_t log_host_close_epoch(struct log_host *lh);
+
+struct log_host_stats {
+    uint64_t global_epoch, pod_durable_epoch, persisted_epoch;
+    uint64_t records, bytes, blocks, syncs, sync_ns, sync_ns_max, segments, write_errors;
+    uint64_t checkpoints, checkpoint_epoch, segments_removed;
+};
+void log_host_get_stats(const struct log_host *lh, struct log_host_stats *out);
+
+/* Workers are stopped: flush, sync, publish, join every thread. */
+void log_host_stop(struct log_host *lh);
+void log_host_free(struct log_host *lh);
+
+#endif

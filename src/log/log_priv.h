@@ -1,0 +1,58 @@
+/* Internals of the durability layer shared by log.c, recovery.c,
+ * checkpoint.c and route.c. Not for other modules. */
+#ifndef PODDB_LOG_LOG_PRIV_H
+#define PODDB_LOG_LOG_PRIV_H
+
+#include "log/durable_file.h"
+#include "log/epoch.h"
+#include "log/log.h"
+#include "log/logdir.h"
+#include "log/logger.h"
+
+struct checkpointer;
+
+struct log_host {
+    struct log_host_options o;
+    char dir[POD_PATH_MAX];
+    bool logging;               /* hosts[host].loggers > 0 */
+    int nloggers;
+    int nworkers;               /* db workers + the admin worker */
+    struct log_worker *workers; /* [nworkers], cache-line aligned */
+    struct logger *loggers[POD_MAX_LOGGERS];
+    struct log_epochs *epochs;
+    struct durable_file *durable;
+    struct durable_record drec; /* as read at open */
+    struct logdir listing;      /* as found at open (recovery's input) */
+    struct checkpointer *ckpt;
+    uint64_t *epoch_word;       /* ctl->global_epoch */
+    uint64_t *delete_hwm;       /* ctl->delete_ev_hwm */
+    uint64_t start_epoch;       /* E is raised to this at start (recovery sets it) */
+    uint64_t next_seq[POD_MAX_LOGGERS]; /* next segment number per logger id */
+    uint64_t next_ckpt_seq;
+    uint64_t ckpt_epoch;        /* start epoch of the valid checkpoint (0: none) */
+    void (*on_durable)(void *arg, uint64_t persisted);
+    void *on_durable_arg;
+    bool started;
+};
+
+/* Log directory bookkeeping after a segment was written (recovery's salvage). */
+static inline uint64_t log_take_seq(struct log_host *lh, uint32_t logger)
+{
+    return logger < POD_MAX_LOGGERS ? lh->next_seq[logger]++ : 0;
+}
+
+/* The host owning table t's partition of key (pod mode), else this host. */
+int log_owner_of(const struct log_host *lh, const pod_table *t, const void *key);
+
+/* checkpoint.c */
+struct checkpointer *checkpointer_start(struct log_host *lh, pod_err *err);
+void checkpointer_stop(struct checkpointer *c);
+void checkpointer_stats(const struct checkpointer *c, uint64_t *count, uint64_t *epoch,
+                        uint64_t *segments_removed);
+/* Remove segments every record of which is older than the checkpoint
+ * horizon, and older checkpoints (also used at startup). */
+void log_remove_obsolete(struct log_host *lh, uint64_t horizon, uint64_t *removed);
+/* That horizon: this host's checkpoint epoch, in pod mode the smallest of all hosts'. */
+uint64_t log_checkpoint_horizon(const struct log_host *lh);
+
+#endif

@@ -1,0 +1,114 @@
+#include "log/logdir.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "log/durable_file.h"
+
+static int seg_cmp(const void *a, const void *b)
+{
+    const struct logdir_seg *x = a, *y = b;
+    if (x->host != y->host) return x->host < y->host ? -1 : 1;
+    if (x->logger != y->logger) return x->logger < y->logger ? -1 : 1;
+    return x->seq < y->seq ? -1 : x->seq > y->seq;
+}
+
+static int ckpt_cmp(const void *a, const void *b)
+{
+    const struct logdir_ckpt *x = a, *y = b;
+    if (x->seq != y->seq) return x->seq < y->seq ? -1 : 1;
+    return (int)x->tmp - (int)y->tmp;
+}
+
+int logdir_scan(const char *dir, struct logdir *out, pod_err *err)
+{
+    memset(out, 0, sizeof *out);
+    DIR *d = opendir(dir);
+    if (!d) {
+        pod_err_set(err, "cannot read log directory %s: %s", dir, strerror(errno));
+        return -1;
+    }
+    int scap = 0, ccap = 0;
+    struct dirent *e;
+    while ((e = readdir(d))) {
+        struct logdir_seg s;
+        struct logdir_ckpt c;
+        size_t nlen = strlen(e->d_name);
+        if (nlen >= SEG_NAME_MAX) continue; /* not one of ours */
+        if (seg_parse_name(e->d_name, &s.host, &s.logger, &s.seq)) {
+            if (out->nsegs == scap) {
+                scap = scap ? 2 * scap : 64;
+                void *n = realloc(out->segs, (size_t)scap * sizeof *out->segs);
+                if (!n) goto nomem;
+                out->segs = n;
+            }
+            memcpy(s.name, e->d_name, nlen + 1);
+            out->segs[out->nsegs++] = s;
+        } else if (seg_parse_ckpt_name(e->d_name, &c.host, &c.seq, &c.tmp)) {
+            if (out->nckpts == ccap) {
+                ccap = ccap ? 2 * ccap : 8;
+                void *n = realloc(out->ckpts, (size_t)ccap * sizeof *out->ckpts);
+                if (!n) goto nomem;
+                out->ckpts = n;
+            }
+            memcpy(c.name, e->d_name, nlen + 1);
+            out->ckpts[out->nckpts++] = c;
+        } else if (strcmp(e->d_name, DURABLE_FILE_NAME) == 0) {
+            out->has_durable_file = true;
+        }
+    }
+    closedir(d);
+    if (out->nsegs) qsort(out->segs, (size_t)out->nsegs, sizeof *out->segs, seg_cmp);
+    if (out->nckpts) qsort(out->ckpts, (size_t)out->nckpts, sizeof *out->ckpts, ckpt_cmp);
+    return 0;
+nomem:
+    closedir(d);
+    logdir_free(out);
+    pod_err_set(err, "out of memory listing %s", dir);
+    return -1;
+}
+
+void logdir_free(struct logdir *d)
+{
+    free(d->segs);
+    free(d->ckpts);
+    memset(d, 0, sizeof *d);
+}
+
+const struct logdir_ckpt *logdir_last_ckpt(const struct logdir *d)
+{
+    for (int i = d->nckpts; i-- > 0;)
+        if (!d->ckpts[i].tmp) return &d->ckpts[i];
+    return NULL;
+}
+
+int logdir_mkdirs(const char *dir, pod_err *err)
+{
+    char p[4096];
+    if (snprintf(p, sizeof p, "%s", dir) >= (int)sizeof p) {
+        pod_err_set(err, "log directory path too long: %s", dir);
+        return -1;
+    }
+    for (char *s = p + 1;; s++) {
+        bool end = *s == 0;
+        if (*s == '/' || end) {
+            *s = 0;
+            if (mkdir(p, 0755) != 0 && errno != EEXIST) {
+                pod_err_set(err, "cannot create log directory %s: %s", p, strerror(errno));
+                return -1;
+            }
+            if (end) break;
+            *s = '/';
+        }
+    }
+    struct stat sb;
+    if (stat(dir, &sb) != 0 || !S_ISDIR(sb.st_mode)) {
+        pod_err_set(err, "log directory %s is not a directory", dir);
+        return -1;
+    }
+    return 0;
+}

@@ -1,0 +1,442 @@
+/* Loggers and worker log buffers; see logger.h. */
+#include "log/logger.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "util/clock.h"
+#include "util/log.h"
+
+#define BUFS_PER_WORKER 8
+#define RETRY_NS (100ull * 1000 * 1000)
+#define WARN_EVERY_NS (5ull * 1000 * 1000 * 1000)
+#define SLOW_SYNC_NS (1000ull * 1000 * 1000)
+
+struct log_buf {
+    struct log_buf *next;
+    uint64_t epoch_lo, epoch_hi;
+    uint32_t nrec;
+    bool pooled;        /* a standard-size buffer (else one record's own, freed after use) */
+    size_t len, cap;
+    unsigned char data[];
+};
+
+struct logger {
+    struct logger_options o;
+    char dir[4096];
+    pthread_t th;
+    pthread_mutex_t mu;
+    pthread_cond_t cv;      /* wakes the logger: a hand-over, or stop */
+    pthread_cond_t free_cv; /* wakes workers waiting for a buffer */
+    struct log_buf *q_head, *q_tail; /* handed over, not written (under mu) */
+    struct log_buf *free;            /* recycled buffers (under mu) */
+    int nbufs, max_bufs;             /* pooled buffers allocated (under mu) */
+    int waiters;                     /* workers waiting for a buffer (under mu) */
+    bool stop;
+    /* the logger thread's own */
+    struct seg_writer *w;
+    uint64_t seq;
+    uint64_t open_seq; /* atomic: the segment written now, or the next one */
+    struct log_buf *pend_head, *pend_tail; /* written, not synced */
+    uint64_t pend_bytes;
+    uint64_t durable;
+    uint64_t warned_at;
+    struct logger_stats st;  /* fields read by others with atomics */
+};
+
+/* ---- buffers ---------------------------------------------------------------- */
+
+static struct log_buf *buf_alloc(size_t cap, bool pooled)
+{
+    struct log_buf *b = malloc(sizeof *b + cap);
+    if (!b) return NULL;
+    b->next = NULL;
+    b->cap = cap;
+    b->pooled = pooled;
+    b->len = 0;
+    b->nrec = 0;
+    b->epoch_lo = UINT64_MAX;
+    b->epoch_hi = 0;
+    return b;
+}
+
+static void buf_reset(struct log_buf *b)
+{
+    b->next = NULL;
+    b->len = 0;
+    b->nrec = 0;
+    b->epoch_lo = UINT64_MAX;
+    b->epoch_hi = 0;
+}
+
+/* A buffer of at least need bytes for a worker; waits while every pooled
+ * buffer is in flight. NULL only when out of memory. */
+static struct log_buf *get_buf(struct logger *lg, size_t need)
+{
+    if (need > LOG_BUF_BYTES) return buf_alloc(need, false);
+    pthread_mutex_lock(&lg->mu);
+    struct log_buf *b;
+    for (;;) {
+        if ((b = lg->free)) {
+            lg->free = b->next;
+            break;
+        }
+        if (lg->nbufs < lg->max_bufs) {
+            lg->nbufs++;
+            pthread_mutex_unlock(&lg->mu);
+            b = buf_alloc(LOG_BUF_BYTES, true);
+            if (b) return b;
+            pthread_mutex_lock(&lg->mu);
+            lg->nbufs--;
+            if (!lg->free && lg->nbufs == 0) break; /* nothing will come back */
+            continue;
+        }
+        /* Every buffer is in flight: wait for a sync, and make sure the
+         * logger syncs now rather than at the end of the epoch. */
+        lg->waiters++;
+        pthread_cond_signal(&lg->cv);
+        pthread_cond_wait(&lg->free_cv, &lg->mu);
+        lg->waiters--;
+    }
+    pthread_mutex_unlock(&lg->mu);
+    if (b) buf_reset(b);
+    return b;
+}
+
+static void handover(struct log_worker *lw)
+{
+    struct log_buf *b = lw->cur;
+    if (!b || b->nrec == 0) return;
+    struct logger *lg = lw->lg;
+    lw->cur = NULL;
+    pthread_mutex_lock(&lg->mu);
+    if (lg->q_tail) lg->q_tail->next = b;
+    else lg->q_head = b;
+    lg->q_tail = b;
+    pthread_cond_signal(&lg->cv);
+    pthread_mutex_unlock(&lg->mu);
+}
+
+/* Give written-and-synced buffers back (pooled ones to the free list). */
+static void recycle(struct logger *lg, struct log_buf *list)
+{
+    if (!list) return;
+    pthread_mutex_lock(&lg->mu);
+    while (list) {
+        struct log_buf *n = list->next;
+        if (list->pooled) {
+            list->next = lg->free;
+            lg->free = list;
+        } else {
+            free(list);
+        }
+        list = n;
+    }
+    pthread_cond_broadcast(&lg->free_cv);
+    pthread_mutex_unlock(&lg->mu);
+}
+
+/* ---- worker side ------------------------------------------------------------- */
+
+void log_worker_init(struct log_worker *lw, struct logger *lg)
+{
+    memset(lw, 0, sizeof *lw);
+    lw->epoch = lw->epoch_local = UINT64_MAX;
+    lw->lg = lg;
+}
+
+void log_worker_fini(struct log_worker *lw)
+{
+    free(lw->cur);
+    lw->cur = NULL;
+}
+
+uint64_t log_worker_commit_epoch(struct log_worker *lw, const uint64_t *global_epoch)
+{
+    uint64_t e = __atomic_load_n(global_epoch, __ATOMIC_SEQ_CST);
+    if (e != lw->epoch_local) {
+        /* Everything buffered is of an older epoch: hand it over before
+         * saying so. Then read E again: a logger may have read E before our
+         * store (while we looked idle) and must not see a commit below it. */
+        handover(lw);
+        __atomic_store_n(&lw->epoch, e, __ATOMIC_SEQ_CST);
+        lw->epoch_local = e;
+        e = __atomic_load_n(global_epoch, __ATOMIC_SEQ_CST);
+    }
+    lw->commit_epoch = e;
+    return e;
+}
+
+void log_worker_append(struct log_worker *lw, const struct log_record *rec)
+{
+    size_t need = seg_record_size(rec->key_len, rec->tuple_len);
+    struct log_buf *b = lw->cur;
+    if (b && b->len + need > b->cap) {
+        handover(lw);
+        b = NULL;
+    }
+    if (!b) {
+        if (!(b = lw->cur = get_buf(lw->lg, need))) {
+            pod_error("out of memory for a %zu-byte log buffer: a committed transaction cannot "
+                      "be logged; stopping (fail-stop)", need > LOG_BUF_BYTES ? need : LOG_BUF_BYTES);
+            abort();
+        }
+    }
+    seg_record_encode(b->data + b->len, rec);
+    b->len += need;
+    b->nrec++;
+    uint64_t e = log_ev_epoch(rec->epoch_version);
+    if (e < b->epoch_lo) b->epoch_lo = e;
+    if (e > b->epoch_hi) b->epoch_hi = e;
+    __atomic_store_n(&lw->records, lw->records + 1, __ATOMIC_RELAXED);
+    __atomic_store_n(&lw->bytes, lw->bytes + need, __ATOMIC_RELAXED);
+}
+
+void log_worker_idle(struct log_worker *lw)
+{
+    if (lw->epoch_local == UINT64_MAX) return;
+    handover(lw);
+    __atomic_store_n(&lw->epoch, UINT64_MAX, __ATOMIC_SEQ_CST);
+    lw->epoch_local = UINT64_MAX;
+}
+
+/* ---- the logger thread ------------------------------------------------------- */
+
+static void count(uint64_t *c, uint64_t d) { __atomic_store_n(c, *c + d, __ATOMIC_RELAXED); }
+
+static void warn_rate_limited(struct logger *lg, const char *what, const char *msg)
+{
+    uint64_t now = pod_mono_ns();
+    if (now - lg->warned_at < WARN_EVERY_NS) return;
+    lg->warned_at = now;
+    pod_error("logger %" PRIu32 ": %s: %s; durability waits, retrying in a new segment", lg->o.id,
+              what, msg);
+}
+
+/* After a failed write or sync: abandon the segment (what it holds stays on
+ * disk and is read at recovery up to its first bad block), and queue the
+ * unsynced buffers to be written again, into a new segment. */
+static void abandon_segment(struct logger *lg, struct log_buf *unwritten)
+{
+    seg_writer_abandon(lg->w);
+    lg->w = NULL;
+    count(&lg->st.write_errors, 1);
+    if (lg->pend_tail) {
+        lg->pend_tail->next = unwritten;
+        unwritten = lg->pend_head;
+    }
+    lg->pend_head = lg->pend_tail = NULL;
+    lg->pend_bytes = 0;
+    pthread_mutex_lock(&lg->mu);
+    struct log_buf *t = unwritten;
+    while (t && t->next) t = t->next;
+    if (t) {
+        t->next = lg->q_head;
+        lg->q_head = unwritten;
+        if (!lg->q_tail) lg->q_tail = t;
+    }
+    pthread_mutex_unlock(&lg->mu);
+}
+
+/* Write the list; on an error the rest goes back to the queue. 0 or -1. */
+static int write_all(struct logger *lg, struct log_buf *list)
+{
+    pod_err err;
+    while (list) {
+        if (!lg->w) {
+            uint64_t e = __atomic_load_n(lg->o.global_epoch, __ATOMIC_ACQUIRE);
+            __atomic_store_n(&lg->open_seq, lg->seq, __ATOMIC_RELEASE);
+            if (!(lg->w = seg_writer_open(lg->o.dir, lg->o.host, lg->o.id, lg->seq, e, &err))) {
+                warn_rate_limited(lg, "cannot open a log segment", err.msg);
+                lg->seq++; /* whatever is left of it stays unused */
+                abandon_segment(lg, list);
+                return -1;
+            }
+            lg->seq++;
+            count(&lg->st.segments, 1);
+        }
+        struct log_buf *b = list;
+        if (seg_writer_write_block(lg->w, b->data, b->len, b->nrec, b->epoch_lo, b->epoch_hi,
+                                   &err) != 0) {
+            warn_rate_limited(lg, "write failed", err.msg);
+            abandon_segment(lg, list);
+            return -1;
+        }
+        list = b->next;
+        b->next = NULL;
+        if (lg->pend_tail) lg->pend_tail->next = b;
+        else lg->pend_head = b;
+        lg->pend_tail = b;
+        lg->pend_bytes += b->len;
+        count(&lg->st.blocks, 1);
+        count(&lg->st.records, b->nrec);
+        count(&lg->st.bytes, b->len + SEG_BLOCK_HEADER_SIZE);
+    }
+    return 0;
+}
+
+static int sync_pending(struct logger *lg)
+{
+    if (!lg->pend_head) return 0;
+    pod_err err;
+    uint64_t t0 = pod_mono_ns();
+    if (seg_writer_sync(lg->w, &err) != 0) {
+        warn_rate_limited(lg, "fdatasync failed", err.msg);
+        abandon_segment(lg, NULL);
+        return -1;
+    }
+    uint64_t dt = pod_mono_ns() - t0;
+    count(&lg->st.syncs, 1);
+    count(&lg->st.sync_ns, dt);
+    if (dt > lg->st.sync_ns_max) __atomic_store_n(&lg->st.sync_ns_max, dt, __ATOMIC_RELAXED);
+    if (dt > SLOW_SYNC_NS)
+        pod_warn("logger %" PRIu32 ": fdatasync of %s took %.0f ms (replies wait for it)",
+                 lg->o.id, seg_writer_path(lg->w), (double)dt / 1e6);
+    struct log_buf *done = lg->pend_head;
+    lg->pend_head = lg->pend_tail = NULL;
+    lg->pend_bytes = 0;
+    recycle(lg, done);
+    if (seg_writer_size(lg->w) >= lg->o.segment_bytes) {
+        if (seg_writer_close(lg->w, &err) != 0) pod_warn("logger %" PRIu32 ": %s", lg->o.id, err.msg);
+        lg->w = NULL; /* the next write opens the next segment */
+    }
+    return 0;
+}
+
+static void publish(struct logger *lg, uint64_t d)
+{
+    if (d <= lg->durable) return;
+    lg->durable = d;
+    __atomic_store_n(lg->o.durable_word, d, __ATOMIC_SEQ_CST);
+    __atomic_store_n(&lg->st.durable, d, __ATOMIC_RELAXED);
+    if (lg->o.on_progress) lg->o.on_progress(lg->o.arg);
+}
+
+static void *logger_main(void *arg)
+{
+    struct logger *lg = arg;
+    bool last = false;
+    while (!last) {
+        pthread_mutex_lock(&lg->mu);
+        if (!lg->q_head && !lg->stop) {
+            struct timespec ts;
+            clock_gettime(CLOCK_MONOTONIC, &ts);
+            uint64_t abs = (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec + lg->o.poll_ns;
+            ts.tv_sec = (time_t)(abs / 1000000000ull);
+            ts.tv_nsec = (long)(abs % 1000000000ull);
+            pthread_cond_timedwait(&lg->cv, &lg->mu, &ts);
+        }
+        last = lg->stop;
+        bool starved = lg->waiters > 0;
+        pthread_mutex_unlock(&lg->mu);
+        /* Order matters (logger.h): E, then the workers' epochs, then the queue. */
+        uint64_t d = __atomic_load_n(lg->o.global_epoch, __ATOMIC_SEQ_CST);
+        for (int i = 0; i < lg->o.nworkers; i++) {
+            uint64_t we = __atomic_load_n(&lg->o.workers[i]->epoch, __ATOMIC_SEQ_CST);
+            if (we < d) d = we;
+        }
+        pthread_mutex_lock(&lg->mu);
+        struct log_buf *list = lg->q_head;
+        lg->q_head = lg->q_tail = NULL;
+        pthread_mutex_unlock(&lg->mu);
+        if (write_all(lg, list) != 0) {
+            struct timespec nap = {0, (long)RETRY_NS};
+            nanosleep(&nap, NULL);
+            last = false; /* never stop with unsynced records while the disk may recover */
+            continue;
+        }
+        bool advance = d > lg->durable;
+        if (lg->pend_head && (advance || last || starved || lg->pend_bytes >= LOG_SYNC_EARLY_BYTES) &&
+            sync_pending(lg) != 0) {
+            last = false;
+            continue;
+        }
+        if (!lg->pend_head) publish(lg, d);
+    }
+    pod_err err;
+    if (lg->w && seg_writer_close(lg->w, &err) != 0) pod_warn("logger %" PRIu32 ": %s", lg->o.id, err.msg);
+    lg->w = NULL;
+    return NULL;
+}
+
+struct logger *logger_start(const struct logger_options *o, pod_err *err)
+{
+    struct logger *lg = calloc(1, sizeof *lg);
+    if (!lg) {
+        pod_err_set(err, "out of memory");
+        return NULL;
+    }
+    lg->o = *o;
+    lg->o.workers = malloc((size_t)(o->nworkers > 0 ? o->nworkers : 1) * sizeof *lg->o.workers);
+    if (!lg->o.workers) {
+        pod_err_set(err, "out of memory");
+        free(lg);
+        return NULL;
+    }
+    if (o->nworkers > 0) memcpy(lg->o.workers, o->workers, (size_t)o->nworkers * sizeof *o->workers);
+    snprintf(lg->dir, sizeof lg->dir, "%s", o->dir);
+    lg->o.dir = lg->dir;
+    if (!lg->o.segment_bytes) lg->o.segment_bytes = LOG_SEGMENT_BYTES;
+    if (!lg->o.poll_ns) lg->o.poll_ns = 1000000;
+    lg->seq = lg->open_seq = o->first_seq;
+    lg->max_bufs = BUFS_PER_WORKER * (o->nworkers > 0 ? o->nworkers : 1) + 2;
+    pthread_mutex_init(&lg->mu, NULL);
+    pthread_condattr_t ca;
+    pthread_condattr_init(&ca);
+    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+    pthread_cond_init(&lg->cv, &ca);
+    pthread_condattr_destroy(&ca);
+    pthread_cond_init(&lg->free_cv, NULL);
+    /* Nothing of ours is pending yet. */
+    lg->durable = __atomic_load_n(o->global_epoch, __ATOMIC_SEQ_CST);
+    __atomic_store_n(o->durable_word, lg->durable, __ATOMIC_SEQ_CST);
+    lg->st.durable = lg->durable;
+    int rc = pthread_create(&lg->th, NULL, logger_main, lg);
+    if (rc) {
+        pod_err_set(err, "cannot start logger %" PRIu32 ": %s", o->id, strerror(rc));
+        pthread_mutex_destroy(&lg->mu);
+        pthread_cond_destroy(&lg->cv);
+        pthread_cond_destroy(&lg->free_cv);
+        free(lg->o.workers);
+        free(lg);
+        return NULL;
+    }
+    return lg;
+}
+
+void logger_stop(struct logger *lg)
+{
+    if (!lg) return;
+    pthread_mutex_lock(&lg->mu);
+    lg->stop = true;
+    pthread_cond_signal(&lg->cv);
+    pthread_mutex_unlock(&lg->mu);
+    pthread_join(lg->th, NULL);
+    for (struct log_buf *b = lg->free, *n; b; b = n) {
+        n = b->next;
+        free(b);
+    }
+    pthread_mutex_destroy(&lg->mu);
+    pthread_cond_destroy(&lg->cv);
+    pthread_cond_destroy(&lg->free_cv);
+    free(lg->o.workers);
+    free(lg);
+}
+
+uint64_t logger_open_seq(const struct logger *lg)
+{
+    return __atomic_load_n(&lg->open_seq, __ATOMIC_ACQUIRE);
+}
+
+void logger_get_stats(const struct logger *lg, struct logger_stats *out)
+{
+    const uint64_t *src = (const uint64_t *)&lg->st;
+    uint64_t *dst = (uint64_t *)out;
+    for (size_t i = 0; i < sizeof *out / sizeof(uint64_t); i++)
+        dst[i] = __atomic_load_n(&src[i], __ATOMIC_RELAXED);
+}

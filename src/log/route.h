@@ -1,0 +1,45 @@
+/* Pod-mode recovery: the hosts agree on the committed end of the history and
+ * send each logged record to the host that owns its tuple, through the
+ * region (Tigon §3.5: records are moved to CXL memory and divided among the
+ * workers). Not used until the pod layer lands (log_host_options.pod_mode).
+ *
+ * Each host allocates an exchange block in its HWcc slice and publishes it at
+ * root slot CXL_ROOT_RECOVERY: its phase, its recorded durable epoch, and per
+ * destination host the offset and length of a staging area in its own SWcc
+ * slice. The staged bytes are rec_entry records (recbuf.h), written back
+ * (cxl_swcc_writeback) before the phase that announces them is stored, and
+ * flushed (cxl_swcc_flush) by the reader before it reads them. Phases are
+ * barriers over all hosts of the pod; every wait is bounded and reports which
+ * hosts it is waiting for. */
+#ifndef PODDB_LOG_ROUTE_H
+#define PODDB_LOG_ROUTE_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "log/recbuf.h"
+#include "util/err.h"
+
+struct log_host;
+struct route;
+
+/* Publish this host's durable epoch and whether it has a log history, and
+ * wait for every host to do the same; *pod_durable = the largest (each is a
+ * point every host's log has made durable, so the largest is the committed
+ * end). A host without history that sees no host with history recovering
+ * takes no part: NULL with *skipped (not an error), and it may serve at once
+ * (a host with history that arrives later finds it and refuses to start, as
+ * it does when another host already finished). timeout_ms 0: wait forever
+ * (with a message every 5 s). */
+struct route *route_begin(struct log_host *lh, uint64_t local_durable, bool history,
+                          int timeout_ms, uint64_t *pod_durable, bool *skipped, pod_err *err);
+/* Stage out[h] for every other host h, and wait until every host staged. */
+int route_send(struct route *rt, const struct rec_list out[], pod_err *err);
+/* Deliver every record the other hosts staged for this host. deliver returns
+ * false to fail (out of memory). Then wait until every host has received. */
+int route_receive(struct route *rt, bool (*deliver)(void *ctx, const struct rec_entry *e),
+                  void *ctx, pod_err *err);
+/* Free the staging areas (after route_receive, or after a failure). */
+void route_end(struct route *rt);
+
+#endif

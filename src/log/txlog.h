@@ -1,0 +1,42 @@
+/* What a transaction calls at commit: the logging hook of src/txn/txn.c.
+ *
+ *   struct log_worker *lw = log_txn_worker(db, worker_id);   NULL: not logging
+ *   uint64_t epoch = log_commit_epoch(db, lw);                under the commit's locks
+ *   ...for each written row, after its new epoch-version is set:
+ *   log_txn_write(db, lw, table, key, ev, tuple);              tuple NULL: a delete
+ *
+ * Epoch-versions (Tigon §3.5): a row written again in its epoch gets version
+ * + 1, in a new epoch version 0. A row that is inserted is a new object
+ * whose key may have been deleted earlier in the same epoch, so before the
+ * rule is applied an inserted row starts from log_insert_ev_floor(): the
+ * largest epoch-version any delete has produced (pod-wide, in HWcc). Without
+ * it a key deleted and inserted again within one epoch could get a smaller
+ * epoch-version than its delete, and recovery (highest wins) would lose the
+ * insert. */
+#ifndef PODDB_LOG_TXLOG_H
+#define PODDB_LOG_TXLOG_H
+
+#include <stdint.h>
+
+#include "engine/db.h"
+
+struct log_worker;
+
+/* The worker's log buffer, or NULL when this host does not log. */
+struct log_worker *log_txn_worker(pod_db *db, int worker_id);
+/* The commit epoch: E from the region (db->epoch without a log layer). */
+uint64_t log_commit_epoch(pod_db *db, struct log_worker *lw);
+/* Where an inserted row's epoch-version starts (0 without a log layer). */
+uint64_t log_insert_ev_floor(pod_db *db);
+/* Log a committed write of table t's row key (t->key_size bytes): the tuple
+ * (t->tuple_size bytes), or a delete when tuple is NULL. No-op when lw is NULL
+ * (a delete still raises the insert floor when the host has a log layer). */
+void log_txn_write(pod_db *db, struct log_worker *lw, const pod_table *t, const void *key,
+                   uint64_t ev, const void *tuple);
+/* The worker will not commit for a while (it waits for work, or exits): hand
+ * its buffer over and stop holding back the durable epoch. */
+void log_worker_idle_hook(pod_db *db, int worker_id);
+/* The epoch of the worker's last commit (0 when it never committed). */
+uint64_t log_last_commit_epoch(pod_db *db, int worker_id);
+
+#endif

@@ -1,0 +1,563 @@
+/* Recovery (src/log/recovery.c, route.c, durable_file.c; docs/durability.md)
+ * from log directories written record by record:
+ *  - records of epochs at or above the recorded durable epoch are discarded,
+ *    and the segment is cut back (committed records after the cut are moved
+ *    to a new segment), so a second recovery finds the same state;
+ *  - the highest epoch-version wins, whatever the file and order; a delete
+ *    beats an older put met later; a key deleted and inserted again lives;
+ *  - a torn tail and a corrupt record end that file's history at the last
+ *    good block, with a warning, keeping everything before it;
+ *  - a checkpoint is loaded and log records older than its start epoch are
+ *    skipped;
+ *  - the durable-epoch record: a torn slot falls back to the other, two bad
+ *    slots are refused, no record means nothing was committed;
+ *  - a log naming a table the server does not have is refused;
+ *  - pod mode (two processes on one region, simulated non-coherent SWcc): the
+ *    hosts agree on the larger durable epoch and each record is replayed by
+ *    the owner of its partition; a host without history does not wait for the
+ *    others, and a host with history that comes after it refuses to start. */
+#include <check.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "helpers/log_fixture.h"
+#include "log/durable_file.h"
+#include "log/logdir.h"
+
+struct rec {
+    uint64_t key;
+    uint8_t kind;     /* LOG_PUT / LOG_DELETE */
+    uint32_t epoch, version;
+    int64_t value;
+    bool new_block;   /* start a new block before this record */
+};
+
+#define PUT(k, e, v, val) {k, LOG_PUT, e, v, val, false}
+#define DEL(k, e, v) {k, LOG_DELETE, e, v, 0, false}
+#define PUTB(k, e, v, val) {k, LOG_PUT, e, v, val, true}
+#define DELB(k, e, v) {k, LOG_DELETE, e, v, 0, true}
+
+static void write_records(struct seg_writer *w, const struct rec *r, int n)
+{
+    pod_err err;
+    for (int i = 0; i < n; i++) {
+        if (r[i].new_block) ck_assert_int_eq(seg_writer_flush_block(w, &err), 0);
+        unsigned char k[8];
+        lf_key(k, r[i].key);
+        struct lf_tuple tu = {r[i].value, (int64_t)r[i].key};
+        struct log_record lr = {.table_id = 0, .kind = r[i].kind, .key_len = 8,
+                                .tuple_len = r[i].kind == LOG_PUT ? LF_TUPLE : 0,
+                                .epoch_version = log_ev_make(r[i].epoch, r[i].version),
+                                .key = k, .tuple = &tu};
+        ck_assert_msg(seg_writer_append(w, &lr, &err) == 0, "%s", err.msg);
+    }
+}
+
+static void write_seg(const char *dir, uint32_t logger, uint64_t seq, const struct rec *r, int n)
+{
+    pod_err err;
+    struct seg_writer *w = seg_writer_open(dir, 0, logger, seq, 1, &err);
+    ck_assert_msg(w != NULL, "%s", err.msg);
+    write_records(w, r, n);
+    ck_assert_int_eq(seg_writer_close(w, &err), 0);
+}
+
+static void write_durable(const char *dir, uint64_t epoch)
+{
+    pod_err err;
+    struct durable_file *f = durable_file_open(dir, 0, 0, &err);
+    ck_assert_msg(f != NULL, "%s", err.msg);
+    ck_assert_int_eq(durable_file_write(f, epoch, &err), 0);
+    durable_file_close(f);
+}
+
+static uint64_t file_size(const char *dir, const char *name)
+{
+    char p[POD_PATH_MAX + 64];
+    snprintf(p, sizeof p, "%s/%s", dir, name);
+    struct stat sb;
+    return stat(p, &sb) == 0 ? (uint64_t)sb.st_size : UINT64_MAX;
+}
+
+/* Open a db on dir and recover; returns 0 or -1 (err filled). */
+static int recover(struct lf *f, const char *dir, int workers, struct log_recovery_stats *st,
+                   pod_err *err, struct log_host **keep)
+{
+    lf_open(f, 1, 0, workers, 1, 10, false, NULL, dir);
+    struct log_host_options o = lf_log_options(f, false);
+    struct log_host *lh = log_host_open(&o, err);
+    if (!lh) return -1;
+    int rc = log_host_recover(lh, st, err);
+    if (keep && rc == 0) *keep = lh;
+    else log_host_free(lh);
+    return rc;
+}
+
+/* ---- committed history only ---------------------------------------------------------- */
+
+START_TEST(test_uncommitted_discarded_and_cut)
+{
+    char dir[POD_PATH_MAX];
+    lf_make_dir(dir, sizeof dir);
+    const struct rec r[] = {
+        PUT(1, 5, 0, 11), PUTB(2, 9, 3, 22),  /* committed */
+        PUTB(3, 10, 0, 33), PUT(1, 12, 0, 99), /* a block of uncommitted epochs */
+        PUTB(4, 8, 0, 44),                     /* committed, after the cut */
+    };
+    write_seg(dir, 0, 0, r, 5);
+    write_durable(dir, 10);
+    uint64_t before = file_size(dir, "seg-0-0-0000000000.log");
+    struct lf f;
+    struct log_recovery_stats st;
+    pod_err err;
+    ck_assert_msg(recover(&f, dir, 1, &st, &err, NULL) == 0, "%s", err.msg);
+    ck_assert(st.ran);
+    ck_assert_uint_eq(st.durable_epoch, 10);
+    ck_assert_int_eq(lf_value(&f, 1), 11);
+    ck_assert_int_eq(lf_value(&f, 2), 22);
+    ck_assert_int_eq(lf_value(&f, 3), INT64_MIN);
+    ck_assert_int_eq(lf_value(&f, 4), 44);
+    ck_assert_uint_eq(lf_row(&f, 2)->epoch_version, log_ev_make(9, 3));
+    ck_assert_uint_eq(st.records_discarded, 2);
+    ck_assert_uint_eq(st.truncated_files, 1);
+    ck_assert_uint_eq(st.salvaged_records, 1);
+    ck_assert_uint_lt(file_size(dir, "seg-0-0-0000000000.log"), before);
+    ck_assert_uint_ne(file_size(dir, "seg-0-0-0000000001.log"), UINT64_MAX);
+    lf_close(&f);
+    /* Recovering again finds the same state and nothing more to discard. */
+    ck_assert_msg(recover(&f, dir, 2, &st, &err, NULL) == 0, "%s", err.msg);
+    ck_assert_uint_eq(st.records_discarded, 0);
+    ck_assert_uint_eq(st.truncated_files, 0);
+    ck_assert_int_eq(lf_value(&f, 1), 11);
+    ck_assert_int_eq(lf_value(&f, 3), INT64_MIN);
+    ck_assert_int_eq(lf_value(&f, 4), 44);
+    lf_close(&f);
+}
+END_TEST
+
+START_TEST(test_new_life_starts_at_durable_epoch)
+{
+    char dir[POD_PATH_MAX];
+    lf_make_dir(dir, sizeof dir);
+    const struct rec r[] = {PUT(1, 40, 0, 1)};
+    write_seg(dir, 0, 0, r, 1);
+    write_durable(dir, 41);
+    struct lf f;
+    struct log_recovery_stats st;
+    pod_err err;
+    struct log_host *lh = NULL;
+    ck_assert_msg(recover(&f, dir, 1, &st, &err, &lh) == 0, "%s", err.msg);
+    ck_assert_int_eq(log_host_start(lh, NULL, NULL, &err), 0);
+    ck_assert_uint_ge(log_host_epoch(lh), 41);
+    /* A new write of the key gets a larger epoch-version than the recovered one. */
+    ck_assert_int_eq(lf_call(&f, f.p_put, 1, 2), POD_OK);
+    ck_assert_uint_gt(lf_row(&f, 1)->epoch_version, log_ev_make(40, 0));
+    log_host_free(lh);
+    lf_close(&f);
+}
+END_TEST
+
+START_TEST(test_no_durable_record_discards_everything)
+{
+    char dir[POD_PATH_MAX];
+    lf_make_dir(dir, sizeof dir);
+    const struct rec r[] = {PUT(1, 5, 0, 11), PUTB(2, 6, 0, 22)};
+    write_seg(dir, 0, 0, r, 2);
+    struct lf f;
+    struct log_recovery_stats st;
+    pod_err err;
+    ck_assert_msg(recover(&f, dir, 1, &st, &err, NULL) == 0, "%s", err.msg);
+    ck_assert_uint_eq(st.records_discarded, 2);
+    ck_assert_int_eq(lf_value(&f, 1), INT64_MIN);
+    ck_assert_uint_eq(file_size(dir, "seg-0-0-0000000000.log"), SEG_HEADER_SIZE);
+    lf_close(&f);
+}
+END_TEST
+
+/* ---- highest epoch-version wins ---------------------------------------------------- */
+
+START_TEST(test_highest_ev_wins)
+{
+    char dir[POD_PATH_MAX];
+    lf_make_dir(dir, sizeof dir);
+    const struct rec l0[] = {
+        PUT(1, 5, 1, 100),  /* newer than logger 1's */
+        DEL(2, 6, 0),       /* newer than logger 1's put */
+        PUTB(5, 3, 0, 1), DEL(5, 4, 0), PUT(5, 4, 1, 555), /* deleted, inserted again */
+    };
+    const struct rec l0b[] = {PUT(3, 6, 0, 333)}; /* older than logger 1's delete */
+    const struct rec l1[] = {
+        PUT(1, 5, 0, 200), PUT(2, 5, 0, 222), DEL(3, 7, 0), PUT(4, 2, 0, 444), PUT(4, 2, 7, 447),
+        PUT(4, 2, 3, 443),
+    };
+    write_seg(dir, 0, 0, l0, 5);
+    write_seg(dir, 0, 1, l0b, 1);
+    write_seg(dir, 1, 0, l1, 6);
+    write_durable(dir, 100);
+    struct lf f;
+    struct log_recovery_stats st;
+    pod_err err;
+    ck_assert_msg(recover(&f, dir, 2, &st, &err, NULL) == 0, "%s", err.msg);
+    ck_assert_int_eq(lf_value(&f, 1), 100);
+    ck_assert_int_eq(lf_value(&f, 2), INT64_MIN);
+    ck_assert_ptr_null(lf_row(&f, 2)); /* tombstones are removed from the index */
+    ck_assert_int_eq(lf_value(&f, 3), INT64_MIN);
+    ck_assert_int_eq(lf_value(&f, 4), 447);
+    ck_assert_int_eq(lf_value(&f, 5), 555);
+    ck_assert_uint_eq(st.records_read, 12);
+    ck_assert_uint_eq(st.tombstones_removed, 2);
+    lf_close(&f);
+}
+END_TEST
+
+/* ---- damaged tails ----------------------------------------------------------------- */
+
+static void seg_path(char *out, size_t len, const char *dir, uint32_t logger, uint64_t seq)
+{
+    char name[SEG_NAME_MAX];
+    seg_format_name(name, sizeof name, 0, logger, seq);
+    snprintf(out, len, "%s/%s", dir, name);
+}
+
+START_TEST(test_torn_tail_keeps_what_is_before)
+{
+    char dir[POD_PATH_MAX], path[POD_PATH_MAX + 64];
+    lf_make_dir(dir, sizeof dir);
+    const struct rec r[] = {PUT(1, 5, 0, 1), PUTB(2, 6, 0, 2), PUTB(3, 7, 0, 3)};
+    write_seg(dir, 0, 0, r, 3);
+    seg_path(path, sizeof path, dir, 0, 0);
+    uint64_t size = file_size(dir, "seg-0-0-0000000000.log");
+    ck_assert_int_eq(truncate(path, (off_t)(size - 10)), 0); /* the last block cut short */
+    write_durable(dir, 100);
+    struct lf f;
+    struct log_recovery_stats st;
+    pod_err err;
+    ck_assert_msg(recover(&f, dir, 1, &st, &err, NULL) == 0, "%s", err.msg);
+    ck_assert_uint_eq(st.torn_tails, 1);
+    ck_assert_uint_eq(st.corrupt_tails, 0);
+    ck_assert_int_eq(lf_value(&f, 1), 1);
+    ck_assert_int_eq(lf_value(&f, 2), 2);
+    ck_assert_int_eq(lf_value(&f, 3), INT64_MIN);
+    lf_close(&f);
+}
+END_TEST
+
+START_TEST(test_corrupt_record_ends_that_file)
+{
+    char dir[POD_PATH_MAX], path[POD_PATH_MAX + 64];
+    lf_make_dir(dir, sizeof dir);
+    const struct rec r[] = {PUT(1, 5, 0, 1), PUTB(2, 6, 0, 2), PUTB(3, 7, 0, 3)};
+    write_seg(dir, 0, 0, r, 3);
+    const struct rec later[] = {PUT(4, 8, 0, 4)};
+    write_seg(dir, 0, 1, later, 1);
+    /* Flip a byte of block 2's record (its tuple), leaving the file's length. */
+    seg_path(path, sizeof path, dir, 0, 0);
+    uint64_t rec_size = seg_record_size(8, LF_TUPLE);
+    uint64_t block = SEG_BLOCK_HEADER_SIZE + rec_size;
+    uint64_t off = SEG_HEADER_SIZE + block + SEG_BLOCK_HEADER_SIZE + 30;
+    int fd = open(path, O_RDWR);
+    ck_assert_int_ge(fd, 0);
+    unsigned char b;
+    ck_assert_int_eq(pread(fd, &b, 1, (off_t)off), 1);
+    b ^= 0x40;
+    ck_assert_int_eq(pwrite(fd, &b, 1, (off_t)off), 1);
+    close(fd);
+    write_durable(dir, 100);
+    struct lf f;
+    struct log_recovery_stats st;
+    pod_err err;
+    ck_assert_msg(recover(&f, dir, 1, &st, &err, NULL) == 0, "%s", err.msg);
+    ck_assert_uint_eq(st.corrupt_tails, 1);
+    ck_assert_int_eq(lf_value(&f, 1), 1);          /* before the damage: kept */
+    ck_assert_int_eq(lf_value(&f, 2), INT64_MIN);  /* the damaged block */
+    ck_assert_int_eq(lf_value(&f, 3), INT64_MIN);  /* after it in that file */
+    ck_assert_int_eq(lf_value(&f, 4), 4);          /* other files are read */
+    lf_close(&f);
+}
+END_TEST
+
+/* ---- checkpoints --------------------------------------------------------------------- */
+
+START_TEST(test_checkpoint_and_log_tail)
+{
+    char dir[POD_PATH_MAX];
+    lf_make_dir(dir, sizeof dir);
+    pod_err err;
+    char name[SEG_NAME_MAX];
+    seg_format_ckpt_name(name, sizeof name, 0, 3, false);
+    struct seg_header h = {.host = 0, .logger = SEG_LOGGER_CHECKPOINT, .seq = 3, .first_epoch = 20};
+    struct seg_writer *w = seg_writer_open_named(dir, name, &h, &err);
+    ck_assert_msg(w != NULL, "%s", err.msg);
+    const struct rec ck[] = {PUT(1, 15, 0, 1), PUT(2, 18, 0, 2)};
+    write_records(w, ck, 2);
+    ck_assert_int_eq(seg_writer_close(w, &err), 0);
+    const struct rec r[] = {
+        PUT(1, 10, 0, -1),  /* older than the checkpoint start: skipped */
+        PUT(3, 19, 0, -3),  /* idem (the checkpoint reflects epochs below 20) */
+        PUTB(1, 25, 0, 11), /* after: applied */
+        PUT(4, 21, 0, 44),
+    };
+    write_seg(dir, 0, 0, r, 4);
+    write_durable(dir, 30);
+    /* an unfinished checkpoint is ignored */
+    seg_format_ckpt_name(name, sizeof name, 0, 4, true);
+    h.seq = 4;
+    w = seg_writer_open_named(dir, name, &h, &err);
+    const struct rec junk[] = {PUT(9, 22, 0, 9)};
+    write_records(w, junk, 1);
+    ck_assert_int_eq(seg_writer_close(w, &err), 0);
+    struct lf f;
+    struct log_recovery_stats st;
+    ck_assert_msg(recover(&f, dir, 2, &st, &err, NULL) == 0, "%s", err.msg);
+    ck_assert_uint_eq(st.checkpoint_epoch, 20);
+    ck_assert_uint_eq(st.records_before_checkpoint, 2);
+    ck_assert_int_eq(lf_value(&f, 1), 11);
+    ck_assert_int_eq(lf_value(&f, 2), 2);
+    ck_assert_int_eq(lf_value(&f, 3), INT64_MIN);
+    ck_assert_int_eq(lf_value(&f, 4), 44);
+    ck_assert_int_eq(lf_value(&f, 9), INT64_MIN);
+    lf_close(&f);
+}
+END_TEST
+
+/* ---- the durable-epoch record ---------------------------------------------------------- */
+
+START_TEST(test_durable_record_slots)
+{
+    char dir[POD_PATH_MAX], path[POD_PATH_MAX + 64];
+    lf_make_dir(dir, sizeof dir);
+    pod_err err;
+    struct durable_file *df = durable_file_open(dir, 0, 0, &err);
+    ck_assert_ptr_nonnull(df);
+    ck_assert_int_eq(durable_file_write(df, 5, &err), 0);
+    ck_assert_int_eq(durable_file_write(df, 9, &err), 0);
+    ck_assert_int_eq(durable_file_write(df, 7, &err), 0); /* never backwards */
+    durable_file_close(df);
+    struct durable_record rec;
+    ck_assert_int_eq(durable_file_read(dir, &rec, &err), 0);
+    ck_assert(rec.exists);
+    ck_assert_uint_eq(rec.epoch, 9);
+    ck_assert_int_eq(rec.valid_slots, 2);
+    /* The slot written last is torn: the other one's value is used. */
+    snprintf(path, sizeof path, "%s/%s", dir, DURABLE_FILE_NAME);
+    int fd = open(path, O_RDWR);
+    off_t newest = (off_t)((rec.seq & 1) * DURABLE_SLOT_SIZE);
+    ck_assert_int_eq(pwrite(fd, "\0\0\0\0", 4, newest + 24), 4);
+    ck_assert_int_eq(durable_file_read(dir, &rec, &err), 0);
+    ck_assert_uint_eq(rec.epoch, 5);
+    ck_assert_int_eq(rec.valid_slots, 1);
+    /* Both damaged: refused, and the server would not start. */
+    ck_assert_int_eq(pwrite(fd, "garbage!", 8, (off_t)DURABLE_SLOT_SIZE - newest), 8);
+    close(fd);
+    ck_assert_int_eq(durable_file_read(dir, &rec, &err), -1);
+    ck_assert_ptr_nonnull(strstr(err.msg, "damaged"));
+    struct lf f;
+    lf_open(&f, 1, 0, 1, 1, 10, false, NULL, dir);
+    struct log_host_options o = lf_log_options(&f, false);
+    ck_assert_ptr_null(log_host_open(&o, &err));
+    ck_assert_ptr_nonnull(strstr(err.msg, "damaged"));
+    lf_close(&f);
+}
+END_TEST
+
+START_TEST(test_unknown_table_refused)
+{
+    char dir[POD_PATH_MAX];
+    lf_make_dir(dir, sizeof dir);
+    pod_err err;
+    struct seg_writer *w = seg_writer_open(dir, 0, 0, 0, 1, &err);
+    unsigned char k[8] = {0};
+    struct log_record lr = {.table_id = 7, .kind = LOG_DELETE, .key_len = 8,
+                            .epoch_version = log_ev_make(3, 0), .key = k};
+    ck_assert_int_eq(seg_writer_append(w, &lr, &err), 0);
+    ck_assert_int_eq(seg_writer_close(w, &err), 0);
+    write_durable(dir, 10);
+    struct lf f;
+    struct log_recovery_stats st;
+    ck_assert_int_eq(recover(&f, dir, 1, &st, &err, NULL), -1);
+    ck_assert_msg(strstr(err.msg, "tables") != NULL, "%s", err.msg);
+    lf_close(&f);
+}
+END_TEST
+
+/* ---- pod mode: agreement and routing through the region ------------------------------ */
+
+struct pod_child {
+    const char *region;
+    char dir[POD_PATH_MAX];
+    int host;
+    const char *all_dirs[2];
+};
+
+static int pod_child(void *arg)
+{
+    struct pod_child *c = arg;
+    struct lf f;
+    lf_open_dirs(&f, 2, c->host, 2, 1, 10, true, c->region, c->dir, c->all_dirs);
+    struct log_host_options o = lf_log_options(&f, true);
+    pod_err err;
+    struct log_host *lh = log_host_open(&o, &err);
+    if (!lh) {
+        fprintf(stderr, "host %d: %s\n", c->host, err.msg);
+        return 1;
+    }
+    struct log_recovery_stats st;
+    if (log_host_recover(lh, &st, &err)) {
+        fprintf(stderr, "host %d: %s\n", c->host, err.msg);
+        return 2;
+    }
+    int bad = 0;
+    /* Host h owns keys with key % 2 == h. Host 0 logged keys 10..19, host 1
+     * keys 20..29 (value = key * 10); the other host's keys arrive by routing. */
+    for (uint64_t k = 10; k < 30; k++) {
+        int64_t want = (k % 2 == (uint64_t)c->host) ? (int64_t)k * 10 : INT64_MIN;
+        if (k == 25) want = INT64_MIN; /* epoch 60: above every host's durable epoch */
+        if (lf_value(&f, k) != want) {
+            fprintf(stderr, "host %d: key %" PRIu64 " = %" PRId64 ", want %" PRId64 "\n", c->host,
+                    k, lf_value(&f, k), want);
+            bad++;
+        }
+    }
+    if (st.durable_epoch != 50) {
+        fprintf(stderr, "host %d: agreed durable epoch %" PRIu64 ", want 50\n", c->host,
+                st.durable_epoch);
+        bad++;
+    }
+    if (st.records_sent != 5 || st.records_received != 5) {
+        fprintf(stderr, "host %d: sent %" PRIu64 " received %" PRIu64 "\n", c->host,
+                st.records_sent, st.records_received);
+        bad++;
+    }
+    log_host_free(lh);
+    lf_close(&f);
+    return bad ? 3 : 0;
+}
+
+START_TEST(test_pod_mode_routing)
+{
+    char region[POD_PATH_MAX];
+    tu_unique_shm_path(region, sizeof region, "route");
+    struct pod_child c[2] = {{region, "", 0, {NULL, NULL}}, {region, "", 1, {NULL, NULL}}};
+    for (int h = 0; h < 2; h++) {
+        lf_make_dir(c[h].dir, sizeof c[h].dir);
+        struct rec r[10];
+        for (int i = 0; i < 10; i++) {
+            uint64_t k = (uint64_t)(10 * (h + 1) + i);
+            /* host 1's key 25 is of epoch 60; epoch 45 is committed thanks to host 0 */
+            r[i] = (struct rec)PUT(k, k == 25 ? 60 : k == 23 ? 45 : 30, 0, (int64_t)k * 10);
+        }
+        pod_err err;
+        struct seg_writer *w = seg_writer_open(c[h].dir, (uint32_t)h, 0, 0, 1, &err);
+        ck_assert_msg(w != NULL, "%s", err.msg);
+        write_records(w, r, 10);
+        ck_assert_int_eq(seg_writer_close(w, &err), 0);
+        struct durable_file *df = durable_file_open(c[h].dir, (uint32_t)h, 0, &err);
+        ck_assert_int_eq(durable_file_write(df, h == 0 ? 50 : 40, &err), 0);
+        durable_file_close(df);
+    }
+    for (int h = 0; h < 2; h++) c[h].all_dirs[0] = c[0].dir, c[h].all_dirs[1] = c[1].dir;
+    /* The first host formats the region; start it first. */
+    int p0 = tu_fork(pod_child, &c[0]);
+    usleep(200000);
+    int p1 = tu_fork(pod_child, &c[1]);
+    ck_assert_int_eq(tu_wait_child(p0, 60000), 0);
+    ck_assert_int_eq(tu_wait_child(p1, 60000), 0);
+}
+END_TEST
+
+/* Pod mode, a host without history and nobody recovering: it does not wait
+ * for the others (a 2-host config with one host started is usable); a host
+ * with history that comes later refuses to start instead of recovering alone. */
+struct skip_child {
+    const char *region;
+    const char *all_dirs[2];
+    int host;
+    bool want_ok;
+    const char *ready, *release; /* marker files: "recovered", "you may exit" */
+};
+
+static int skip_child(void *arg)
+{
+    struct skip_child *c = arg;
+    struct lf f;
+    lf_open_dirs(&f, 2, c->host, 1, 1, 10, false, c->region, c->all_dirs[c->host], c->all_dirs);
+    struct log_host_options o = lf_log_options(&f, true);
+    pod_err err;
+    struct log_host *lh = log_host_open(&o, &err);
+    if (!lh) return 1;
+    struct log_recovery_stats st;
+    int rc = log_host_recover(lh, &st, &err);
+    int bad = 0;
+    if (c->want_ok && (rc != 0 || st.ran)) {
+        fprintf(stderr, "host %d: rc %d ran %d: %s\n", c->host, rc, st.ran, err.msg);
+        bad = 2;
+    }
+    if (!c->want_ok && (rc == 0 || !strstr(err.msg, "pod"))) {
+        fprintf(stderr, "host %d: rc %d, want a refusal: %s\n", c->host, rc, err.msg);
+        bad = 3;
+    }
+    if (c->ready) { /* stay attached (serving) until told */
+        close(open(c->ready, O_CREAT | O_WRONLY, 0600));
+        for (int i = 0; i < 3000 && access(c->release, F_OK) != 0; i++) usleep(10000);
+    }
+    log_host_free(lh);
+    lf_close(&f);
+    return bad;
+}
+
+START_TEST(test_pod_mode_without_history)
+{
+    char region[POD_PATH_MAX], d0[POD_PATH_MAX], d1[POD_PATH_MAX];
+    tu_unique_shm_path(region, sizeof region, "skip");
+    lf_make_dir(d0, sizeof d0);
+    lf_make_dir(d1, sizeof d1);
+    char ready[POD_PATH_MAX + 16], release[POD_PATH_MAX + 16];
+    snprintf(ready, sizeof ready, "%s/ready", d0);
+    snprintf(release, sizeof release, "%s/release", d0);
+    struct skip_child a = {region, {d0, d1}, 0, true, ready, release};
+    int pa = tu_fork(skip_child, &a);
+    for (int i = 0; i < 2000 && access(ready, F_OK) != 0; i++) usleep(10000);
+    ck_assert_msg(access(ready, F_OK) == 0, "host 0 did not start without waiting");
+    /* host 1 has history */
+    write_durable(d1, 5);
+    struct skip_child b = {region, {d0, d1}, 1, false, NULL, NULL};
+    int rb = tu_wait_child(tu_fork(skip_child, &b), 20000);
+    close(open(release, O_CREAT | O_WRONLY, 0600));
+    ck_assert_int_eq(rb, 0);
+    ck_assert_int_eq(tu_wait_child(pa, 20000), 0);
+}
+END_TEST
+
+static Suite *recovery_suite(void)
+{
+    Suite *s = suite_create("recovery");
+    TCase *tc = tcase_create("recovery");
+    tcase_add_test(tc, test_uncommitted_discarded_and_cut);
+    tcase_add_test(tc, test_new_life_starts_at_durable_epoch);
+    tcase_add_test(tc, test_no_durable_record_discards_everything);
+    tcase_add_test(tc, test_highest_ev_wins);
+    tcase_add_test(tc, test_torn_tail_keeps_what_is_before);
+    tcase_add_test(tc, test_corrupt_record_ends_that_file);
+    tcase_add_test(tc, test_checkpoint_and_log_tail);
+    tcase_add_test(tc, test_durable_record_slots);
+    tcase_add_test(tc, test_unknown_table_refused);
+    tcase_add_test(tc, test_pod_mode_routing);
+    tcase_add_test(tc, test_pod_mode_without_history);
+    tcase_set_timeout(tc, 120);
+    suite_add_tcase(s, tc);
+    return s;
+}
+
+int main(void)
+{
+    SRunner *sr = srunner_create(recovery_suite());
+    srunner_run_all(sr, CK_NORMAL);
+    int failed = srunner_ntests_failed(sr);
+    srunner_free(sr);
+    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}
