@@ -36,6 +36,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "bench/host.h"
 #include "cxl/region.h"
 #include "engine/result.h"
 #include "engine/worker.h"
@@ -87,6 +88,7 @@ struct pod_server {
     int host;
     struct cxl_region *region;
     pod_db *db;
+    struct pod_bench *bench;    /* the workloads and bench.* procedures (src/bench/host.h) */
     int epfd, evfd, sigfd, unix_fd, tcp_fd;
     char unix_path[sizeof(((struct sockaddr_un *)0)->sun_path)];
     struct conn *conns;
@@ -407,15 +409,26 @@ static void enqueue(struct pod_server *s, struct request *r)
     pthread_mutex_unlock(&s->q_lock);
 }
 
-/* Take up to max queued calls (waiting while there are none). 0 = stop. */
-static int dequeue_batch(struct pod_server *s, struct request **out, int max)
+/* Take up to max queued calls for worker wid. With block, wait while there
+ * are none, the worker has no bench work and the server is not stopping.
+ * Returns the number taken; 0 when there are none (without block, or bench
+ * work arrived); -1 once the server stops and the queue is empty. */
+static int dequeue_batch(struct pod_server *s, int wid, struct request **out, int max, bool block)
 {
     /* Spin briefly before sleeping: a call arriving within ~20 us is taken
      * without a futex wake-up (the common case under load). */
-    for (int i = 0; i < 2000 && !__atomic_load_n(&s->q_head, __ATOMIC_ACQUIRE); i++)
+    for (int i = 0; block && i < 2000 && !__atomic_load_n(&s->q_head, __ATOMIC_ACQUIRE); i++)
         pod_cpu_relax();
+    if (!block && !__atomic_load_n(&s->q_head, __ATOMIC_ACQUIRE) &&
+        !__atomic_load_n(&s->q_stop, __ATOMIC_ACQUIRE))
+        return 0;
     pthread_mutex_lock(&s->q_lock);
-    while (!s->q_head && !s->q_stop) pthread_cond_wait(&s->q_cond, &s->q_lock);
+    while (block && !s->q_head && !s->q_stop && !pod_bench_has_work(s->bench, wid))
+        pthread_cond_wait(&s->q_cond, &s->q_lock);
+    if (!s->q_head && s->q_stop) {
+        pthread_mutex_unlock(&s->q_lock);
+        return -1;
+    }
     int n = 0;
     while (s->q_head && n < max) {
         struct request *r = s->q_head;
@@ -427,6 +440,23 @@ static int dequeue_batch(struct pod_server *s, struct request **out, int max)
     s->q_running += n;
     pthread_mutex_unlock(&s->q_lock);
     return n;
+}
+
+/* For bench work (pod_bench_work): stop when calls wait or the server stops. */
+static bool worker_yield(void *arg)
+{
+    struct pod_server *s = arg;
+    return __atomic_load_n(&s->q_head, __ATOMIC_ACQUIRE) ||
+           __atomic_load_n(&s->q_stop, __ATOMIC_ACQUIRE);
+}
+
+/* A bench job started: wake the workers sleeping in dequeue_batch. */
+static void wake_workers(void *arg)
+{
+    struct pod_server *s = arg;
+    pthread_mutex_lock(&s->q_lock);
+    pthread_cond_broadcast(&s->q_cond);
+    pthread_mutex_unlock(&s->q_lock);
 }
 
 static void requests_done(struct pod_server *s, int n)
@@ -467,39 +497,51 @@ static void worker_flush(struct pod_server *s, struct conn *c)
 
 #define BATCH 64
 
+/* Run a batch of calls and hand their replies to the connections. */
+static void run_batch(struct pod_server *s, struct pod_worker *w, struct request **batch, int n,
+                      pod_result *res, struct pod_buf *out)
+{
+    char msg[512];
+    for (int i = 0; i < n; i++) {
+        struct request *r = batch[i];
+        pod_args args = {r->nargs, r->args};
+        int rc = pod_call(w, r->proc, &args, res, msg, sizeof msg);
+        out->len = 0;
+        if (pod_proto_encode_reply(out, r->id, rc, rc < 0 ? msg : "", rc < 0 ? NULL : res)) {
+            out->len = 0;
+            snprintf(msg, sizeof msg, "%s: the result does not fit a %u-byte frame",
+                     s->db->procs[r->proc].name, POD_PROTO_MAX_FRAME);
+            pod_proto_encode_reply(out, r->id, POD_E_INVALID, msg, NULL);
+        }
+        conn_reply(r->conn, out, true);
+    }
+    /* Flush each connection once, then drop the calls' references. */
+    for (int i = 0; i < n; i++) {
+        bool first = true;
+        for (int j = 0; j < i && first; j++) first = batch[j]->conn != batch[i]->conn;
+        if (first) worker_flush(s, batch[i]->conn);
+    }
+    for (int i = 0; i < n; i++) {
+        __atomic_fetch_sub(&batch[i]->conn->refs, 1, __ATOMIC_RELEASE);
+        free(batch[i]);
+    }
+    requests_done(s, n);
+}
+
+/* Calls from the socket first; bench work (a load, run or check job of
+ * src/bench/host.c) in between, which yields as soon as calls are queued. */
 static void worker_body(struct pod_worker *w, void *arg)
 {
     struct pod_server *s = arg;
     pod_result *res = pod_result_new();
     struct pod_buf out = {0};
-    char msg[512];
     struct request *batch[BATCH];
-    int n;
-    while (res && (n = dequeue_batch(s, batch, BATCH)) > 0) {
-        for (int i = 0; i < n; i++) {
-            struct request *r = batch[i];
-            pod_args args = {r->nargs, r->args};
-            int rc = pod_call(w, r->proc, &args, res, msg, sizeof msg);
-            out.len = 0;
-            if (pod_proto_encode_reply(&out, r->id, rc, rc < 0 ? msg : "", rc < 0 ? NULL : res)) {
-                out.len = 0;
-                snprintf(msg, sizeof msg, "%s: the result does not fit a %u-byte frame",
-                         s->db->procs[r->proc].name, POD_PROTO_MAX_FRAME);
-                pod_proto_encode_reply(&out, r->id, POD_E_INVALID, msg, NULL);
-            }
-            conn_reply(r->conn, &out, true);
-        }
-        /* Flush each connection once, then drop the calls' references. */
-        for (int i = 0; i < n; i++) {
-            bool first = true;
-            for (int j = 0; j < i && first; j++) first = batch[j]->conn != batch[i]->conn;
-            if (first) worker_flush(s, batch[i]->conn);
-        }
-        for (int i = 0; i < n; i++) {
-            __atomic_fetch_sub(&batch[i]->conn->refs, 1, __ATOMIC_RELEASE);
-            free(batch[i]);
-        }
-        requests_done(s, n);
+    while (res) {
+        bool bench = pod_bench_has_work(s->bench, w->id);
+        if (bench) pod_bench_work(s->bench, w, worker_yield, s);
+        int n = dequeue_batch(s, w->id, batch, BATCH, !bench);
+        if (n < 0) break;
+        if (n > 0) run_batch(s, w, batch, n, res, &out);
     }
     pod_buf_free(&out);
     pod_result_free(res);
@@ -662,10 +704,12 @@ static int build_db(struct pod_server *s, pod_err *err)
                                .nhosts = c->nhosts,
                                .phantom_protection = c->engine.phantom_protection};
     if (!(s->db = pod_db_new(&o, msg, sizeof msg)) || pod_builtin_sys_init(s->db, msg, sizeof msg) ||
-        pod_builtin_kv_init(s->db, c, msg, sizeof msg) || pod_modules_load(s->db, c, msg, sizeof msg)) {
+        pod_builtin_kv_init(s->db, c, msg, sizeof msg) || pod_modules_load(s->db, c, msg, sizeof msg) ||
+        !(s->bench = pod_bench_new(s->db, c, s->host, msg, sizeof msg))) {
         pod_err_set(err, "%s", msg);
         return -1;
     }
+    pod_bench_set_waker(s->bench, wake_workers, s);
     return 0;
 }
 
@@ -830,6 +874,7 @@ int pod_server_main(const struct pod_config *c, int host)
         pod_err_set(&err, "%s", msg);
         goto out;
     }
+    pod_bench_autoload(s->bench);
     cxl_region_set_state(s->region, CXL_HOST_RUNNING);
     pod_info("serving on %s%s%s with %d worker%s", hc->socket_path, hc->tcp_port ? " and tcp " : "",
              hc->tcp_port ? "127.0.0.1" : "", hc->workers, hc->workers == 1 ? "" : "s");
@@ -837,7 +882,7 @@ int pod_server_main(const struct pod_config *c, int host)
     run_loop(s);
 
     pthread_mutex_lock(&s->q_lock);
-    s->q_stop = true;
+    __atomic_store_n(&s->q_stop, true, __ATOMIC_RELEASE);
     pthread_cond_broadcast(&s->q_cond);
     pthread_mutex_unlock(&s->q_lock);
     pod_workers_join(s->db);
@@ -861,6 +906,7 @@ out:
     if (s->evfd >= 0) close(s->evfd);
     if (s->epfd >= 0) close(s->epfd);
     if (s->spare_fd >= 0) close(s->spare_fd);
+    pod_bench_free(s->bench);
     if (s->db) pod_db_free(s->db);
     if (s->region) cxl_region_close(s->region);
     if (!rc) pod_info("stopped cleanly");

@@ -341,6 +341,19 @@ size_t tpcc_load_units(const struct tpcc *t, uint32_t w, struct tpcc_load_unit *
     return n;
 }
 
+uint64_t tpcc_load_rows(const struct tpcc_config *c)
+{
+    struct tpcc t = {.cfg = *c};
+    size_t n = tpcc_load_units(&t, 1, NULL, 0);
+    struct tpcc_load_unit *u = malloc(n * sizeof *u);
+    uint64_t rows = 0;
+    if (!u) return 0;
+    tpcc_load_units(&t, 1, u, n);
+    for (size_t i = 0; i < n; i++) rows += u[i].rows;
+    free(u);
+    return rows;
+}
+
 static void load_warehouse(struct pod_worker *wk, struct load_run *r, pod_result *res, uint32_t w)
 {
     size_t n = tpcc_load_units(r->t, w, NULL, 0);

@@ -264,6 +264,9 @@ struct tpcc_load_unit {
  * run in any order and in parallel). Fills at most max units of out (out may
  * be NULL) and returns how many there are. */
 size_t tpcc_load_units(const struct tpcc *t, uint32_t w, struct tpcc_load_unit *out, size_t max);
+/* The rows those units report for one warehouse (an order with its lines
+ * counts as 12: a progress measure, not an exact row count). */
+uint64_t tpcc_load_rows(const struct tpcc_config *c);
 
 /* ---- input generation (gen.c) ---------------------------------------------------- */
 
@@ -271,7 +274,7 @@ size_t tpcc_load_units(const struct tpcc *t, uint32_t w, struct tpcc_load_unit *
 struct tpcc_gen {
     struct tpcc_config cfg;
     uint32_t c_last, c_id, ol_i_id;
-    uint32_t id;              /* >= 1: makes HISTORY keys unique across generators */
+    uint32_t id;              /* 1..2^31-1: HISTORY keys are unique across generators */
     uint64_t hist_seq;
 };
 
