@@ -149,11 +149,13 @@ static void wake_workers(struct pod_bench *b)
     if (b->wake) b->wake(b->wake_arg);
 }
 
-/* The job's end (called once, by the worker that finished it). */
+/* The job's end (called once, by the worker that finished it). busy drops
+ * first: once the state says done a new job may be published, and its busy
+ * flag must not be overwritten. */
 static void job_finish(struct pod_bench *b, struct job *j, bool failed)
 {
-    __atomic_store_n(&j->state, failed ? JS_FAILED : JS_DONE, __ATOMIC_RELEASE);
     __atomic_store_n(&b->busy, 0, __ATOMIC_RELEASE);
+    __atomic_store_n(&j->state, failed ? JS_FAILED : JS_DONE, __ATOMIC_RELEASE);
 }
 
 static void job_fail(struct job *j, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
