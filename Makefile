@@ -132,8 +132,12 @@ run: deps
 	@$(MAKE) --no-print-directory all
 	@tools/run-demo
 
+# The figures of docs/benchmarks.md come from poddb-bench on the pod of
+# conf/bench.yaml; the exact commands are there.
 bench: all
-	@echo "poddb-bench arrives with the workload issue; see docs/benchmarks.md"
+	@echo "start the pod: build/bin/poddb-server --conf conf/bench.yaml --host 0 & (and --host 1)"
+	@echo "then e.g.:     build/bin/poddb-bench --conf conf/bench.yaml --workload tpcc --remote 0/0 --check"
+	@echo "docs/benchmarks.md has every command and figure; poddb-bench --help every option"
 
 clean:
 	rm -rf build

@@ -132,6 +132,22 @@ START_TEST(test_numa_8host_file)
 }
 END_TEST
 
+START_TEST(test_bench_file)
+{
+    struct pod_config cfg;
+    pod_err err = {{0}};
+    ck_assert_msg(pod_config_load(repo_file("conf/bench.yaml"), &cfg, &err) == 0, "%s", err.msg);
+    ck_assert_int_eq(cfg.nhosts, 2);
+    ck_assert(cfg.workloads.tpcc.enabled && cfg.workloads.ycsb.enabled &&
+              cfg.workloads.smallbank.enabled);
+    ck_assert_uint_eq(cfg.workloads.tpcc.warehouses, 2);
+    ck_assert_uint_eq(cfg.workloads.tpcc.items, 100000);
+    ck_assert_uint_eq(cfg.workloads.ycsb.tuples, 600000);
+    ck_assert(cfg.workloads.ycsb.theta == 0.7);
+    ck_assert_uint_eq(cfg.workloads.smallbank.accounts, 100000);
+}
+END_TEST
+
 START_TEST(test_devdax_file)
 {
     struct pod_config cfg;
@@ -1135,6 +1151,7 @@ static Suite *config_suite(void)
     tcase_add_test(files, test_default_pod_file);
     tcase_add_test(files, test_numa_8host_file);
     tcase_add_test(files, test_devdax_file);
+    tcase_add_test(files, test_bench_file);
     tcase_add_test(files, test_load_file_with_misspelt_key);
     tcase_add_test(files, test_load_file_with_duplicate_socket);
     tcase_add_test(files, test_load_minimal_file_defaults);
