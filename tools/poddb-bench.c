@@ -588,6 +588,9 @@ static void print_table(const struct outcome *x)
     for (int t = 0; t < bench_ntypes(x->wl); t++)
         printf("              %-28s %12.0f %10.1f %10.1f\n", bench_type_name(x->wl, t),
                per_s(x, m->commits[t]), per_s(x, m->user_aborts[t]), per_s(x, m->errors[t]));
+    printf("per second   ");
+    for (uint32_t i = 0; i < r->nsec && i < 20; i++) printf(" %" PRIu64, r->per_sec[i]);
+    printf("%s\n", r->nsec > 20 ? " ..." : "");
     printf("check         %s\n", x->check);
     if (x->check_text[0]) fputs(x->check_text, stdout);
     if (er) printf("first error   %s\n", r->first_error);
@@ -881,6 +884,7 @@ static int run_workload(struct opts *o, const struct pod_config *conf, enum benc
     }
     if (o->json) print_json(x);
     else print_table(x);
+    fflush(stdout);
     uint64_t errors = bench_tally_sum(x->r.all.errors);
     if (errors && !o->quiet)
         fprintf(stderr, "poddb-bench: WARNING: %" PRIu64 " call%s failed with an error (first: %s)\n",

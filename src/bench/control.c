@@ -187,7 +187,7 @@ int bench_pod_run(struct bench_pod *p, enum bench_wl wl, double duration_s, doub
         ids[h] = v && v->type == POD_T_I64 ? (uint64_t)v->u.i64 : 0;
         pod_reply_free(r);
     }
-    if (bench_pod_wait(p, ids, 1000, fn, arg)) return -1;
+    if (bench_pod_wait(p, ids, 200, fn, arg)) return -1;
     for (int h = 0; h < p->nhosts; h++) {
         pod_value id = pod_v_i64((int64_t)ids[h]);
         pod_reply *r = bench_pod_call(p, h, "bench.result", &id, 1);

@@ -49,7 +49,7 @@ int bench_pod_check(struct bench_pod *p, enum bench_wl wl, struct bench_check_re
 /* A new session number (bench.session on host 0), or 0 (p->err). */
 uint64_t bench_pod_session(struct bench_pod *p);
 
-/* Internal mode: bench.run on every host, wait (progress every second), and
+/* Internal mode: bench.run on every host, wait (progress every 200 ms), and
  * merge every host's result into *out (bench_run_result_init first). */
 int bench_pod_run(struct bench_pod *p, enum bench_wl wl, double duration_s, double warmup_s,
                   uint64_t session, const char *knobs, bench_progress_fn fn, void *arg,
