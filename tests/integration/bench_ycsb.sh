@@ -44,7 +44,9 @@ bpid=$!
 set -e
 on_exit "kill -KILL $bpid"
 for _ in $(seq 1 100); do grep -q 'committed/s' "$TMP/bench.err" && break; sleep 0.05; done
-"$CLI" --conf "$conf" --host 0 call test.corrupt_ycsb 17 3 >/dev/null
+# A client call is served during an internal run (2 s timeout).
+"$CLI" --conf "$conf" --host 0 -t 2000 call test.corrupt_ycsb 17 3 >/dev/null ||
+  fail "a client call during an internal run was not served"
 set +e
 wait $bpid
 rc=$?
