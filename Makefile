@@ -121,12 +121,14 @@ test: deps
 	@tests/run-tests --variant asan $(ASAN_TESTS) -- $(wildcard tests/integration/*.sh)
 
 # The server's threads are checked by running its integration test against
-# ThreadSanitizer builds of the programs.
+# ThreadSanitizer builds of the programs, and the benchmark scripts (the
+# workers' bench jobs next to their socket queue) the same way.
 TSAN_SERVER_TESTS := test_server
+TSAN_SCRIPTS := $(wildcard tests/integration/bench_*.sh)
 TSAN_BINS := $(patsubst tools/%.c,build/tsan/bin/%,$(BIN_SRCS))
 tsan: deps
-	@$(MAKE) --no-print-directory $(patsubst %,build/test/tsan/%,$(TSAN_TESTS) $(TSAN_SERVER_TESTS)) $(TSAN_BINS)
-	@PODDB_BIN=build/tsan/bin tests/run-tests --variant tsan $(patsubst %,build/test/tsan/%,$(TSAN_TESTS) $(TSAN_SERVER_TESTS)) --
+	@$(MAKE) --no-print-directory $(patsubst %,build/test/tsan/%,$(TSAN_TESTS) $(TSAN_SERVER_TESTS)) $(TSAN_BINS) $(TEST_MODULES)
+	@PODDB_BIN=build/tsan/bin tests/run-tests --variant tsan $(patsubst %,build/test/tsan/%,$(TSAN_TESTS) $(TSAN_SERVER_TESTS)) -- $(TSAN_SCRIPTS)
 
 run: deps
 	@$(MAKE) --no-print-directory all
