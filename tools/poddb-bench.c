@@ -32,9 +32,9 @@
 #include "util/json.h"
 
 static const char usage[] =
-    "usage: poddb-bench --conf FILE --workload tpcc|ycsb|smallbank [workload options]\n"
-    "                   --duration SECONDS [--warmup SECONDS] [--mode internal|client]\n"
-    "                   [--check] [--json]\n"
+    "usage: poddb-bench --conf FILE --workload tpcc|ycsb|smallbank [knobs]\n"
+    "                   --duration SECONDS [--warmup SECONDS]\n"
+    "                   [--mode internal|client] [--check] [--json]\n"
     "       poddb-bench --conf FILE --workload kv [kv options]\n"
     "\n"
     "Runs a benchmark on a running pod (start one poddb-server per host first) and\n"
