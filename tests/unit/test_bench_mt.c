@@ -13,7 +13,8 @@
  *    BENCH_MT_MS ms (default 600), bench.check holds (TPC-C conditions 1-4,
  *    YCSB counters = committed read-modify-writes, SmallBank audit moved by
  *    the committed nets), a second job while one runs is refused, and
- *    bench.result of another job is an error. */
+ *    bench.result of another job is an error; load_at_start loads when the
+ *    host starts. */
 #include <check.h>
 #include <inttypes.h>
 #include <stdio.h>
@@ -52,14 +53,22 @@ static const char base_yaml[] =
     "  ycsb: {tuples: 4000, partitions: 4, theta: 0.7}\n"
     "  smallbank: {accounts: 2000, partitions: 4}\n";
 
-static struct pod_config *config(void)
+/* The pod's config; with load_at_start, SmallBank is loaded when the host starts. */
+static struct pod_config *config_with(bool load_at_start)
 {
     static struct pod_config c;
+    char text[sizeof base_yaml + 64];
+    snprintf(text, sizeof text, "%s", base_yaml);
+    if (load_at_start) {
+        char *at = strstr(text, "partitions: 4}\n") + strlen("partitions: 4");
+        snprintf(at, sizeof text - (size_t)(at - text), ", load_at_start: true}\n");
+    }
     pod_err err = {{0}};
-    ck_assert_msg(pod_config_parse("bench.yaml", base_yaml, strlen(base_yaml), &c, &err) == 0, "%s",
-                  err.msg);
+    ck_assert_msg(pod_config_parse("bench.yaml", text, strlen(text), &c, &err) == 0, "%s", err.msg);
     return &c;
 }
+
+static struct pod_config *config(void) { return config_with(false); }
 
 /* ---- knobs ---------------------------------------------------------------------------- */
 
@@ -297,9 +306,8 @@ struct host {
     char msg[512];
 };
 
-static void host_start(struct host *h, int host_id)
+static void host_start_with(struct host *h, int host_id, const struct pod_config *c)
 {
-    const struct pod_config *c = config();
     struct pod_db_options o = {.nworkers = NWORKERS, .host_id = host_id, .nhosts = c->nhosts,
                                .phantom_protection = true};
     char err[256];
@@ -309,6 +317,8 @@ static void host_start(struct host *h, int host_id)
     h->res = pod_result_new();
     ck_assert_int_eq(pod_workers_start(h->db, NULL, 0, worker_loop, &h->loop, err, sizeof err), 0);
 }
+
+static void host_start(struct host *h, int host_id) { host_start_with(h, host_id, config()); }
 
 static void host_stop(struct host *h)
 {
@@ -502,6 +512,23 @@ START_TEST(host_smallbank)
 }
 END_TEST
 
+/* load_at_start: the server loads right after its workers start. */
+START_TEST(host_autoload)
+{
+    struct host h;
+    host_start_with(&h, 1, config_with(true));
+    pod_bench_autoload(h.loop.b);
+    struct bench_status s = wait_job(&h);
+    ck_assert_str_eq(s.job, "load");
+    ck_assert_str_eq(s.state, "done");
+    ck_assert_str_eq(s.wl[BENCH_SMALLBANK].state, "loaded");
+    ck_assert_str_eq(s.wl[BENCH_TPCC].state, "empty");
+    ck_assert_uint_eq(keys_in(h.db, "accounts", 1), 500);
+    check(&h, BENCH_SMALLBANK);
+    host_stop(&h);
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("bench");
@@ -515,6 +542,7 @@ int main(void)
     tcase_add_test(host, host_tpcc);
     tcase_add_test(host, host_ycsb);
     tcase_add_test(host, host_smallbank);
+    tcase_add_test(host, host_autoload);
     tcase_set_timeout(host, 300);
     suite_add_tcase(s, host);
     SRunner *sr = srunner_create(s);
