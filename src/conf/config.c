@@ -245,6 +245,42 @@ static int get_int(const struct ctx *c, const struct item *it, int min, int max,
     return 0;
 }
 
+/* A 64-bit integer in min..max. */
+static int get_i64(const struct ctx *c, const struct item *it, int64_t min, int64_t max,
+                   int64_t *out)
+{
+    if (want_plain_scalar(c, it) < 0) return -1;
+    const struct ynode *v = it->value;
+    int64_t n = 0;
+    switch (conf_parse_int(v->text, &n)) {
+    case CONF_INT_OK:
+        break;
+    case CONF_INT_SYNTAX:
+        return fail_node(c, v, it->path, "'%s' is not an integer (expected %s)", show(v).s,
+                         it->spec->expect);
+    case CONF_INT_LEADING_ZERO:
+        return fail_node(c, v, it->path,
+                         "'%s' has a leading zero (expected %s, written without leading zeros)",
+                         show(v).s, it->spec->expect);
+    case CONF_INT_OVERFLOW:
+        return fail_node(c, v, it->path, "%s is out of range (%lld..%lld)", show(v).s,
+                         (long long)min, (long long)max);
+    }
+    if (n < min || n > max)
+        return fail_node(c, v, it->path, "%s is out of range (%lld..%lld)", show(v).s,
+                         (long long)min, (long long)max);
+    *out = n;
+    return 0;
+}
+
+static int get_u32(const struct ctx *c, const struct item *it, int min, int max, uint32_t *out)
+{
+    int n;
+    if (get_int(c, it, min, max, &n) < 0) return -1;
+    *out = (uint32_t)n;
+    return 0;
+}
+
 static int get_bool(const struct ctx *c, const struct item *it, bool *out)
 {
     static const char *const yes[] = {"true", "yes", "on"}, *const no[] = {"false", "no", "off"};
@@ -334,6 +370,19 @@ static int get_fraction(const struct ctx *c, const struct item *it, double *out)
     return 0;
 }
 
+/* A Zipfian skew: a decimal number in [0, 1). */
+static int get_theta(const struct ctx *c, const struct item *it, double *out)
+{
+    if (want_plain_scalar(c, it) < 0) return -1;
+    if (conf_parse_fraction(it->value->text, out) < 0)
+        return fail_node(c, it->value, it->path, "'%s' is not a decimal number (expected %s)",
+                         show(it->value).s, it->spec->expect);
+    if (!(*out >= 0.0 && *out < 1.0))
+        return fail_node(c, it->value, it->path, "%s is out of range (expected %s)",
+                         show(it->value).s, it->spec->expect);
+    return 0;
+}
+
 /* Copies the path with every "{host}" replaced by host_index (or, when
  * host_index < 0, refuses "{host}"). Any other '{' in a host path is most
  * likely a misspelt placeholder, so it is refused too. */
@@ -410,7 +459,7 @@ static const char *const coherence_names[] = {
 #define NCOHERENCE ((int)(sizeof coherence_names / sizeof coherence_names[0]))
 
 enum { TOP_REGION, TOP_HOSTS, TOP_HOST_DEFAULTS, TOP_ENGINE, TOP_TABLES, TOP_MODULES,
-       TOP_NKEYS };
+       TOP_WORKLOADS, TOP_NKEYS };
 static const struct key_spec top_keys[TOP_NKEYS] = {
     [TOP_REGION] = {"region", true, "a mapping describing the shared memory region"},
     [TOP_HOSTS] = {"hosts", true, "a sequence of 1..16 host entries"},
@@ -420,6 +469,52 @@ static const struct key_spec top_keys[TOP_NKEYS] = {
                                      "value_size, partitions)"},
     [TOP_MODULES] = {"modules", false, "a sequence of paths of shared objects with stored "
                                        "procedures"},
+    [TOP_WORKLOADS] = {"workloads", false, "a mapping of benchmark workloads (tpcc, ycsb, "
+                                           "smallbank)"},
+};
+
+enum { W_TPCC, W_YCSB, W_SMALLBANK, W_NKEYS };
+static const struct key_spec workload_keys[W_NKEYS] = {
+    [W_TPCC] = {"tpcc", false, "a mapping of TPC-C settings (empty: every default)"},
+    [W_YCSB] = {"ycsb", false, "a mapping of YCSB settings (empty: every default)"},
+    [W_SMALLBANK] = {"smallbank", false, "a mapping of SmallBank settings (empty: every default)"},
+};
+
+#define PCT_EXPECT "an integer in 0..100 (percent)"
+#define THETA_EXPECT "a number in [0, 1), like 0.99"
+#define LOAD_EXPECT "true, false, yes, no, on or off"
+
+enum { TP_WAREHOUSES, TP_ITEMS, TP_CUSTOMERS, TP_REMOTE_NO, TP_REMOTE_PAY, TP_LOAD, TP_NKEYS };
+static const struct key_spec tpcc_keys[TP_NKEYS] = {
+    [TP_WAREHOUSES] = {"warehouses", false, "an integer in 1..10000"},
+    [TP_ITEMS] = {"items", false, "an integer in 1..1000000"},
+    [TP_CUSTOMERS] = {"customers_per_district", false, "an integer in 10..100000"},
+    [TP_REMOTE_NO] = {"remote_new_order_pct", false, PCT_EXPECT},
+    [TP_REMOTE_PAY] = {"remote_payment_pct", false, PCT_EXPECT},
+    [TP_LOAD] = {"load_at_start", false, LOAD_EXPECT},
+};
+
+enum { YC_TUPLES, YC_PARTITIONS, YC_READ_PCT, YC_THETA, YC_MP, YC_SCRAMBLE, YC_LOAD, YC_NKEYS };
+static const struct key_spec ycsb_keys[YC_NKEYS] = {
+    [YC_TUPLES] = {"tuples", false, "an integer in 10..1099511627776, at least 10 per partition"},
+    [YC_PARTITIONS] = {"partitions", false, "an integer in 1..4096"},
+    [YC_READ_PCT] = {"read_pct", false, PCT_EXPECT},
+    [YC_THETA] = {"theta", false, THETA_EXPECT},
+    [YC_MP] = {"multi_partition_pct", false, PCT_EXPECT},
+    [YC_SCRAMBLE] = {"scramble", false, "true, false, yes, no, on or off"},
+    [YC_LOAD] = {"load_at_start", false, LOAD_EXPECT},
+};
+
+enum { SB_ACCOUNTS, SB_PARTITIONS, SB_HOT, SB_HOT_PCT, SB_THETA, SB_REMOTE, SB_LOAD,
+       SB_NKEYS };
+static const struct key_spec smallbank_keys[SB_NKEYS] = {
+    [SB_ACCOUNTS] = {"accounts", false, "an integer in 2..1099511627776"},
+    [SB_PARTITIONS] = {"partitions", false, "an integer in 1..4096, at most the accounts"},
+    [SB_HOT] = {"hot_accounts", false, "an integer in 1..accounts"},
+    [SB_HOT_PCT] = {"hot_pct", false, PCT_EXPECT},
+    [SB_THETA] = {"theta", false, THETA_EXPECT},
+    [SB_REMOTE] = {"remote_pct", false, PCT_EXPECT},
+    [SB_LOAD] = {"load_at_start", false, LOAD_EXPECT},
 };
 
 enum { T_NAME, T_KEY_SIZE, T_VALUE_SIZE, T_PARTITIONS, T_NKEYS };
@@ -757,6 +852,119 @@ static int load_modules(const struct ctx *c, const struct item *section, struct 
     return 0;
 }
 
+/* ---- workloads ------------------------------------------------------------------- */
+
+/* The mapping of one workload: NULL or an empty value means every default. */
+static int read_workload(const struct ctx *c, const struct item *w, const char *prefix,
+                         const struct key_spec *specs, int n, struct item *it)
+{
+    init_items(it, specs, n, prefix);
+    if (is_null(w->value)) return 0;
+    return read_mapping(c, w->value, prefix, specs, n, it);
+}
+
+static int load_tpcc(const struct ctx *c, const struct item *w, int nhosts,
+                     struct pod_tpcc_conf *t)
+{
+    struct item it[TP_NKEYS];
+    if (read_workload(c, w, "workloads.tpcc", tpcc_keys, TP_NKEYS, it) < 0) return -1;
+    *t = (struct pod_tpcc_conf){.enabled = true, .warehouses = (uint32_t)nhosts, .items = 100000,
+                                .customers_per_district = 3000, .remote_new_order_pct = 10,
+                                .remote_payment_pct = 15};
+    if ((it[TP_WAREHOUSES].value &&
+         get_u32(c, &it[TP_WAREHOUSES], 1, 10000, &t->warehouses) < 0) ||
+        (it[TP_ITEMS].value && get_u32(c, &it[TP_ITEMS], 1, 1000000, &t->items) < 0) ||
+        (it[TP_CUSTOMERS].value &&
+         get_u32(c, &it[TP_CUSTOMERS], 10, 100000, &t->customers_per_district) < 0) ||
+        (it[TP_REMOTE_NO].value &&
+         get_u32(c, &it[TP_REMOTE_NO], 0, 100, &t->remote_new_order_pct) < 0) ||
+        (it[TP_REMOTE_PAY].value &&
+         get_u32(c, &it[TP_REMOTE_PAY], 0, 100, &t->remote_payment_pct) < 0) ||
+        (it[TP_LOAD].value && get_bool(c, &it[TP_LOAD], &t->load_at_start) < 0))
+        return -1;
+    return 0;
+}
+
+#define MAX_ROWS (1LL << 40)
+
+static int load_ycsb(const struct ctx *c, const struct item *w, int nhosts, struct pod_ycsb_conf *y)
+{
+    struct item it[YC_NKEYS];
+    int64_t n;
+    if (read_workload(c, w, "workloads.ycsb", ycsb_keys, YC_NKEYS, it) < 0) return -1;
+    *y = (struct pod_ycsb_conf){.enabled = true, .tuples = 1000000, .partitions = (uint32_t)nhosts,
+                                .read_pct = 50, .theta = 0.99, .multi_partition_pct = 10};
+    if (it[YC_TUPLES].value) {
+        if (get_i64(c, &it[YC_TUPLES], 10, MAX_ROWS, &n) < 0) return -1;
+        y->tuples = (uint64_t)n;
+    }
+    if ((it[YC_PARTITIONS].value && get_u32(c, &it[YC_PARTITIONS], 1, 4096, &y->partitions) < 0) ||
+        (it[YC_READ_PCT].value && get_u32(c, &it[YC_READ_PCT], 0, 100, &y->read_pct) < 0) ||
+        (it[YC_THETA].value && get_theta(c, &it[YC_THETA], &y->theta) < 0) ||
+        (it[YC_MP].value && get_u32(c, &it[YC_MP], 0, 100, &y->multi_partition_pct) < 0) ||
+        (it[YC_SCRAMBLE].value && get_bool(c, &it[YC_SCRAMBLE], &y->scramble) < 0) ||
+        (it[YC_LOAD].value && get_bool(c, &it[YC_LOAD], &y->load_at_start) < 0))
+        return -1;
+    /* A transaction picks 10 distinct keys in a partition. */
+    if (y->tuples / y->partitions < 10) {
+        const struct item *at = it[YC_TUPLES].value ? &it[YC_TUPLES] : &it[YC_PARTITIONS];
+        const struct ynode *where = at->value ? at->value : w->key;
+        return fail_node(c, where, at->value ? at->path : "workloads.ycsb.tuples",
+                         "%llu tuples in %u partitions are fewer than 10 per partition "
+                         "(expected at least %llu tuples)",
+                         (unsigned long long)y->tuples, y->partitions,
+                         10ULL * y->partitions);
+    }
+    return 0;
+}
+
+static int load_smallbank(const struct ctx *c, const struct item *w, int nhosts,
+                          struct pod_smallbank_conf *b)
+{
+    struct item it[SB_NKEYS];
+    int64_t n;
+    if (read_workload(c, w, "workloads.smallbank", smallbank_keys, SB_NKEYS, it) < 0) return -1;
+    *b = (struct pod_smallbank_conf){.enabled = true, .accounts = 100000,
+                                     .partitions = (uint32_t)nhosts, .hot_pct = 90};
+    if (it[SB_ACCOUNTS].value) {
+        if (get_i64(c, &it[SB_ACCOUNTS], 2, MAX_ROWS, &n) < 0) return -1;
+        b->accounts = (uint64_t)n;
+    }
+    if ((it[SB_PARTITIONS].value && get_u32(c, &it[SB_PARTITIONS], 1, 4096, &b->partitions) < 0) ||
+        (it[SB_HOT_PCT].value && get_u32(c, &it[SB_HOT_PCT], 0, 100, &b->hot_pct) < 0) ||
+        (it[SB_THETA].value && get_theta(c, &it[SB_THETA], &b->theta) < 0) ||
+        (it[SB_REMOTE].value && get_u32(c, &it[SB_REMOTE], 0, 100, &b->remote_pct) < 0) ||
+        (it[SB_LOAD].value && get_bool(c, &it[SB_LOAD], &b->load_at_start) < 0))
+        return -1;
+    b->hot_accounts = b->accounts * 4 / 100 ? b->accounts * 4 / 100 : 1;
+    if (it[SB_HOT].value) {
+        if (get_i64(c, &it[SB_HOT], 1, (int64_t)b->accounts, &n) < 0) return -1;
+        b->hot_accounts = (uint64_t)n;
+    }
+    if (b->partitions > b->accounts) {
+        const struct item *at = it[SB_PARTITIONS].value ? &it[SB_PARTITIONS] : &it[SB_ACCOUNTS];
+        const struct ynode *where = at->value ? at->value : w->key;
+        return fail_node(c, where, at->value ? at->path : "workloads.smallbank.accounts",
+                         "%u partitions for %llu accounts (expected at most one partition per "
+                         "account)", b->partitions, (unsigned long long)b->accounts);
+    }
+    return 0;
+}
+
+static int load_workloads(const struct ctx *c, const struct item *section, struct pod_config *cfg)
+{
+    struct item it[W_NKEYS];
+    if (!section->value || is_null(section->value)) return 0;
+    if (read_mapping(c, section->value, "workloads", workload_keys, W_NKEYS, it) < 0) return -1;
+    struct pod_workloads_conf *w = &cfg->workloads;
+    if (it[W_TPCC].key && load_tpcc(c, &it[W_TPCC], cfg->nhosts, &w->tpcc) < 0) return -1;
+    if (it[W_YCSB].key && load_ycsb(c, &it[W_YCSB], cfg->nhosts, &w->ycsb) < 0) return -1;
+    if (it[W_SMALLBANK].key &&
+        load_smallbank(c, &it[W_SMALLBANK], cfg->nhosts, &w->smallbank) < 0)
+        return -1;
+    return 0;
+}
+
 static int load_config(const struct ctx *c, const struct ynode *root, struct pod_config *cfg)
 {
     char keys[128];
@@ -777,7 +985,8 @@ static int load_config(const struct ctx *c, const struct ynode *root, struct pod
         load_hosts(c, &top[TOP_HOSTS], &top[TOP_HOST_DEFAULTS], cfg) < 0 ||
         load_engine(c, &top[TOP_ENGINE], cfg) < 0 ||
         load_tables(c, &top[TOP_TABLES], cfg) < 0 ||
-        load_modules(c, &top[TOP_MODULES], cfg) < 0)
+        load_modules(c, &top[TOP_MODULES], cfg) < 0 ||
+        load_workloads(c, &top[TOP_WORKLOADS], cfg) < 0)
         return -1;
     return 0;
 }

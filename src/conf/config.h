@@ -50,6 +50,45 @@ struct pod_kv_table_conf {
     uint32_t partitions;           /* 1..4096, default the number of hosts */
 };
 
+/* Benchmark workloads (`workloads:`; docs/configuration.md): every server of
+ * the pod creates the same tables and procedures at start, and partition p is
+ * owned by host p % hosts. The data shape (counts, partitions) is fixed by the
+ * config; the run knobs are defaults that poddb-bench may override per run. */
+struct pod_tpcc_conf {
+    bool enabled, load_at_start;
+    uint32_t warehouses;             /* one partition each; default: the number of hosts */
+    uint32_t items;                  /* default 100000 (the spec) */
+    uint32_t customers_per_district; /* default 3000 (the spec); also the initial orders */
+    uint32_t remote_new_order_pct;   /* run knob, default 10 */
+    uint32_t remote_payment_pct;     /* run knob, default 15 */
+};
+
+struct pod_ycsb_conf {
+    bool enabled, load_at_start;
+    uint64_t tuples;                 /* default 1000000 */
+    uint32_t partitions;             /* default: the number of hosts */
+    uint32_t read_pct;               /* run knob, default 50 */
+    double theta;                    /* run knob: Zipfian skew in [0, 1), default 0.99 */
+    uint32_t multi_partition_pct;    /* run knob, default 10 */
+    bool scramble;                   /* run knob, default false */
+};
+
+struct pod_smallbank_conf {
+    bool enabled, load_at_start;
+    uint64_t accounts;               /* default 100000 */
+    uint32_t partitions;             /* default: the number of hosts */
+    uint64_t hot_accounts;           /* run knob: default 4% of the accounts (at least 1) */
+    uint32_t hot_pct;                /* run knob, default 90 */
+    double theta;                    /* run knob: 0 (default) the hot set, else Zipfian skew */
+    uint32_t remote_pct;             /* run knob, default 0 */
+};
+
+struct pod_workloads_conf {
+    struct pod_tpcc_conf tpcc;
+    struct pod_ycsb_conf ycsb;
+    struct pod_smallbank_conf smallbank;
+};
+
 struct pod_config {
     char source[POD_PATH_MAX];     /* file the config came from (for messages) */
 
@@ -78,6 +117,8 @@ struct pod_config {
         uint64_t checkpoint_after; /* log bytes between checkpoints; 0 = never; default 256 MiB */
         bool reply_before_durable; /* replies before their epoch is durable: NOT durable */
     } engine;
+
+    struct pod_workloads_conf workloads;
 };
 
 /* Parse and validate `path`. On failure returns -1 and sets err to

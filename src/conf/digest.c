@@ -15,7 +15,7 @@
 #define FNV64_PRIME 0x100000001b3ULL
 
 /* Bump when the serialization changes, so old and new builds never agree by accident. */
-#define DIGEST_FORMAT "poddb-config-digest-v1"
+#define DIGEST_FORMAT "poddb-config-digest-v2"
 
 static void put_bytes(uint64_t *h, const void *data, size_t n)
 {
@@ -85,6 +85,46 @@ static void put_host(uint64_t *h, const struct pod_host_conf *host)
     put_i64(h, host->tcp_port);
 }
 
+/* Only enabled workloads enter (a disabled one has no values). */
+static void put_workloads(uint64_t *h, const struct pod_workloads_conf *w)
+{
+    const struct pod_tpcc_conf *t = &w->tpcc;
+    const struct pod_ycsb_conf *y = &w->ycsb;
+    const struct pod_smallbank_conf *b = &w->smallbank;
+    put_field(h, "workloads.tpcc");
+    put_u64(h, t->enabled);
+    if (t->enabled) {
+        put_u64(h, t->warehouses);
+        put_u64(h, t->items);
+        put_u64(h, t->customers_per_district);
+        put_u64(h, t->remote_new_order_pct);
+        put_u64(h, t->remote_payment_pct);
+        put_u64(h, t->load_at_start);
+    }
+    put_field(h, "workloads.ycsb");
+    put_u64(h, y->enabled);
+    if (y->enabled) {
+        put_u64(h, y->tuples);
+        put_u64(h, y->partitions);
+        put_u64(h, y->read_pct);
+        put_double(h, y->theta);
+        put_u64(h, y->multi_partition_pct);
+        put_u64(h, y->scramble);
+        put_u64(h, y->load_at_start);
+    }
+    put_field(h, "workloads.smallbank");
+    put_u64(h, b->enabled);
+    if (b->enabled) {
+        put_u64(h, b->accounts);
+        put_u64(h, b->partitions);
+        put_u64(h, b->hot_accounts);
+        put_u64(h, b->hot_pct);
+        put_double(h, b->theta);
+        put_u64(h, b->remote_pct);
+        put_u64(h, b->load_at_start);
+    }
+}
+
 uint64_t pod_config_digest(const struct pod_config *c)
 {
     uint64_t h = FNV64_OFFSET;
@@ -137,5 +177,6 @@ uint64_t pod_config_digest(const struct pod_config *c)
     put_i64(&h, nmodules);
     for (int i = 0; i < nmodules; i++) put_str(&h, c->modules[i], sizeof c->modules[i]);
 
+    put_workloads(&h, &c->workloads);
     return avalanche(h);
 }

@@ -46,6 +46,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "bench/host.h"
 #include "cxl/region.h"
 #include "engine/result.h"
 #include "engine/worker.h"
@@ -126,6 +127,7 @@ struct pod_server {
     struct held_queue *held;    /* [workers] */
     int durable_fd;             /* eventfd rung by the epoch thread */
     struct pod_host *pod;       /* NULL in a pod of one host */
+    struct pod_bench *bench;    /* the workloads and bench.* procedures (src/bench/host.h) */
     int epfd, evfd, sigfd, unix_fd, tcp_fd;
     char unix_path[sizeof(((struct sockaddr_un *)0)->sun_path)];
     struct conn *conns;
@@ -446,22 +448,29 @@ static void enqueue(struct pod_server *s, struct request *r)
     pthread_mutex_unlock(&s->q_lock);
 }
 
-/* Take up to max queued calls (waiting while there are none). 0 = stop.
+/* Take up to max queued calls for worker w. With block, wait while there
+ * are none, the worker has no bench work and the server is not stopping.
+ * Returns the number taken; 0 when there are none (without block, or bench
+ * work arrived); -1 once the server stops and the queue is empty.
  * In a pod an idle worker keeps serving its host's inbox: it sleeps at most
  * IDLE_POLL_US at a time, so another host's request waits about that long
  * for an idle host (a busy one serves it between transactions). */
 #define IDLE_POLL_US 50
-static int dequeue_batch(struct pod_server *s, struct pod_worker *w, struct request **out, int max)
+static int dequeue_batch(struct pod_server *s, struct pod_worker *w, struct request **out, int max,
+                         bool block)
 {
     bool pod = s->db->pod != NULL;
     /* Spin briefly before sleeping: a call arriving within ~20 us is taken
      * without a futex wake-up (the common case under load). */
-    for (int i = 0; i < 2000 && !__atomic_load_n(&s->q_head, __ATOMIC_ACQUIRE); i++) {
+    for (int i = 0; block && i < 2000 && !__atomic_load_n(&s->q_head, __ATOMIC_ACQUIRE); i++) {
         if (pod && (i & 63) == 0) pod_serve(w, 16);
         pod_cpu_relax();
     }
+    if (!block && !__atomic_load_n(&s->q_head, __ATOMIC_ACQUIRE) &&
+        !__atomic_load_n(&s->q_stop, __ATOMIC_ACQUIRE))
+        return 0;
     pthread_mutex_lock(&s->q_lock);
-    while (!s->q_head && !s->q_stop) {
+    while (block && !s->q_head && !s->q_stop && !pod_bench_has_work(s->bench, w->id)) {
         /* About to sleep: hand the log buffer over and publish idle, or the
          * durable epoch (and the replies held for it, maybe our own) would
          * wait for this worker's next commit. Here, under the queue lock,
@@ -484,6 +493,10 @@ static int dequeue_batch(struct pod_server *s, struct pod_worker *w, struct requ
         pod_between(w);
         pthread_mutex_lock(&s->q_lock);
     }
+    if (!s->q_head && s->q_stop) {
+        pthread_mutex_unlock(&s->q_lock);
+        return -1;
+    }
     int n = 0;
     while (s->q_head && n < max) {
         struct request *r = s->q_head;
@@ -501,6 +514,23 @@ static void requests_done(struct pod_server *s, int n)
 {
     pthread_mutex_lock(&s->q_lock);
     s->q_running -= n;
+    pthread_mutex_unlock(&s->q_lock);
+}
+
+/* For bench work (pod_bench_work): stop when calls wait or the server stops. */
+static bool worker_yield(void *arg)
+{
+    struct pod_server *s = arg;
+    return __atomic_load_n(&s->q_head, __ATOMIC_ACQUIRE) ||
+           __atomic_load_n(&s->q_stop, __ATOMIC_ACQUIRE);
+}
+
+/* A bench job started: wake the workers sleeping in dequeue_batch. */
+static void wake_workers(void *arg)
+{
+    struct pod_server *s = arg;
+    pthread_mutex_lock(&s->q_lock);
+    pthread_cond_broadcast(&s->q_cond);
     pthread_mutex_unlock(&s->q_lock);
 }
 
@@ -543,78 +573,91 @@ static uint64_t reply_epoch(struct pod_server *s, struct pod_worker *w, int rc)
     return rc >= 0 ? log_last_commit_epoch(s->db, w->id) : log_host_epoch(s->log);
 }
 
+/* Run a batch of calls and hand their replies to the connections (or hold
+ * them until their epoch is durable). */
+static void run_batch(struct pod_server *s, struct pod_worker *w, struct request **batch, int n,
+                      pod_result *res, struct pod_buf *out)
+{
+    char msg[512];
+    bool held[BATCH];
+    struct held_reply *hhead = NULL, *htail = NULL;
+    size_t nheld = 0;
+    for (int i = 0; i < n; i++) {
+        struct request *r = batch[i];
+        pod_args args = {r->nargs, r->args};
+        int rc = pod_call(w, r->proc, &args, res, msg, sizeof msg);
+        out->len = 0;
+        if (pod_proto_encode_reply(out, r->id, rc, rc < 0 ? msg : "", rc < 0 ? NULL : res)) {
+            out->len = 0;
+            snprintf(msg, sizeof msg, "%s: the result does not fit a %u-byte frame",
+                     s->db->procs[r->proc].name, POD_PROTO_MAX_FRAME);
+            pod_proto_encode_reply(out, r->id, POD_E_INVALID, msg, NULL);
+        }
+        held[i] = false;
+        if (s->hold_replies && !(r->flags & POD_CALL_EARLY_REPLY)) {
+            uint64_t e = reply_epoch(s, w, rc);
+            struct held_reply *h;
+            if (e >= log_host_persisted(s->log) && (h = malloc(sizeof *h + out->len))) {
+                h->next = NULL;
+                h->conn = r->conn;
+                h->epoch = e;
+                h->len = out->len;
+                memcpy(h->frame, out->p, out->len);
+                if (htail) htail->next = h;
+                else hhead = h;
+                htail = h;
+                nheld++;
+                held[i] = true;
+                continue;
+            }
+            /* Already durable (or no memory to hold it: then wait here,
+             * idle, so that our own records can become durable). */
+            if (e >= log_host_persisted(s->log)) log_worker_idle_hook(s->db, w->id);
+            while (e >= log_host_persisted(s->log)) {
+                struct timespec nap = {0, 100000};
+                nanosleep(&nap, NULL);
+            }
+        }
+        conn_reply(r->conn, out, true);
+    }
+    if (hhead) {
+        struct held_queue *q = &s->held[w->id];
+        pthread_mutex_lock(&q->lock);
+        if (q->tail) q->tail->next = hhead;
+        else q->head = hhead;
+        q->tail = htail;
+        q->len += nheld;
+        pthread_mutex_unlock(&q->lock);
+    }
+    /* Flush each connection once, then drop the calls' references (a held
+     * reply keeps its call's reference until it is released). */
+    for (int i = 0; i < n; i++) {
+        if (held[i]) continue;
+        bool first = true;
+        for (int j = 0; j < i && first; j++) first = held[j] || batch[j]->conn != batch[i]->conn;
+        if (first) worker_flush(s, batch[i]->conn);
+    }
+    for (int i = 0; i < n; i++) {
+        if (!held[i]) __atomic_fetch_sub(&batch[i]->conn->refs, 1, __ATOMIC_RELEASE);
+        free(batch[i]);
+    }
+    requests_done(s, n);
+}
+
+/* Calls from the socket first; bench work (a load, run or check job of
+ * src/bench/host.c) in between, which yields as soon as calls are queued. */
 static void worker_body(struct pod_worker *w, void *arg)
 {
     struct pod_server *s = arg;
     pod_result *res = pod_result_new();
     struct pod_buf out = {0};
-    char msg[512];
     struct request *batch[BATCH];
-    bool held[BATCH];
-    int n;
-    while (res && (n = dequeue_batch(s, w, batch, BATCH)) > 0) {
-        struct held_reply *hhead = NULL, *htail = NULL;
-        size_t nheld = 0;
-        for (int i = 0; i < n; i++) {
-            struct request *r = batch[i];
-            pod_args args = {r->nargs, r->args};
-            int rc = pod_call(w, r->proc, &args, res, msg, sizeof msg);
-            out.len = 0;
-            if (pod_proto_encode_reply(&out, r->id, rc, rc < 0 ? msg : "", rc < 0 ? NULL : res)) {
-                out.len = 0;
-                snprintf(msg, sizeof msg, "%s: the result does not fit a %u-byte frame",
-                         s->db->procs[r->proc].name, POD_PROTO_MAX_FRAME);
-                pod_proto_encode_reply(&out, r->id, POD_E_INVALID, msg, NULL);
-            }
-            held[i] = false;
-            if (s->hold_replies && !(r->flags & POD_CALL_EARLY_REPLY)) {
-                uint64_t e = reply_epoch(s, w, rc);
-                struct held_reply *h;
-                if (e >= log_host_persisted(s->log) && (h = malloc(sizeof *h + out.len))) {
-                    h->next = NULL;
-                    h->conn = r->conn;
-                    h->epoch = e;
-                    h->len = out.len;
-                    memcpy(h->frame, out.p, out.len);
-                    if (htail) htail->next = h;
-                    else hhead = h;
-                    htail = h;
-                    nheld++;
-                    held[i] = true;
-                    continue;
-                }
-                /* Already durable (or no memory to hold it: then wait here,
-                 * idle, so that our own records can become durable). */
-                if (e >= log_host_persisted(s->log)) log_worker_idle_hook(s->db, w->id);
-                while (e >= log_host_persisted(s->log)) {
-                    struct timespec nap = {0, 100000};
-                    nanosleep(&nap, NULL);
-                }
-            }
-            conn_reply(r->conn, &out, true);
-        }
-        if (hhead) {
-            struct held_queue *q = &s->held[w->id];
-            pthread_mutex_lock(&q->lock);
-            if (q->tail) q->tail->next = hhead;
-            else q->head = hhead;
-            q->tail = htail;
-            q->len += nheld;
-            pthread_mutex_unlock(&q->lock);
-        }
-        /* Flush each connection once, then drop the calls' references (a held
-         * reply keeps its call's reference until it is released). */
-        for (int i = 0; i < n; i++) {
-            if (held[i]) continue;
-            bool first = true;
-            for (int j = 0; j < i && first; j++) first = held[j] || batch[j]->conn != batch[i]->conn;
-            if (first) worker_flush(s, batch[i]->conn);
-        }
-        for (int i = 0; i < n; i++) {
-            if (!held[i]) __atomic_fetch_sub(&batch[i]->conn->refs, 1, __ATOMIC_RELEASE);
-            free(batch[i]);
-        }
-        requests_done(s, n);
+    while (res) {
+        bool bench = pod_bench_has_work(s->bench, w->id);
+        if (bench) pod_bench_work(s->bench, w, worker_yield, s);
+        int n = dequeue_batch(s, w, batch, BATCH, !bench);
+        if (n < 0) break;
+        if (n > 0) run_batch(s, w, batch, n, res, &out);
     }
     pod_buf_free(&out);
     pod_result_free(res);
@@ -865,10 +908,12 @@ static int build_db(struct pod_server *s, pod_err *err)
                                .nhosts = c->nhosts,
                                .phantom_protection = c->engine.phantom_protection};
     if (!(s->db = pod_db_new(&o, msg, sizeof msg)) || pod_builtin_sys_init(s->db, msg, sizeof msg) ||
-        pod_builtin_kv_init(s->db, c, msg, sizeof msg) || pod_modules_load(s->db, c, msg, sizeof msg)) {
+        pod_builtin_kv_init(s->db, c, msg, sizeof msg) || pod_modules_load(s->db, c, msg, sizeof msg) ||
+        !(s->bench = pod_bench_new(s->db, c, s->host, msg, sizeof msg))) {
         pod_err_set(err, "%s", msg);
         return -1;
     }
+    pod_bench_set_waker(s->bench, wake_workers, s);
     /* Every table exists: join the pod (other hosts reach our partitions
      * through CXL memory from now on). */
     if (c->nhosts > 1 && !(s->pod = pod_host_attach(s->db, s->region, c, err))) return -1;
@@ -1094,6 +1139,7 @@ int pod_server_main(const struct pod_config *c, int host)
         pod_err_set(&err, "%s", msg);
         goto out;
     }
+    pod_bench_autoload(s->bench);
     cxl_region_set_state(s->region, CXL_HOST_RUNNING);
     pod_info("serving on %s%s%s with %d worker%s", hc->socket_path, hc->tcp_port ? " and tcp " : "",
              hc->tcp_port ? "127.0.0.1" : "", hc->workers, hc->workers == 1 ? "" : "s");
@@ -1101,7 +1147,7 @@ int pod_server_main(const struct pod_config *c, int host)
     run_loop(s);
 
     pthread_mutex_lock(&s->q_lock);
-    s->q_stop = true;
+    __atomic_store_n(&s->q_stop, true, __ATOMIC_RELEASE);
     pthread_cond_broadcast(&s->q_cond);
     pthread_mutex_unlock(&s->q_lock);
     pod_workers_join(s->db);
@@ -1126,6 +1172,7 @@ out:
     if (s->evfd >= 0) close(s->evfd);
     if (s->epfd >= 0) close(s->epfd);
     if (s->spare_fd >= 0) close(s->spare_fd);
+    pod_bench_free(s->bench);
     drop_held(s);
     log_host_free(s->log); /* stops the loggers: everything logged is synced */
     if (s->durable_fd >= 0) close(s->durable_fd);

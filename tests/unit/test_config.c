@@ -132,6 +132,22 @@ START_TEST(test_numa_8host_file)
 }
 END_TEST
 
+START_TEST(test_bench_file)
+{
+    struct pod_config cfg;
+    pod_err err = {{0}};
+    ck_assert_msg(pod_config_load(repo_file("conf/bench.yaml"), &cfg, &err) == 0, "%s", err.msg);
+    ck_assert_int_eq(cfg.nhosts, 2);
+    ck_assert(cfg.workloads.tpcc.enabled && cfg.workloads.ycsb.enabled &&
+              cfg.workloads.smallbank.enabled);
+    ck_assert_uint_eq(cfg.workloads.tpcc.warehouses, 2);
+    ck_assert_uint_eq(cfg.workloads.tpcc.items, 100000);
+    ck_assert_uint_eq(cfg.workloads.ycsb.tuples, 600000);
+    ck_assert(cfg.workloads.ycsb.theta == 0.7);
+    ck_assert_uint_eq(cfg.workloads.smallbank.accounts, 100000);
+}
+END_TEST
+
 START_TEST(test_devdax_file)
 {
     struct pod_config cfg;
@@ -490,6 +506,141 @@ START_TEST(test_digest_sees_every_field)
 }
 END_TEST
 
+/* ---- workloads ------------------------------------------------------------------ */
+
+START_TEST(test_workloads_every_key)
+{
+    const struct pod_config *c = parse_ok(
+        REGION_OK HOSTS_OK
+        "workloads:\n"
+        "  tpcc:\n"
+        "    warehouses: 8\n"
+        "    items: 1000\n"
+        "    customers_per_district: 90\n"
+        "    remote_new_order_pct: 60\n"
+        "    remote_payment_pct: 90\n"
+        "    load_at_start: true\n"
+        "  ycsb: {tuples: 20000, partitions: 4, read_pct: 95, theta: 0.7, "
+        "multi_partition_pct: 100, scramble: yes, load_at_start: no}\n"
+        "  smallbank:\n"
+        "    accounts: 10000\n"
+        "    partitions: 3\n"
+        "    hot_accounts: 100\n"
+        "    hot_pct: 50\n"
+        "    theta: .5\n"
+        "    remote_pct: 7\n");
+    const struct pod_tpcc_conf *t = &c->workloads.tpcc;
+    ck_assert(t->enabled && t->load_at_start);
+    ck_assert_uint_eq(t->warehouses, 8);
+    ck_assert_uint_eq(t->items, 1000);
+    ck_assert_uint_eq(t->customers_per_district, 90);
+    ck_assert_uint_eq(t->remote_new_order_pct, 60);
+    ck_assert_uint_eq(t->remote_payment_pct, 90);
+    const struct pod_ycsb_conf *y = &c->workloads.ycsb;
+    ck_assert(y->enabled && !y->load_at_start && y->scramble);
+    ck_assert_uint_eq(y->tuples, 20000);
+    ck_assert_uint_eq(y->partitions, 4);
+    ck_assert_uint_eq(y->read_pct, 95);
+    ck_assert(y->theta == 0.7);
+    ck_assert_uint_eq(y->multi_partition_pct, 100);
+    const struct pod_smallbank_conf *b = &c->workloads.smallbank;
+    ck_assert(b->enabled && !b->load_at_start);
+    ck_assert_uint_eq(b->accounts, 10000);
+    ck_assert_uint_eq(b->partitions, 3);
+    ck_assert_uint_eq(b->hot_accounts, 100);
+    ck_assert_uint_eq(b->hot_pct, 50);
+    ck_assert(b->theta == 0.5);
+    ck_assert_uint_eq(b->remote_pct, 7);
+}
+END_TEST
+
+START_TEST(test_workloads_defaults)
+{
+    /* Absent: nothing enabled. */
+    const struct pod_config *c = parse_ok(REGION_OK DEFAULTS_OK "hosts:\n  - {}\n  - {}\n");
+    ck_assert(!c->workloads.tpcc.enabled && !c->workloads.ycsb.enabled &&
+              !c->workloads.smallbank.enabled);
+    /* Named with no value or {}: every default; partitions follow the hosts. */
+    c = parse_ok(REGION_OK DEFAULTS_OK "hosts:\n  - {}\n  - {}\n"
+                 "workloads:\n  tpcc:\n  ycsb: {}\n  smallbank: ~\n");
+    const struct pod_tpcc_conf *t = &c->workloads.tpcc;
+    ck_assert(t->enabled && !t->load_at_start);
+    ck_assert_uint_eq(t->warehouses, 2);
+    ck_assert_uint_eq(t->items, 100000);
+    ck_assert_uint_eq(t->customers_per_district, 3000);
+    ck_assert_uint_eq(t->remote_new_order_pct, 10);
+    ck_assert_uint_eq(t->remote_payment_pct, 15);
+    const struct pod_ycsb_conf *y = &c->workloads.ycsb;
+    ck_assert(y->enabled && !y->scramble);
+    ck_assert_uint_eq(y->tuples, 1000000);
+    ck_assert_uint_eq(y->partitions, 2);
+    ck_assert_uint_eq(y->read_pct, 50);
+    ck_assert(y->theta == 0.99);
+    ck_assert_uint_eq(y->multi_partition_pct, 10);
+    const struct pod_smallbank_conf *b = &c->workloads.smallbank;
+    ck_assert(b->enabled);
+    ck_assert_uint_eq(b->accounts, 100000);
+    ck_assert_uint_eq(b->partitions, 2);
+    ck_assert_uint_eq(b->hot_accounts, 4000);
+    ck_assert_uint_eq(b->hot_pct, 90);
+    ck_assert(b->theta == 0.0);
+    ck_assert_uint_eq(b->remote_pct, 0);
+    /* An empty section is allowed like the others. */
+    c = parse_ok(REGION_OK HOSTS_OK "workloads:\n");
+    ck_assert(!c->workloads.tpcc.enabled);
+}
+END_TEST
+
+#define WL_DIGEST_BASE                                                                     \
+    REGION_OK DEFAULTS_OK "hosts:\n  - {}\n  - {}\n"                                       \
+    "workloads:\n"                                                                         \
+    "  tpcc: {warehouses: 4, items: 1000, customers_per_district: 90}\n"                   \
+    "  ycsb: {tuples: 20000, theta: 0.7}\n"                                                \
+    "  smallbank: {accounts: 1000, hot_accounts: 40}\n"
+
+START_TEST(test_workloads_digest)
+{
+    uint64_t base = digest_of(WL_DIGEST_BASE);
+    /* Defaults written out do not change it. */
+    ck_assert_uint_eq(base, digest_of(REGION_OK DEFAULTS_OK "hosts:\n  - {}\n  - {}\n"
+                                      "workloads:\n"
+                                      "  smallbank: {accounts: 1000, partitions: 2, hot_pct: 90}\n"
+                                      "  ycsb: {tuples: 20000, theta: .70, read_pct: 50}\n"
+                                      "  tpcc:\n    warehouses: 4\n    items: 1000\n"
+                                      "    customers_per_district: 90\n"
+                                      "    remote_payment_pct: 15\n"));
+    static const struct {
+        const char *from, *to;
+    } changes[] = {
+        {"warehouses: 4", "warehouses: 5"},
+        {"items: 1000", "items: 1001"},
+        {"customers_per_district: 90", "customers_per_district: 91"},
+        {"warehouses: 4", "warehouses: 4, remote_new_order_pct: 11"},
+        {"warehouses: 4", "warehouses: 4, remote_payment_pct: 16"},
+        {"warehouses: 4", "warehouses: 4, load_at_start: true"},
+        {"tuples: 20000", "tuples: 20001"},
+        {"tuples: 20000", "tuples: 20000, partitions: 3"},
+        {"tuples: 20000", "tuples: 20000, read_pct: 95"},
+        {"theta: 0.7", "theta: 0.99"},
+        {"tuples: 20000", "tuples: 20000, multi_partition_pct: 0"},
+        {"tuples: 20000", "tuples: 20000, scramble: true"},
+        {"accounts: 1000", "accounts: 1001"},
+        {"accounts: 1000", "accounts: 1000, partitions: 1"},
+        {"hot_accounts: 40", "hot_accounts: 41"},
+        {"accounts: 1000", "accounts: 1000, hot_pct: 80"},
+        {"accounts: 1000", "accounts: 1000, theta: 0.5"},
+        {"accounts: 1000", "accounts: 1000, remote_pct: 1"},
+        {"  smallbank: {accounts: 1000, hot_accounts: 40}\n", ""},
+    };
+    char text[2048];
+    for (size_t i = 0; i < sizeof changes / sizeof changes[0]; i++) {
+        replace_once(text, sizeof text, WL_DIGEST_BASE, changes[i].from, changes[i].to);
+        ck_assert_msg(digest_of(text) != base, "changing '%s' to '%s' kept the digest",
+                      changes[i].from, changes[i].to);
+    }
+}
+END_TEST
+
 /* ---- pod_parse_size and pod_parse_cpu_list ----------------------------------------- */
 
 START_TEST(test_parse_size)
@@ -584,7 +735,7 @@ static const struct bad_case {
      "numa_node, simulate_noncoherent)"},
     {"misspelt section", REGION_OK HOSTS_OK "engnie:\n  epoch_ms: 5\n",
      "10:1: engnie: unknown key (expected one of: region, hosts, host_defaults, engine, tables, "
-     "modules)"},
+     "modules, workloads)"},
     {"misspelt host key",
      REGION_OK "hosts:\n  - workers: 2\n    sockt: /tmp/s\n    log_dir: /tmp/l\n",
      "8:5: hosts[0].sockt: unknown key (expected one of: workers, loggers, cpus, socket, "
@@ -660,7 +811,42 @@ static const struct bad_case {
      "11:13: hosts[0].socket: is a mapping"},
     {"non-scalar key", REGION_OK HOSTS_OK "? [a, b]\n: c\n",
      "10:3: a key is a sequence (expected a name, one of: region, hosts, host_defaults, "
-     "engine, tables, modules)"},
+     "engine, tables, modules, workloads)"},
+
+    /* workloads */
+    {"unknown workload", REGION_OK HOSTS_OK "workloads:\n  tpc-c: {}\n",
+     "11:3: workloads.tpc-c: unknown key (expected one of: tpcc, ycsb, smallbank)"},
+    {"misspelt tpcc key", REGION_OK HOSTS_OK "workloads:\n  tpcc:\n    warehouse: 4\n",
+     "12:5: workloads.tpcc.warehouse: unknown key (expected one of: warehouses, items, "
+     "customers_per_district, remote_new_order_pct, remote_payment_pct, load_at_start)"},
+    {"workloads is a sequence", REGION_OK HOSTS_OK "workloads:\n  - tpcc\n",
+     "11:3: workloads: is a sequence (expected a mapping with keys: tpcc, ycsb, smallbank)"},
+    {"workload twice", REGION_OK HOSTS_OK "workloads:\n  tpcc: {}\n  tpcc: {}\n",
+     "12:3: workloads.tpcc: duplicate key (first at line 11"},
+    {"tpcc is a scalar", REGION_OK HOSTS_OK "workloads:\n  tpcc: yes\n",
+     "11:9: workloads.tpcc: is a scalar (expected a mapping with keys: warehouses"},
+    {"remote share over 100", REGION_OK HOSTS_OK "workloads:\n  tpcc: {remote_payment_pct: 101}\n",
+     "11:30: workloads.tpcc.remote_payment_pct: 101 is out of range (0..100)"},
+    {"no warehouses", REGION_OK HOSTS_OK "workloads:\n  tpcc:\n    warehouses: 0\n",
+     "12:17: workloads.tpcc.warehouses: 0 is out of range (1..10000)"},
+    {"theta 1", REGION_OK HOSTS_OK "workloads:\n  ycsb:\n    theta: 1\n",
+     "12:12: workloads.ycsb.theta: 1 is out of range (expected a number in [0, 1)"},
+    {"negative theta", REGION_OK HOSTS_OK "workloads:\n  ycsb:\n    theta: -0.5\n",
+     "12:12: workloads.ycsb.theta: '-0.5' is not a decimal number"},
+    {"quoted tuples", REGION_OK HOSTS_OK "workloads:\n  ycsb:\n    tuples: '100'\n",
+     "12:13: workloads.ycsb.tuples: '100' is quoted"},
+    {"too few tuples", REGION_OK HOSTS_OK "workloads:\n  ycsb:\n    tuples: 15\n    partitions: 2\n",
+     "12:13: workloads.ycsb.tuples: 15 tuples in 2 partitions are fewer than 10 per partition"},
+    {"tuples too large", REGION_OK HOSTS_OK "workloads:\n  ycsb:\n    tuples: 99999999999999999999\n",
+     "12:13: workloads.ycsb.tuples: 99999999999999999999 is out of range (10..1099511627776)"},
+    {"more partitions than accounts", REGION_OK HOSTS_OK
+     "workloads:\n  smallbank:\n    accounts: 4\n    partitions: 5\n",
+     "13:17: workloads.smallbank.partitions: 5 partitions for 4 accounts"},
+    {"hot set larger than the accounts", REGION_OK HOSTS_OK
+     "workloads:\n  smallbank:\n    accounts: 100\n    hot_accounts: 101\n",
+     "13:19: workloads.smallbank.hot_accounts: 101 is out of range (1..100)"},
+    {"bad load_at_start", REGION_OK HOSTS_OK "workloads:\n  smallbank: {load_at_start: 2}\n",
+     "11:30: workloads.smallbank.load_at_start: '2' is not a boolean"},
 
     /* missing required keys: the position of the mapping, the key's path */
     {"no region.kind",
@@ -830,7 +1016,7 @@ static const struct bad_case {
 
     /* YAML itself */
     {"empty text", "", "1:1: the configuration is empty (expected a mapping with sections: "
-                       "region, hosts, host_defaults, engine, tables, modules)"},
+                       "region, hosts, host_defaults, engine, tables, modules, workloads)"},
     {"only comments", "# nothing here\n\n   \n", "1:1: the configuration is empty"},
     {"null document", "---\n~\n", "2:1: the configuration is empty"},
     {"top level sequence", "- region\n- hosts\n", "1:1: the top level is a sequence"},
@@ -889,7 +1075,7 @@ START_TEST(test_raw_nul_byte)
     ck_assert_int_eq(pod_config_parse("t.yaml", NULL, 0, &cfg, &err), -1);
     ck_assert_str_eq(err.msg, "t.yaml:1:1: the configuration is empty (expected a mapping with "
                               "sections: region, hosts, host_defaults, engine, tables, "
-                              "modules)");
+                              "modules, workloads)");
     expect_error("", "1:1: the configuration is empty");
     ck_assert_int_eq(pod_config_parse("t.yaml", "a: 1", 4, &cfg, NULL), -1); /* err may be NULL */
 }
@@ -973,6 +1159,7 @@ static Suite *config_suite(void)
     tcase_add_test(files, test_default_pod_file);
     tcase_add_test(files, test_numa_8host_file);
     tcase_add_test(files, test_devdax_file);
+    tcase_add_test(files, test_bench_file);
     tcase_add_test(files, test_load_file_with_misspelt_key);
     tcase_add_test(files, test_load_file_with_duplicate_socket);
     tcase_add_test(files, test_load_minimal_file_defaults);
@@ -987,10 +1174,13 @@ static Suite *config_suite(void)
     tcase_add_test(good, test_booleans_and_enums);
     tcase_add_test(good, test_kind_and_coherence_names);
     tcase_add_test(good, test_size_limits);
+    tcase_add_test(good, test_workloads_every_key);
+    tcase_add_test(good, test_workloads_defaults);
     suite_add_tcase(s, good);
 
     TCase *digest = tcase_create("digest");
     tcase_add_test(digest, test_digest_ignores_text_form);
+    tcase_add_test(digest, test_workloads_digest);
     tcase_add_loop_test(digest, test_digest_sees_every_field, 0,
                         (int)(sizeof digest_changes / sizeof digest_changes[0]));
     suite_add_tcase(s, digest);

@@ -354,6 +354,9 @@ static const struct {
     {"sys.tables", 0, 1}, {"sys.log", 0, 1},   {"sys.pod", 0, 1},   {"kv.get", 2, 1},
     {"kv.put", 3, 0},     {"kv.insert", 3, 0},  {"kv.delete", 2, 0}, {"kv.scan", -1, 1},
     {"kv.multi", -1, 0},
+    /* the benchmark driver's (src/bench/host.c), on every server */
+    {"bench.session", 0, 1}, {"bench.load", 1, 1}, {"bench.run", 5, 1}, {"bench.check", 1, 1},
+    {"bench.status", 0, 1},  {"bench.result", 1, 1},
 };
 #define NPROCS (int)(sizeof expected_procs / sizeof expected_procs[0])
 

@@ -12,6 +12,7 @@
 #include "engine/result.h"
 #include "engine/worker.h"
 #include "workloads/common/range.h"
+#include "workloads/ycsb/ycsb.h"
 #include "util/clock.h"
 
 #define ARG(i) (a->v[(i)].u.i64)
@@ -243,6 +244,28 @@ static int p_audit(pod_txn *tx, const pod_args *a, pod_result *res, void *ctx)
     return POD_OK;
 }
 
+/* smallbank.audit_partition(p): the same for one partition. */
+static int p_audit_partition(pod_txn *tx, const pod_args *a, pod_result *res, void *ctx)
+{
+    struct smallbank *s = ctx;
+    if (ARG(0) < 0 || ARG(0) >= s->cfg.nparts)
+        return pod_txn_fail(tx, POD_E_INVALID, "smallbank.audit_partition: no partition %" PRId64,
+                            ARG(0));
+    uint32_t p = (uint32_t)ARG(0);
+    struct audit_acc acc = {0, 0};
+    uint64_t first = sb_part_first(p, s->cfg.accounts, s->cfg.nparts);
+    uint64_t end = sb_part_first(p + 1, s->cfg.accounts, s->cfg.nparts);
+    for (int t = SB_SAVINGS; t <= SB_CHECKING && end > first; t++) {
+        unsigned char lo[SB_KEY_SIZE], hi[SB_KEY_SIZE];
+        pod_key_u64(lo, first);
+        pod_key_u64(hi, end - 1);
+        POD_TRY(pod_scan(tx, s->t[t], lo, hi, 0, 0, audit_visit, &acc));
+    }
+    pod_result_i64(res, acc.total);
+    pod_result_i64(res, (int64_t)acc.rows);
+    return POD_OK;
+}
+
 static int ins(pod_txn *tx, pod_table *t, const unsigned char *k, const void *tuple)
 {
     int rc = pod_insert(tx, t, k, tuple);
@@ -341,6 +364,8 @@ int sb_register(pod_db *db, const struct sb_config *cfg, char *err, size_t errle
     if ((s->proc_audit = pod_proc_register(db, &audit, err, errlen)) < 0) return -1;
     pod_proc_def load = {"smallbank.load", p_load, s, 2, i64s, false};
     if ((s->proc_load = pod_proc_register(db, &load, err, errlen)) < 0) return -1;
+    pod_proc_def audit_p = {"smallbank.audit_partition", p_audit_partition, s, 1, i64s, true};
+    if ((s->proc_audit_partition = pod_proc_register(db, &audit_p, err, errlen)) < 0) return -1;
     return 0;
 }
 
@@ -405,6 +430,43 @@ int sb_audit(pod_db *db, int64_t *total, char *err, size_t errlen)
     return ret;
 }
 
+int sb_audit_partition(pod_db *db, struct pod_worker *wk, uint32_t p, int64_t *total,
+                       uint64_t *rows, char *err, size_t errlen)
+{
+    struct smallbank *s = sb_get(db);
+    if (!s) {
+        snprintf(err, errlen, "sb_audit: sb_register first");
+        return -1;
+    }
+    pod_result *res = pod_result_new();
+    if (!res) {
+        snprintf(err, errlen, "out of memory");
+        return -1;
+    }
+    pod_value v[1] = {pod_v_i64(p)};
+    pod_args args = {1, v};
+    char msg[200];
+    int rc;
+    if (wk) {
+        rc = pod_call(wk, s->proc_audit_partition, &args, res, msg, sizeof msg);
+    } else {
+        struct pod_worker *a = pod_admin_begin(db);
+        rc = pod_call(a, s->proc_audit_partition, &args, res, msg, sizeof msg);
+        pod_admin_end(db);
+    }
+    pod_value t, n;
+    int ret = 0;
+    if (rc < 0 || pod_result_get(res, 0, 0, &t) || pod_result_get(res, 0, 1, &n)) {
+        snprintf(err, errlen, "smallbank.audit_partition(%u): %s: %s", p, pod_status_name(rc), msg);
+        ret = -1;
+    } else {
+        *total = t.u.i64;
+        *rows = (uint64_t)n.u.i64;
+    }
+    pod_result_free(res);
+    return ret;
+}
+
 /* ---- input generation ---------------------------------------------------------------------------- */
 
 uint64_t sb_pick_account(const struct sb_config *c, uint64_t *rng)
@@ -416,19 +478,22 @@ uint64_t sb_pick_account(const struct sb_config *c, uint64_t *rng)
     return below(rng, c->accounts);
 }
 
-void sb_next_call(const struct sb_config *c, uint64_t *rng, struct sb_call *out)
+/* The mix: Balance 15, DepositChecking 15, TransactSavings 15, Amalgamate 15,
+ * WriteCheck 25, SendPayment 15. */
+static enum sb_txn draw_txn(uint64_t *rng)
 {
-    memset(out, 0, sizeof *out);
     uint64_t x = below(rng, 100);
-    out->txn = x < 15   ? SB_BALANCE
-               : x < 30 ? SB_DEPOSIT_CHECKING
-               : x < 45 ? SB_TRANSACT_SAVINGS
-               : x < 60 ? SB_AMALGAMATE
-               : x < 85 ? SB_WRITE_CHECK
-                        : SB_SEND_PAYMENT;
-    uint64_t a0 = sb_pick_account(c, rng), a1 = a0;
-    if (out->txn == SB_AMALGAMATE || out->txn == SB_SEND_PAYMENT)
-        while (a1 == a0) a1 = sb_pick_account(c, rng);
+    return x < 15   ? SB_BALANCE
+           : x < 30 ? SB_DEPOSIT_CHECKING
+           : x < 45 ? SB_TRANSACT_SAVINGS
+           : x < 60 ? SB_AMALGAMATE
+           : x < 85 ? SB_WRITE_CHECK
+                    : SB_SEND_PAYMENT;
+}
+
+/* The arguments of out->txn for accounts a0 (and a1). */
+static void fill_args(struct sb_call *out, uint64_t *rng, uint64_t a0, uint64_t a1)
+{
     out->args[0] = pod_v_i64((int64_t)a0);
     switch (out->txn) {
     case SB_BALANCE:
@@ -455,4 +520,79 @@ void sb_next_call(const struct sb_config *c, uint64_t *rng, struct sb_call *out)
     default:
         break;
     }
+}
+
+void sb_next_call(const struct sb_config *c, uint64_t *rng, struct sb_call *out)
+{
+    memset(out, 0, sizeof *out);
+    out->txn = draw_txn(rng);
+    uint64_t a0 = sb_pick_account(c, rng), a1 = a0;
+    if (out->txn == SB_AMALGAMATE || out->txn == SB_SEND_PAYMENT)
+        while (a1 == a0) a1 = sb_pick_account(c, rng);
+    fill_args(out, rng, a0, a1);
+}
+
+/* ---- partition-local generation (the benchmark driver) ----------------------------------- */
+
+void sb_gen_init(struct sb_gen *g, const struct sb_config *cfg, double theta, uint32_t remote_pct)
+{
+    memset(g, 0, sizeof *g);
+    g->cfg = *cfg;
+    g->theta = theta;
+    g->remote_pct = remote_pct;
+    if (theta > 0) {
+        uint64_t maxsize = 0;
+        for (uint32_t p = 0; p < cfg->nparts; p++) {
+            uint64_t n = sb_part_first(p + 1, cfg->accounts, cfg->nparts) -
+                         sb_part_first(p, cfg->accounts, cfg->nparts);
+            if (n > maxsize) maxsize = n;
+        }
+        ycsb_zipf_init(&g->zipf, maxsize, theta);
+    }
+}
+
+uint64_t sb_pick_in_partition(const struct sb_gen *g, uint64_t *rng, uint32_t p)
+{
+    const struct sb_config *c = &g->cfg;
+    uint64_t first = sb_part_first(p, c->accounts, c->nparts);
+    uint64_t size = sb_part_first(p + 1, c->accounts, c->nparts) - first;
+    if (size <= 1) return first;
+    if (g->theta > 0) {
+        for (;;) {
+            uint64_t r = ycsb_zipf_next(&g->zipf, rng);
+            if (r < size) return first + r; /* only the largest partitions have the last rank */
+        }
+    }
+    if (below(rng, 100) < c->hot_pct) {
+        /* The partition's share of the hot set, spread over its ids. */
+        uint64_t hot = (uint64_t)((unsigned __int128)c->hot * size / c->accounts);
+        if (!hot) hot = 1;
+        return first + (uint64_t)((unsigned __int128)below(rng, hot) * size / hot);
+    }
+    return first + below(rng, size);
+}
+
+void sb_next_call_home(const struct sb_gen *g, uint64_t *rng, uint32_t home, struct sb_call *out)
+{
+    const struct sb_config *c = &g->cfg;
+    home %= c->nparts;
+    memset(out, 0, sizeof *out);
+    out->txn = draw_txn(rng);
+    uint64_t a0 = sb_pick_in_partition(g, rng, home), a1 = a0;
+    if (out->txn == SB_AMALGAMATE || out->txn == SB_SEND_PAYMENT) {
+        uint32_t p1 = home;
+        if (c->nparts > 1 && below(rng, 100) < g->remote_pct) {
+            p1 = (uint32_t)below(rng, c->nparts - 1);
+            if (p1 >= home) p1++;
+            out->remote = true;
+        }
+        /* A partition of one account has no second account: take a neighbour's. */
+        if (p1 == home && sb_part_first(home + 1, c->accounts, c->nparts) -
+                                  sb_part_first(home, c->accounts, c->nparts) < 2) {
+            p1 = (home + 1) % c->nparts;
+            out->remote = p1 != home;
+        }
+        while (a1 == a0) a1 = sb_pick_in_partition(g, rng, p1);
+    }
+    fill_args(out, rng, a0, a1);
 }

@@ -13,6 +13,7 @@
 #include <stdint.h>
 
 #include "poddb/proc.h"
+#include "workloads/ycsb/ycsb.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -72,6 +73,7 @@ extern const char *const sb_txn_names[SB_NTXNS]; /* "smallbank.balance", ... */
  *                                               id0's checking < amount; net 0
  * smallbank.audit            ()                 read-only: total of all savings and
  *                                               checking (one i64), then the row count
+ * smallbank.audit_partition (p)                the same for partition p only
  * smallbank.load             (from, to)         accounts from..to-1
  * An unknown account id is POD_USER_ABORT (as a failed name lookup). */
 
@@ -79,7 +81,7 @@ struct smallbank {
     struct sb_config cfg;
     pod_table *t[SB_NTABLES];
     int proc[SB_NTXNS];
-    int proc_audit, proc_load;
+    int proc_audit, proc_load, proc_audit_partition;
 };
 
 int sb_register(pod_db *db, const struct sb_config *cfg, char *err, size_t errlen);
@@ -91,6 +93,11 @@ typedef void (*sb_progress_fn)(uint64_t accounts_loaded, void *arg);
 int sb_load(pod_db *db, sb_progress_fn progress, void *progress_arg, char *err, size_t errlen);
 /* smallbank.audit through the admin worker (no workers may run). 0 or -1. */
 int sb_audit(pod_db *db, int64_t *total, char *err, size_t errlen);
+/* smallbank.audit_partition(p) through wk (a worker on the calling thread,
+ * outside any transaction; NULL: the admin worker): total and balance rows. */
+struct pod_worker;
+int sb_audit_partition(pod_db *db, struct pod_worker *wk, uint32_t p, int64_t *total,
+                       uint64_t *rows, char *err, size_t errlen);
 /* The initial balance of an account in one table (what the loader writes). */
 int64_t sb_initial_balance(const struct sb_config *c, enum sb_table_id t, uint64_t id);
 
@@ -100,6 +107,7 @@ struct sb_call {
     enum sb_txn txn;
     int nargs;
     pod_value args[3];
+    bool remote;              /* sb_next_call_home: the second account is in another partition */
 };
 
 uint64_t sb_rand(uint64_t *rng);
@@ -109,6 +117,25 @@ uint64_t sb_pick_account(const struct sb_config *c, uint64_t *rng);
 /* The next transaction of the mix Balance 15, DepositChecking 15,
  * TransactSavings 15, Amalgamate 15, WriteCheck 25, SendPayment 15. */
 void sb_next_call(const struct sb_config *c, uint64_t *rng, struct sb_call *out);
+
+/* Partition-local generation (the benchmark driver): a terminal has a home
+ * partition; every account is picked in it, except that remote_pct% of the
+ * Amalgamate/SendPayment calls take the second account from one other
+ * partition. theta 0: the hot set of the config, scaled to the partition
+ * (its share of `hot` spread over its ids); theta > 0: Zipfian with that skew
+ * over the partition's ids (rank r is the r-th id), the generator of
+ * workloads/ycsb. */
+struct sb_gen {
+    struct sb_config cfg;
+    double theta;
+    uint32_t remote_pct;
+    struct ycsb_zipf zipf;    /* theta > 0: over the largest partition's size */
+};
+
+/* O(accounts / nparts) when theta > 0 (zeta); the result may be copied. */
+void sb_gen_init(struct sb_gen *g, const struct sb_config *cfg, double theta, uint32_t remote_pct);
+uint64_t sb_pick_in_partition(const struct sb_gen *g, uint64_t *rng, uint32_t p);
+void sb_next_call_home(const struct sb_gen *g, uint64_t *rng, uint32_t home, struct sb_call *out);
 
 #ifdef __cplusplus
 }

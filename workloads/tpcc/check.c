@@ -199,16 +199,117 @@ static int64_t val(const pod_result *res, int row, int col)
 
 #define LINES_CHUNK 256 /* orders per check_lines transaction */
 
-static int call(pod_db *db, int proc, const int64_t *iv, int n, pod_result *res, char *msg,
-                size_t msglen)
+/* Through the worker of the caller's thread, or the admin worker (wk NULL). */
+static int call(pod_db *db, struct pod_worker *wk, int proc, const int64_t *iv, int n,
+                pod_result *res, char *msg, size_t msglen)
 {
     pod_value v[4];
     for (int i = 0; i < n; i++) v[i] = pod_v_i64(iv[i]);
     pod_args args = {n, v};
+    if (wk) return pod_call(wk, proc, &args, res, msg, msglen);
     struct pod_worker *a = pod_admin_begin(db);
     int rc = pod_call(a, proc, &args, res, msg, msglen);
     pod_admin_end(db);
     return rc;
+}
+
+/* Conditions 1-4 of warehouse w; failures are added to r. */
+static void check_one(pod_db *db, struct pod_worker *wk, const struct tpcc *t, uint32_t w,
+                      pod_result *res, struct report *r)
+{
+    int64_t v[4] = {w, 0, 0, 0};
+    char msg[200];
+    if (call(db, wk, t->check_proc[C_YTD], v, 1, res, msg, sizeof msg) < 0) {
+        say(r, "warehouse %u: %s: %s\n", w, check_names[C_YTD], msg);
+        r->failures++;
+        return;
+    }
+    int64_t w_ytd = val(res, 0, 0), sum_d_ytd = 0, d_ytd[TPCC_DISTRICTS + 1] = {0};
+    int64_t hist[TPCC_DISTRICTS + 1] = {0};
+    for (int d = 1; d <= TPCC_DISTRICTS; d++) sum_d_ytd += d_ytd[d] = val(res, 0, d);
+    for (int d = 1; d <= TPCC_DISTRICTS; d++) {
+        v[1] = d;
+        if (call(db, wk, t->check_proc[C_DISTRICT], v, 2, res, msg, sizeof msg) < 0) {
+            say(r, "warehouse %u district %d: %s: %s\n", w, d, check_names[C_DISTRICT], msg);
+            r->failures++;
+            continue;
+        }
+        int64_t next = val(res, 0, 0), max_o = val(res, 0, 1), nno = val(res, 0, 2);
+        int64_t min_no = val(res, 0, 3), max_no = val(res, 0, 4);
+        hist[d] = val(res, 0, 5);
+        if (next - 1 != max_o || (nno > 0 && max_no != max_o)) {
+            say(r, "condition 2 fails: warehouse %u district %d: D_NEXT_O_ID - 1 = %" PRId64
+                ", max(O_ID) = %" PRId64 ", max(NO_O_ID) = %" PRId64 "\n",
+                w, d, next - 1, max_o, nno > 0 ? max_no : -1);
+            r->failures++;
+        }
+        if (nno > 0 && max_no - min_no + 1 != nno) {
+            say(r, "condition 3 fails: warehouse %u district %d: max(NO_O_ID) - min(NO_O_ID) + 1 = %" PRId64
+                ", NEW_ORDER rows = %" PRId64 "\n", w, d, max_no - min_no + 1, nno);
+            r->failures++;
+        }
+        int64_t sum_ol = 0, nol = 0;
+        bool ok = true;
+        for (int64_t from = 1; from <= max_o; from += LINES_CHUNK) {
+            int64_t lv[4] = {w, d, from, from + LINES_CHUNK - 1};
+            if (call(db, wk, t->check_proc[C_LINES], lv, 4, res, msg, sizeof msg) < 0) {
+                say(r, "warehouse %u district %d: %s: %s\n", w, d, check_names[C_LINES], msg);
+                r->failures++;
+                ok = false;
+                break;
+            }
+            sum_ol += val(res, 0, 1);
+            nol += val(res, 0, 2);
+        }
+        if (ok && sum_ol != nol) {
+            say(r, "condition 4 fails: warehouse %u district %d: sum(O_OL_CNT) = %" PRId64
+                ", ORDER_LINE rows = %" PRId64 "\n", w, d, sum_ol, nol);
+            r->failures++;
+        }
+    }
+    if (w_ytd != sum_d_ytd) {
+        /* Condition 1 is per warehouse; the district(s) to blame are those
+         * whose D_YTD differs from the sum of their HISTORY amounts (each
+         * payment adds the same amount to W_YTD, D_YTD and a HISTORY row;
+         * exact when no transactions run). */
+        int named = 0;
+        for (int d = 1; d <= TPCC_DISTRICTS; d++) {
+            if (d_ytd[d] == hist[d]) continue;
+            say(r, "condition 1 fails: warehouse %u district %d: W_YTD = %" PRId64
+                ", sum(D_YTD) = %" PRId64 "; this district's D_YTD = %" PRId64
+                " is off by %" PRId64 " from its HISTORY\n",
+                w, d, w_ytd, sum_d_ytd, d_ytd[d], d_ytd[d] - hist[d]);
+            named++;
+        }
+        if (!named)
+            say(r, "condition 1 fails: warehouse %u district ?: W_YTD = %" PRId64
+                ", sum(D_YTD) = %" PRId64 "\n", w, w_ytd, sum_d_ytd);
+        r->failures++;
+    }
+}
+
+int tpcc_check_warehouse(pod_db *db, struct pod_worker *wk, uint32_t w, char *report,
+                         size_t reportlen)
+{
+    struct report r = {report, reportlen, 0, 0};
+    if (report && reportlen) report[0] = 0;
+    struct tpcc *t = tpcc_get(db);
+    if (!t) {
+        say(&r, "tpcc_check: tpcc_register first\n");
+        return 1;
+    }
+    if (w < 1 || w > t->cfg.warehouses) {
+        say(&r, "tpcc_check: no warehouse %u\n", w);
+        return 1;
+    }
+    pod_result *res = pod_result_new();
+    if (!res) {
+        say(&r, "tpcc_check: out of memory\n");
+        return 1;
+    }
+    check_one(db, wk, t, w, res, &r);
+    pod_result_free(res);
+    return r.failures;
 }
 
 int tpcc_check(pod_db *db, const struct tpcc_config *cfg, char *report, size_t reportlen)
@@ -226,77 +327,7 @@ int tpcc_check(pod_db *db, const struct tpcc_config *cfg, char *report, size_t r
         say(&r, "tpcc_check: out of memory\n");
         return -1;
     }
-    for (uint32_t w = 1; w <= nw; w++) {
-        int64_t v[4] = {w, 0, 0, 0};
-        char msg[200];
-        if (call(db, t->check_proc[C_YTD], v, 1, res, msg, sizeof msg) < 0) {
-            say(&r, "warehouse %u: %s: %s\n", w, check_names[C_YTD], msg);
-            r.failures++;
-            continue;
-        }
-        int64_t w_ytd = val(res, 0, 0), sum_d_ytd = 0, d_ytd[TPCC_DISTRICTS + 1] = {0};
-        int64_t hist[TPCC_DISTRICTS + 1] = {0};
-        for (int d = 1; d <= TPCC_DISTRICTS; d++) sum_d_ytd += d_ytd[d] = val(res, 0, d);
-        for (int d = 1; d <= TPCC_DISTRICTS; d++) {
-            v[1] = d;
-            if (call(db, t->check_proc[C_DISTRICT], v, 2, res, msg, sizeof msg) < 0) {
-                say(&r, "warehouse %u district %d: %s: %s\n", w, d, check_names[C_DISTRICT], msg);
-                r.failures++;
-                continue;
-            }
-            int64_t next = val(res, 0, 0), max_o = val(res, 0, 1), nno = val(res, 0, 2);
-            int64_t min_no = val(res, 0, 3), max_no = val(res, 0, 4);
-            hist[d] = val(res, 0, 5);
-            if (next - 1 != max_o || (nno > 0 && max_no != max_o)) {
-                say(&r, "condition 2 fails: warehouse %u district %d: D_NEXT_O_ID - 1 = %" PRId64
-                    ", max(O_ID) = %" PRId64 ", max(NO_O_ID) = %" PRId64 "\n",
-                    w, d, next - 1, max_o, nno > 0 ? max_no : -1);
-                r.failures++;
-            }
-            if (nno > 0 && max_no - min_no + 1 != nno) {
-                say(&r, "condition 3 fails: warehouse %u district %d: max(NO_O_ID) - min(NO_O_ID) + 1 = %" PRId64
-                    ", NEW_ORDER rows = %" PRId64 "\n", w, d, max_no - min_no + 1, nno);
-                r.failures++;
-            }
-            int64_t sum_ol = 0, nol = 0;
-            bool ok = true;
-            for (int64_t from = 1; from <= max_o; from += LINES_CHUNK) {
-                int64_t lv[4] = {w, d, from, from + LINES_CHUNK - 1};
-                if (call(db, t->check_proc[C_LINES], lv, 4, res, msg, sizeof msg) < 0) {
-                    say(&r, "warehouse %u district %d: %s: %s\n", w, d, check_names[C_LINES], msg);
-                    r.failures++;
-                    ok = false;
-                    break;
-                }
-                sum_ol += val(res, 0, 1);
-                nol += val(res, 0, 2);
-            }
-            if (ok && sum_ol != nol) {
-                say(&r, "condition 4 fails: warehouse %u district %d: sum(O_OL_CNT) = %" PRId64
-                    ", ORDER_LINE rows = %" PRId64 "\n", w, d, sum_ol, nol);
-                r.failures++;
-            }
-        }
-        if (w_ytd != sum_d_ytd) {
-            /* Condition 1 is per warehouse; the district(s) to blame are those
-             * whose D_YTD differs from the sum of their HISTORY amounts (each
-             * payment adds the same amount to W_YTD, D_YTD and a HISTORY row;
-             * exact when no transactions run). */
-            int named = 0;
-            for (int d = 1; d <= TPCC_DISTRICTS; d++) {
-                if (d_ytd[d] == hist[d]) continue;
-                say(&r, "condition 1 fails: warehouse %u district %d: W_YTD = %" PRId64
-                    ", sum(D_YTD) = %" PRId64 "; this district's D_YTD = %" PRId64
-                    " is off by %" PRId64 " from its HISTORY\n",
-                    w, d, w_ytd, sum_d_ytd, d_ytd[d], d_ytd[d] - hist[d]);
-                named++;
-            }
-            if (!named)
-                say(&r, "condition 1 fails: warehouse %u district ?: W_YTD = %" PRId64
-                    ", sum(D_YTD) = %" PRId64 "\n", w, w_ytd, sum_d_ytd);
-            r.failures++;
-        }
-    }
+    for (uint32_t w = 1; w <= nw; w++) check_one(db, NULL, t, w, res, &r);
     pod_result_free(res);
     return r.failures ? -1 : 0;
 }

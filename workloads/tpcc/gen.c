@@ -141,7 +141,7 @@ void tpcc_make_call(struct tpcc_gen *g, uint64_t *rng, uint32_t w, enum tpcc_txn
         out->args[4] = pod_v_i64(by_name ? 0 : pick_customer(g, rng));
         out->args[5] = pod_v_i64(by_name ? pick_last(g, rng) : 0);
         out->args[6] = pod_v_i64(tpcc_uniform(rng, 100, 500000)); /* 1.00 .. 5000.00 */
-        out->args[7] = pod_v_i64((int64_t)(((uint64_t)g->id << 40) | ++g->hist_seq));
+        out->args[7] = pod_v_i64((int64_t)(((uint64_t)g->id << 32) | (uint32_t)++g->hist_seq));
         break;
     }
     case TPCC_ORDER_STATUS: {

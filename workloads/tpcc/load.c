@@ -278,21 +278,21 @@ struct load_run {
     char err[256];          /* the first failure, under lock */
 };
 
-static int load_call(struct pod_worker *w, struct load_run *r, pod_result *res, int which,
-                     const int64_t *v, int n, uint64_t rows)
+static int load_call(struct pod_worker *w, struct load_run *r, pod_result *res,
+                     const struct tpcc_load_unit *u)
 {
     pod_value vals[4];
-    for (int i = 0; i < n; i++) vals[i] = pod_v_i64(v[i]);
-    pod_args args = {n, vals};
+    for (int i = 0; i < u->nargs; i++) vals[i] = pod_v_i64(u->args[i]);
+    pod_args args = {u->nargs, vals};
     char msg[200];
-    int rc = pod_call(w, r->t->load_proc[which], &args, res, msg, sizeof msg);
+    int rc = pod_call(w, u->proc, &args, res, msg, sizeof msg);
     pthread_mutex_lock(&r->lock);
     if (rc < 0) {
         if (!__atomic_exchange_n(&r->failed, 1, __ATOMIC_ACQ_REL))
-            snprintf(r->err, sizeof r->err, "%s: %s: %s", load_names[which], pod_status_name(rc),
-                     msg);
+            snprintf(r->err, sizeof r->err, "%s: %s: %s", w->db->procs[u->proc].name,
+                     pod_status_name(rc), msg);
     } else {
-        r->rows += rows;
+        r->rows += u->rows;
         if (r->progress) r->progress(r->rows, r->progress_arg);
     }
     pthread_mutex_unlock(&r->lock);
@@ -301,32 +301,74 @@ static int load_call(struct pod_worker *w, struct load_run *r, pod_result *res, 
 
 static bool load_failed(struct load_run *r) { return __atomic_load_n(&r->failed, __ATOMIC_ACQUIRE); }
 
-static void load_warehouse(struct pod_worker *wk, struct load_run *r, pod_result *res, uint32_t w)
+static void unit(struct tpcc_load_unit *out, size_t max, size_t *n, int proc, int nargs,
+                 const int64_t *args, uint64_t rows)
 {
-    const struct tpcc_config *c = &r->t->cfg;
+    if (out && *n < max) {
+        out[*n] = (struct tpcc_load_unit){.proc = proc, .nargs = nargs, .rows = rows};
+        for (int i = 0; i < nargs; i++) out[*n].args[i] = args[i];
+    }
+    (*n)++;
+}
+
+size_t tpcc_load_units(const struct tpcc *t, uint32_t w, struct tpcc_load_unit *out, size_t max)
+{
+    const struct tpcc_config *c = &t->cfg;
+    size_t n = 0;
     uint32_t b = c->load_batch ? c->load_batch : 100;
-    for (uint32_t i = 1; i <= c->items && !load_failed(r); i += b) {
+    for (uint32_t i = 1; i <= c->items; i += b) {
         uint32_t to = i + b - 1 < c->items ? i + b - 1 : c->items;
         int64_t v[3] = {w, i, to};
-        if (load_call(wk, r, res, L_ITEMS, v, 3, to - i + 1)) return;
-        if (load_call(wk, r, res, L_STOCK, v, 3, to - i + 1)) return;
+        unit(out, max, &n, t->load_proc[L_ITEMS], 3, v, to - i + 1);
+        unit(out, max, &n, t->load_proc[L_STOCK], 3, v, to - i + 1);
     }
     int64_t wv[1] = {w};
-    if (load_failed(r) || load_call(wk, r, res, L_WAREHOUSE, wv, 1, 1 + TPCC_DISTRICTS)) return;
-    uint32_t n = c->customers_per_district;
+    unit(out, max, &n, t->load_proc[L_WAREHOUSE], 1, wv, 1 + TPCC_DISTRICTS);
+    uint32_t cust = c->customers_per_district;
     uint32_t ob = b / 10 ? b / 10 : 1; /* an order is ~11 rows */
     for (uint32_t d = 1; d <= TPCC_DISTRICTS; d++) {
-        for (uint32_t i = 1; i <= n && !load_failed(r); i += b) {
-            uint32_t to = i + b - 1 < n ? i + b - 1 : n;
+        for (uint32_t i = 1; i <= cust; i += b) {
+            uint32_t to = i + b - 1 < cust ? i + b - 1 : cust;
             int64_t v[4] = {w, d, i, to};
-            if (load_call(wk, r, res, L_CUSTOMERS, v, 4, 3ull * (to - i + 1))) return;
+            unit(out, max, &n, t->load_proc[L_CUSTOMERS], 4, v, 3ull * (to - i + 1));
         }
-        for (uint32_t i = 1; i <= n && !load_failed(r); i += ob) {
-            uint32_t to = i + ob - 1 < n ? i + ob - 1 : n;
+        for (uint32_t i = 1; i <= cust; i += ob) {
+            uint32_t to = i + ob - 1 < cust ? i + ob - 1 : cust;
             int64_t v[4] = {w, d, i, to};
-            if (load_call(wk, r, res, L_ORDERS, v, 4, 12ull * (to - i + 1))) return;
+            unit(out, max, &n, t->load_proc[L_ORDERS], 4, v, 12ull * (to - i + 1));
         }
     }
+    return n;
+}
+
+uint64_t tpcc_load_rows(const struct tpcc_config *c)
+{
+    struct tpcc t = {.cfg = *c};
+    size_t n = tpcc_load_units(&t, 1, NULL, 0);
+    struct tpcc_load_unit *u = malloc(n * sizeof *u);
+    uint64_t rows = 0;
+    if (!u) return 0;
+    tpcc_load_units(&t, 1, u, n);
+    for (size_t i = 0; i < n; i++) rows += u[i].rows;
+    free(u);
+    return rows;
+}
+
+static void load_warehouse(struct pod_worker *wk, struct load_run *r, pod_result *res, uint32_t w)
+{
+    size_t n = tpcc_load_units(r->t, w, NULL, 0);
+    struct tpcc_load_unit *u = malloc(n * sizeof *u);
+    if (!u) {
+        pthread_mutex_lock(&r->lock);
+        if (!__atomic_exchange_n(&r->failed, 1, __ATOMIC_ACQ_REL))
+            snprintf(r->err, sizeof r->err, "out of memory");
+        pthread_mutex_unlock(&r->lock);
+        return;
+    }
+    tpcc_load_units(r->t, w, u, n);
+    for (size_t i = 0; i < n && !load_failed(r); i++)
+        if (load_call(wk, r, res, &u[i])) break;
+    free(u);
 }
 
 static void load_body(struct pod_worker *wk, void *arg)

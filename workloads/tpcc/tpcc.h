@@ -244,13 +244,37 @@ int tpcc_load(pod_db *db, const struct tpcc_config *cfg, tpcc_progress_fn progre
  * district of each failure. */
 int tpcc_check(pod_db *db, const struct tpcc_config *cfg, char *report, size_t reportlen);
 
+/* Conditions 1-4 of warehouse w only, through wk (a worker on the calling
+ * thread, outside any transaction; NULL: the admin worker). Meaningful when
+ * nothing writes to the warehouse meanwhile. Returns the number of failures
+ * (0: all hold), described in report. */
+struct pod_worker;
+int tpcc_check_warehouse(pod_db *db, struct pod_worker *wk, uint32_t w, char *report,
+                         size_t reportlen);
+
+/* One call of a loader procedure: procedure id, int64 arguments, rows inserted. */
+struct tpcc_load_unit {
+    int proc;
+    int nargs;
+    int64_t args[4];
+    uint64_t rows;
+};
+
+/* The loader calls that populate warehouse w (they only insert, so they may
+ * run in any order and in parallel). Fills at most max units of out (out may
+ * be NULL) and returns how many there are. */
+size_t tpcc_load_units(const struct tpcc *t, uint32_t w, struct tpcc_load_unit *out, size_t max);
+/* The rows those units report for one warehouse (an order with its lines
+ * counts as 12: a progress measure, not an exact row count). */
+uint64_t tpcc_load_rows(const struct tpcc_config *c);
+
 /* ---- input generation (gen.c) ---------------------------------------------------- */
 
 /* Run-time constants C for NURand (spec 2.1.6). */
 struct tpcc_gen {
     struct tpcc_config cfg;
     uint32_t c_last, c_id, ol_i_id;
-    uint32_t id;              /* >= 1: makes HISTORY keys unique across generators */
+    uint32_t id;              /* 1..2^31-1: HISTORY keys are unique across generators */
     uint64_t hist_seq;
 };
 

@@ -325,6 +325,24 @@ int ycsb_load(pod_db *db, ycsb_progress_fn progress, void *progress_arg, char *e
                           progress, progress_arg, "ycsb.load", err, errlen);
 }
 
+static int count_partition(struct pod_worker *wk, const struct ycsb *y, uint32_t p,
+                           pod_result *res, uint64_t *rows, int64_t *sum, char *err,
+                           size_t errlen)
+{
+    pod_value v[1] = {pod_v_i64(p)};
+    pod_args args = {1, v};
+    char msg[200];
+    int rc = pod_call(wk, y->proc_count, &args, res, msg, sizeof msg);
+    pod_value r0, r1;
+    if (rc < 0 || pod_result_get(res, 0, 0, &r0) || pod_result_get(res, 0, 1, &r1)) {
+        snprintf(err, errlen, "ycsb.count(%u): %s: %s", p, pod_status_name(rc), msg);
+        return -1;
+    }
+    *rows += (uint64_t)r0.u.i64;
+    *sum += r1.u.i64;
+    return 0;
+}
+
 int ycsb_count(pod_db *db, uint64_t *rows, int64_t *counter_sum, char *err, size_t errlen)
 {
     struct ycsb *y = ycsb_get(db);
@@ -341,21 +359,40 @@ int ycsb_count(pod_db *db, uint64_t *rows, int64_t *counter_sum, char *err, size
     *counter_sum = 0;
     int ret = 0;
     struct pod_worker *a = pod_admin_begin(db);
-    for (uint32_t p = 0; p < y->cfg.nparts && ret == 0; p++) {
-        pod_value v[1] = {pod_v_i64(p)};
-        pod_args args = {1, v};
-        char msg[200];
-        int rc = pod_call(a, y->proc_count, &args, res, msg, sizeof msg);
-        pod_value r0, r1;
-        if (rc < 0 || pod_result_get(res, 0, 0, &r0) || pod_result_get(res, 0, 1, &r1)) {
-            snprintf(err, errlen, "ycsb.count(%u): %s: %s", p, pod_status_name(rc), msg);
-            ret = -1;
-            break;
-        }
-        *rows += (uint64_t)r0.u.i64;
-        *counter_sum += r1.u.i64;
-    }
+    for (uint32_t p = 0; p < y->cfg.nparts && ret == 0; p++)
+        ret = count_partition(a, y, p, res, rows, counter_sum, err, errlen);
     pod_admin_end(db);
+    pod_result_free(res);
+    return ret;
+}
+
+int ycsb_count_partition(pod_db *db, struct pod_worker *wk, uint32_t p, uint64_t *rows,
+                         int64_t *counter_sum, char *err, size_t errlen)
+{
+    struct ycsb *y = ycsb_get(db);
+    if (!y) {
+        snprintf(err, errlen, "ycsb_count: ycsb_register first");
+        return -1;
+    }
+    if (p >= y->cfg.nparts) {
+        snprintf(err, errlen, "ycsb_count: no partition %u", p);
+        return -1;
+    }
+    pod_result *res = pod_result_new();
+    if (!res) {
+        snprintf(err, errlen, "out of memory");
+        return -1;
+    }
+    *rows = 0;
+    *counter_sum = 0;
+    int ret;
+    if (wk) {
+        ret = count_partition(wk, y, p, res, rows, counter_sum, err, errlen);
+    } else {
+        struct pod_worker *a = pod_admin_begin(db);
+        ret = count_partition(a, y, p, res, rows, counter_sum, err, errlen);
+        pod_admin_end(db);
+    }
     pod_result_free(res);
     return ret;
 }

@@ -101,6 +101,11 @@ int ycsb_load(pod_db *db, ycsb_progress_fn progress, void *progress_arg, char *e
 /* Rows and the sum of all column counters over every partition, as read-only
  * transactions through the admin worker (no workers may run). 0 or -1. */
 int ycsb_count(pod_db *db, uint64_t *rows, int64_t *counter_sum, char *err, size_t errlen);
+/* The same for partition p only, through wk (a worker on the calling thread,
+ * outside any transaction; NULL: the admin worker). */
+struct pod_worker;
+int ycsb_count_partition(pod_db *db, struct pod_worker *wk, uint32_t p, uint64_t *rows,
+                         int64_t *counter_sum, char *err, size_t errlen);
 
 /* ---- Zipfian generator (Gray et al., SIGMOD 1994, as in YCSB) ------------------------ */
 
