@@ -97,9 +97,9 @@ static const char usage[] =
     "      --read-ratio R       share of kv.get among calls, 0..1 (default 1)\n"
     "      --early              ask for replies before durability (not durable)\n"
     "\n"
-    "Until the pod layer lets a host reach another host's partitions, transactions\n"
-    "that touch a remote partition fail (remote knobs above 0): the table counts\n"
-    "them as errors and prints the first message.\n"
+    "With remote shares above 0 transactions reach other hosts' partitions through\n"
+    "the CXL region: 'remote calls' counts them, 'moved/s' the tuples moved into\n"
+    "and out of CXL memory per second, 'HWcc use' the hosts' HWcc quotas in use.\n"
     "\n"
     "Exit status: 0 done; 1 the run failed, a host did not answer, or --check\n"
     "found an inconsistency; 2 bad usage or config.\n";
@@ -558,10 +558,11 @@ static void print_table(const struct outcome *x)
     printf("measured      %.1f s after %.1f s warmup; %" PRIu64 " calls\n", r->measured_s,
            o->warmup, calls);
     printf("committed/s   %.0f\n", per_s(x, commits));
-    printf("aborts/s      conflicts (retried): read_lock %.1f  write_lock %.1f  upgrade %.1f  "
-           "next_key %.1f\n", per_s(x, x->conflicts[POD_CAUSE_READ_LOCK]),
-           per_s(x, x->conflicts[POD_CAUSE_WRITE_LOCK]), per_s(x, x->conflicts[POD_CAUSE_UPGRADE]),
-           per_s(x, x->conflicts[POD_CAUSE_NEXT_KEY]));
+    printf("aborts/s      conflicts (retried):");
+    for (int c = 0; c < POD_CAUSE_COUNT; c++)
+        printf("%s%s %.1f", c == 0 ? " " : c == 4 ? "\n                " : "  ",
+               pod_abort_cause_name((enum pod_abort_cause)c), per_s(x, x->conflicts[c]));
+    printf("\n");
     if (x->wl == BENCH_TPCC)
         printf("              rolled back: spec 1%% NewOrder %.1f  other user aborts %.1f;  "
                "errors %.1f (gave up %.1f)\n", per_s(x, m->rollbacks), per_s(x, ua - m->rollbacks),
@@ -574,16 +575,18 @@ static void print_table(const struct outcome *x)
            (double)hist_quantile(&r->lat, 0.9) / 1e3, (double)hist_quantile(&r->lat, 0.99) / 1e3,
            r->lat.n ? (double)r->lat.max / 1e3 : 0.0);
     printf("remote calls  %" PRIu64 " (%" PRIu64 " committed)\n", m->remote_calls, m->remote_commits);
+    /* sys.stats has no pod rows on a pod of one host (nothing moves there). */
     if (x->moved_known)
-        printf("moved/s       in %.1f  out %.1f tuples\n", x->moved_in_s, x->moved_out_s);
+        printf("moved/s       in %.1f  out %.1f tuples (into / out of CXL memory, all hosts)\n",
+               x->moved_in_s, x->moved_out_s);
     else
-        printf("moved/s       in n/a  out n/a (not reported by sys.stats)\n");
+        printf("moved/s       in n/a  out n/a (a host reports no pod counters: one-host pod)\n");
     if (x->hwcc_known)
-        printf("HWcc use      %.1f MiB of %.1f MiB (%.1f%%)\n", (double)x->hwcc_used / 1048576.0,
-               (double)x->hwcc_quota / 1048576.0,
+        printf("HWcc use      %.1f MiB of %.1f MiB (%.1f%%) at the end, all hosts' quotas\n",
+               (double)x->hwcc_used / 1048576.0, (double)x->hwcc_quota / 1048576.0,
                x->hwcc_quota ? 100.0 * (double)x->hwcc_used / (double)x->hwcc_quota : 0.0);
     else
-        printf("HWcc use      n/a (not reported by sys.stats)\n");
+        printf("HWcc use      n/a (a host reports no pod counters: one-host pod)\n");
     printf("per type      %-28s %12s %10s %10s\n", "", "committed/s", "aborts/s", "errors/s");
     for (int t = 0; t < bench_ntypes(x->wl); t++)
         printf("              %-28s %12.0f %10.1f %10.1f\n", bench_type_name(x->wl, t),

@@ -55,8 +55,9 @@ int bench_pod_run(struct bench_pod *p, enum bench_wl wl, double duration_s, doub
                   uint64_t session, const char *knobs, bench_progress_fn fn, void *arg,
                   struct bench_run_result *out);
 
-/* Pod statistics from sys.stats: rows [name, value] that the pod layer adds
- * (names below); a value is known only when every host reports it. */
+/* Pod statistics from sys.stats: rows [name, value] that a host of a pod of
+ * several hosts adds (names below); a value is known only when every host
+ * reports it. */
 enum bench_pod_stat { BENCH_MOVED_IN, BENCH_MOVED_OUT, BENCH_HWCC_USED, BENCH_HWCC_QUOTA,
                       BENCH_NPODSTATS };
 extern const char *const bench_pod_stat_names[BENCH_NPODSTATS]; /* "pod.moved_in", ... */

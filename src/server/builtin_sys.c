@@ -27,10 +27,36 @@ static int sys_ping(pod_txn *tx, const pod_args *a, pod_result *res, void *ctx)
     return POD_OK;
 }
 
+/* This host's pod counters as sys.pod and sys.stats report them; false
+ * outside a pod of several hosts. */
+struct pod_counters {
+    struct pod_host_stats st;
+    struct cxl_usage hwcc;
+    struct cxl_index_usage index;
+};
+
+static bool pod_counters_get(pod_db *db, struct pod_counters *c)
+{
+    if (!db->pod) return false;
+    pod_host_get_stats(db->pod, &c->st);
+    struct cxl_region *r = pod_host_region(db->pod);
+    cxl_usage_get(r, r->host, CXL_HWCC, &c->hwcc);
+    cxl_index_host_usage(r, r->host, &c->index);
+    return true;
+}
+
+static void name_i64_row(pod_result *res, const char *name, uint64_t v)
+{
+    pod_result_row(res);
+    pod_result_str(res, name);
+    pod_result_i64(res, (int64_t)v);
+}
+
 /* sys.stats -> first row: host, uptime_s, open connections, connections,
  * requests, bad frames; then one row per procedure that ran: name, commits,
- * user_aborts, errors, conflicts, read_lock, write_lock, upgrade, next_key,
- * gave_up. */
+ * user_aborts, errors, conflicts, one column per abort cause, gave_up; in a
+ * pod of several hosts also rows [name, value] pod.moved_in, pod.moved_out,
+ * pod.hwcc_used, pod.hwcc_quota (what poddb-bench reports). */
 static int sys_stats(pod_txn *tx, const pod_args *a, pod_result *res, void *ctx)
 {
     (void)a;
@@ -55,6 +81,13 @@ static int sys_stats(pod_txn *tx, const pod_args *a, pod_result *res, void *ctx)
         pod_result_i64(res, (int64_t)s.conflicts);
         for (int c = 0; c < POD_CAUSE_COUNT; c++) pod_result_i64(res, (int64_t)s.by_cause[c]);
         pod_result_i64(res, (int64_t)s.gave_up);
+    }
+    struct pod_counters pc;
+    if (pod_counters_get(db, &pc)) {
+        name_i64_row(res, "pod.moved_in", pc.st.moved_in);
+        name_i64_row(res, "pod.moved_out", pc.st.moved_out);
+        name_i64_row(res, "pod.hwcc_used", pc.hwcc.used);
+        name_i64_row(res, "pod.hwcc_quota", pc.hwcc.quota);
     }
     return POD_OK;
 }
@@ -207,35 +240,31 @@ static int sys_pod(pod_txn *tx, const pod_args *a, pod_result *res, void *ctx)
 {
     (void)a;
     (void)ctx;
-    pod_db *db = pod_txn_db(tx);
-    if (!db->pod) return POD_OK;
-    struct pod_host_stats st;
-    pod_host_get_stats(db->pod, &st);
-    struct cxl_region *r = pod_host_region(db->pod);
-    struct cxl_usage u;
-    cxl_usage_get(r, r->host, CXL_HWCC, &u);
-    struct cxl_index_usage iu;
-    cxl_index_host_usage(r, r->host, &iu);
+    struct pod_counters pc;
+    if (!pod_counters_get(pod_txn_db(tx), &pc)) return POD_OK;
+    const struct pod_host_stats *st = &pc.st;
+    const struct cxl_usage *u = &pc.hwcc;
+    const struct cxl_index_usage *iu = &pc.index;
     int row = 0;
-    kv_row(res, &row, "moved_in", "%llu", (unsigned long long)st.moved_in);
-    kv_row(res, &row, "moved_out", "%llu", (unsigned long long)st.moved_out);
-    kv_row(res, &row, "resident", "%llu", (unsigned long long)iu.keys);
-    kv_row(res, &row, "msgs_sent", "%llu", (unsigned long long)st.msgs_sent);
-    kv_row(res, &row, "msgs_served", "%llu", (unsigned long long)st.msgs_served);
-    kv_row(res, &row, "waits", "%llu", (unsigned long long)st.waits);
+    kv_row(res, &row, "moved_in", "%llu", (unsigned long long)st->moved_in);
+    kv_row(res, &row, "moved_out", "%llu", (unsigned long long)st->moved_out);
+    kv_row(res, &row, "resident", "%llu", (unsigned long long)iu->keys);
+    kv_row(res, &row, "msgs_sent", "%llu", (unsigned long long)st->msgs_sent);
+    kv_row(res, &row, "msgs_served", "%llu", (unsigned long long)st->msgs_served);
+    kv_row(res, &row, "waits", "%llu", (unsigned long long)st->waits);
     kv_row(res, &row, "wait_us_avg", "%.1f",
-           st.waits ? (double)st.wait_ns / 1e3 / (double)st.waits : 0.0);
-    kv_row(res, &row, "remote_reads", "%llu", (unsigned long long)st.remote_reads);
-    kv_row(res, &row, "remote_writes", "%llu", (unsigned long long)st.remote_writes);
-    kv_row(res, &row, "busy_replies", "%llu", (unsigned long long)st.busy_replies);
-    kv_row(res, &row, "nomem_replies", "%llu", (unsigned long long)st.nomem_replies);
-    kv_row(res, &row, "moveout_runs", "%llu", (unsigned long long)st.moveout_runs);
-    kv_row(res, &row, "compactions", "%llu", (unsigned long long)st.compactions);
-    kv_row(res, &row, "hwcc_used", "%llu", (unsigned long long)u.used);
-    kv_row(res, &row, "hwcc_quota", "%llu", (unsigned long long)u.quota);
-    kv_row(res, &row, "hwcc_index_bytes", "%llu", (unsigned long long)iu.hwcc_bytes);
+           st->waits ? (double)st->wait_ns / 1e3 / (double)st->waits : 0.0);
+    kv_row(res, &row, "remote_reads", "%llu", (unsigned long long)st->remote_reads);
+    kv_row(res, &row, "remote_writes", "%llu", (unsigned long long)st->remote_writes);
+    kv_row(res, &row, "busy_replies", "%llu", (unsigned long long)st->busy_replies);
+    kv_row(res, &row, "nomem_replies", "%llu", (unsigned long long)st->nomem_replies);
+    kv_row(res, &row, "moveout_runs", "%llu", (unsigned long long)st->moveout_runs);
+    kv_row(res, &row, "compactions", "%llu", (unsigned long long)st->compactions);
+    kv_row(res, &row, "hwcc_used", "%llu", (unsigned long long)u->used);
+    kv_row(res, &row, "hwcc_quota", "%llu", (unsigned long long)u->quota);
+    kv_row(res, &row, "hwcc_index_bytes", "%llu", (unsigned long long)iu->hwcc_bytes);
     kv_row(res, &row, "hwcc_record_bytes", "%llu",
-           (unsigned long long)(iu.keys * sizeof(cxl_record)));
+           (unsigned long long)(iu->keys * sizeof(cxl_record)));
     return POD_OK;
 }
 
