@@ -12,6 +12,7 @@ void bench_tpcc_config(const struct pod_config *c, struct tpcc_config *out)
     tpcc_config_scaled(out, t->warehouses, t->items, t->customers_per_district);
     out->remote_new_order_pct = t->remote_new_order_pct;
     out->remote_payment_pct = t->remote_payment_pct;
+    out->hosts = (uint32_t)c->nhosts;
 }
 
 void bench_ycsb_config(const struct pod_config *c, struct ycsb_config *out)
@@ -22,6 +23,7 @@ void bench_ycsb_config(const struct pod_config *c, struct ycsb_config *out)
     out->theta = y->theta;
     out->multi_partition = y->multi_partition_pct / 100.0;
     out->scramble = y->scramble;
+    out->hosts = (uint32_t)c->nhosts;
 }
 
 void bench_smallbank_config(const struct pod_config *c, struct sb_config *out)
@@ -30,6 +32,7 @@ void bench_smallbank_config(const struct pod_config *c, struct sb_config *out)
     sb_config_default(out, b->accounts, b->partitions);
     out->hot = b->hot_accounts;
     out->hot_pct = b->hot_pct;
+    out->hosts = (uint32_t)c->nhosts;
 }
 
 int bench_workload_init(struct bench_workload *w, const struct pod_config *c,

@@ -3,7 +3,8 @@
  *
  *  - knobs: defaults from the config, key=value text, errors;
  *  - terminals: homes dealt among the host's partitions, and with the remote
- *    knobs at 0 every generated key is in a home partition (all three
+ *    knobs at 0 every generated key is in a home partition, with them at 100
+ *    the remote accesses go to another host's partition (all three
  *    workloads); results encode and decode losslessly;
  *  - host_*: the server's side without a server. The process is host 1 of a
  *    2-host pod; 3 worker threads loop like the server's (bench work when
@@ -157,6 +158,33 @@ START_TEST(terminals)
         if (call.type == TPCC_PAYMENT) ck_assert_int_eq(call.args[2].u.i64, wh);
     }
     for (int ty = 0; ty < TPCC_NTXNS; ty++) ck_assert_int_gt(seen[ty], 0);
+    /* Remote 100/100: the other warehouse is on the other host (1 or 3), both occur. */
+    k.remote_new_order_pct = k.remote_payment_pct = 100;
+    ck_assert_int_eq(bench_workload_init(&w, c, &k, err, sizeof err), 0);
+    ck_assert_int_eq(bench_terminal_init(&t, &w, 1, 0, 1, 1, 42), 0);
+    int remote_wh[5] = {0};
+    for (int i = 0; i < 2000; i++) {
+        bench_next(&t, &call);
+        if (call.type == TPCC_PAYMENT) {
+            ck_assert(call.remote);
+            remote_wh[call.args[2].u.i64]++;
+        }
+        if (call.type == TPCC_NEW_ORDER_TXN) {
+            ck_assert(call.remote);
+            int remote_lines = 0;
+            for (int l = 0; l < call.args[3].u.i64; l++) {
+                uint32_t sw = call.u.tpcc.lines[3 * l + 1];
+                if (sw == (uint32_t)call.args[0].u.i64) continue;
+                remote_lines++;
+                remote_wh[sw]++;
+            }
+            ck_assert_int_eq(remote_lines, 1);
+        }
+    }
+    ck_assert_msg(remote_wh[1] > 0 && remote_wh[3] > 0 && !remote_wh[2] && !remote_wh[4],
+                  "remote warehouses %d %d %d %d", remote_wh[1], remote_wh[2], remote_wh[3],
+                  remote_wh[4]);
+    k.remote_new_order_pct = k.remote_payment_pct = 0;
     /* A host without partitions has no terminals. */
     struct pod_config c3 = *c;
     c3.nhosts = 5;
@@ -177,14 +205,19 @@ START_TEST(terminals)
     k.multi_partition_pct = 100;
     ck_assert_int_eq(bench_workload_init(&w, c, &k, err, sizeof err), 0);
     ck_assert_int_eq(bench_terminal_init(&t, &w, 0, 0, 1, 1, 7), 0);
+    int other_seen[4] = {0};
     for (int i = 0; i < 200; i++) {
         bench_next(&t, &call);
         ck_assert(call.remote);
+        /* the other partition is on the other host (1 or 3), not host 0's 0 or 2 */
+        ck_assert_uint_eq(call.u.ycsb.other_part % 2, 1);
+        other_seen[call.u.ycsb.other_part]++;
         int other = 0;
         for (int o = 0; o < YCSB_OPS; o++)
             other += ycsb_part(&w, call.u.ycsb.ops[o].id) == call.u.ycsb.other_part;
         ck_assert_int_eq(other, YCSB_OPS / 2);
     }
+    ck_assert(other_seen[1] > 0 && other_seen[3] > 0);
 
     /* SmallBank: both accounts at home; with remote 100 the second elsewhere. */
     bench_knobs_from_conf(&k, c, BENCH_SMALLBANK);
@@ -207,8 +240,8 @@ START_TEST(terminals)
         bench_next(&t, &call);
         if (call.type != SB_AMALGAMATE && call.type != SB_SEND_PAYMENT) continue;
         ck_assert(call.remote);
-        ck_assert_uint_ne(wl_part_of((uint64_t)call.args[1].u.i64, 2000, 4),
-                          wl_part_of((uint64_t)call.args[0].u.i64, 2000, 4));
+        /* host 1's partitions are 1 and 3: the second account is on host 0's 0 or 2 */
+        ck_assert_uint_eq(wl_part_of((uint64_t)call.args[1].u.i64, 2000, 4) % 2, 0);
     }
     k.hot_accounts = 2001;
     ck_assert_int_eq(bench_workload_init(&w, c, &k, err, sizeof err), -1);

@@ -22,6 +22,21 @@ uint32_t wl_part_of(uint64_t id, uint64_t n, uint32_t nparts)
     return (uint32_t)((unsigned __int128)id * nparts / n);
 }
 
+uint32_t wl_other_part(uint64_t r, uint32_t nparts, uint32_t home, uint32_t hosts)
+{
+    if (hosts <= 1) {
+        uint32_t k = (uint32_t)(r % (nparts - 1));
+        return k >= home ? k + 1 : k;
+    }
+    /* Excluded: home's host h holds partitions h, h + hosts, h + 2 hosts, ...;
+     * each block [b hosts, (b+1) hosts) holds hosts - 1 candidates, in order. */
+    uint32_t h = home % hosts;
+    uint32_t same = h < nparts ? (nparts - 1 - h) / hosts + 1 : 0;
+    uint32_t k = (uint32_t)(r % (nparts - same));
+    uint32_t b = k / (hosts - 1), j = k % (hosts - 1);
+    return b * hosts + j + (j >= h ? 1 : 0);
+}
+
 struct load_run {
     int proc_load;
     uint64_t n, batch;

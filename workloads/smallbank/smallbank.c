@@ -582,8 +582,7 @@ void sb_next_call_home(const struct sb_gen *g, uint64_t *rng, uint32_t home, str
     if (out->txn == SB_AMALGAMATE || out->txn == SB_SEND_PAYMENT) {
         uint32_t p1 = home;
         if (c->nparts > 1 && below(rng, 100) < g->remote_pct) {
-            p1 = (uint32_t)below(rng, c->nparts - 1);
-            if (p1 >= home) p1++;
+            p1 = wl_other_part(sb_rand(rng) >> 11, c->nparts, home, c->hosts);
             out->remote = true;
         }
         /* A partition of one account has no second account: take a neighbour's. */

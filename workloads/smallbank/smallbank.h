@@ -29,6 +29,9 @@ struct sb_config {
     uint64_t hot;             /* hot accounts (>= 1, <= accounts); default 4% */
     uint32_t hot_pct;         /* share of account picks from the hot set (90) */
     int64_t min_balance, max_balance; /* initial balances, cents, per table */
+    uint32_t hosts;           /* partition p lives on host p % hosts: a remote
+                               * second account is on another host (0 or 1:
+                               * in any other partition) */
     uint32_t load_batch;      /* accounts per loading transaction (default 100) */
     uint64_t seed;            /* loader data seed */
 };

@@ -3,6 +3,7 @@
  * 2.8.1, 4.3.2). */
 #include "workloads/tpcc/tpcc.h"
 #include "util/clock.h"
+#include "workloads/common/range.h"
 
 #include <string.h>
 
@@ -84,10 +85,9 @@ static uint32_t pick_last(struct tpcc_gen *g, uint64_t *rng)
     return tpcc_nurand(rng, 255, g->c_last, 0, tpcc_last_names(&g->cfg) - 1);
 }
 
-static uint32_t other_warehouse(uint64_t *rng, uint32_t home, uint32_t nw)
+static uint32_t other_warehouse(uint64_t *rng, uint32_t home, uint32_t nw, uint32_t hosts)
 {
-    uint32_t w = tpcc_uniform(rng, 1, nw - 1);
-    return w >= home ? w + 1 : w;
+    return wl_other_part(tpcc_rand(rng) >> 11, nw, home - 1, hosts) + 1;
 }
 
 static int64_t fake_now(uint64_t *rng) { return (int64_t)(tpcc_rand(rng) >> 33) + 1; }
@@ -112,7 +112,7 @@ void tpcc_make_call(struct tpcc_gen *g, uint64_t *rng, uint32_t w, enum tpcc_txn
         for (uint32_t i = 0; i < n; i++) {
             uint32_t item = tpcc_nurand(rng, 8191, g->ol_i_id, 1, c->items);
             out->lines[3 * i] = item;
-            out->lines[3 * i + 1] = i == remote_line ? other_warehouse(rng, w, nw) : w;
+            out->lines[3 * i + 1] = i == remote_line ? other_warehouse(rng, w, nw, c->hosts) : w;
             out->lines[3 * i + 2] = tpcc_uniform(rng, 1, 10);
         }
         if (out->rollback) out->lines[3 * (n - 1)] = c->items + 1; /* unused item id */
@@ -129,7 +129,7 @@ void tpcc_make_call(struct tpcc_gen *g, uint64_t *rng, uint32_t w, enum tpcc_txn
         uint32_t cw = w, cd = d;
         out->remote = nw > 1 && tpcc_uniform(rng, 1, 100) <= c->remote_payment_pct;
         if (out->remote) {
-            cw = other_warehouse(rng, w, nw);
+            cw = other_warehouse(rng, w, nw, c->hosts);
             cd = tpcc_uniform(rng, 1, TPCC_DISTRICTS);
         }
         bool by_name = tpcc_uniform(rng, 1, 100) <= 60;

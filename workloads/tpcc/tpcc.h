@@ -34,6 +34,9 @@ struct tpcc_config {
     uint32_t new_orders_per_district; /* spec 900: the last ones of the initial orders */
     uint32_t remote_new_order_pct;    /* NewOrders with one remote supply warehouse (Tigon: 10) */
     uint32_t remote_payment_pct;      /* Payments of a remote customer (Tigon: 15) */
+    uint32_t hosts;                   /* warehouse w lives on host (w - 1) % hosts: a
+                                       * remote warehouse is on another host (0 or 1:
+                                       * any other warehouse) */
     uint32_t load_batch;              /* rows per loading transaction (default 100) */
     uint64_t seed;                    /* loader data seed */
 };

@@ -444,8 +444,7 @@ void ycsb_next_call(const struct ycsb_gen *g, uint64_t *rng, uint32_t home, stru
     out->multi = c->nparts > 1 && c->multi_partition > 0 && ycsb_rand_unit(rng) < c->multi_partition;
     bool remote[YCSB_OPS] = {false};
     if (out->multi) {
-        uint32_t o = (uint32_t)uniform_below(rng, c->nparts - 1);
-        out->other_part = o >= home ? o + 1 : o;
+        out->other_part = wl_other_part(ycsb_rand(rng) >> 11, c->nparts, home, c->hosts);
         /* half of the operations, at random positions */
         uint32_t pos[YCSB_OPS];
         for (uint32_t i = 0; i < YCSB_OPS; i++) pos[i] = i;

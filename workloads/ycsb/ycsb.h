@@ -38,6 +38,9 @@ struct ycsb_config {
     double multi_partition;   /* 0..1: share of multi-partition transactions */
     bool scramble;            /* hash Zipfian ranks over the partition (YCSB's
                                * "scrambled zipfian"); off: rank r is the r-th id */
+    uint32_t hosts;           /* partition p lives on host p % hosts: a multi-
+                               * partition transaction's other partition is
+                               * on another host (0 or 1: any other one) */
     uint32_t load_batch;      /* tuples per loading transaction (default 100) */
     uint64_t seed;            /* loader data seed */
 };
