@@ -80,7 +80,29 @@ need(all(v > 0 for v in d["commits"].values()), f"a transaction type never commi
 need(d["latency_us"]["p50"] > 0 and d["latency_us"]["p99"] >= d["latency_us"]["p50"], "latency")
 need(len(d["per_second"]) >= 1 and sum(d["per_second"]) == d["committed"],
      f"per-second series {d['per_second']} does not add up to {d['committed']}")
-need(d["moved_in_per_s"] is None or d["moved_in_per_s"] >= 0, "moved_in")
+# A pod of two hosts reports its data movement and HWcc use through sys.stats.
+need(d["moved_in_per_s"] is not None and d["moved_in_per_s"] >= 0, "moved_in not reported")
+need(d["moved_out_per_s"] is not None and d["moved_out_per_s"] >= 0, "moved_out not reported")
+need(d["hwcc_quota_bytes"] is not None and 0 < d["hwcc_used_bytes"] <= d["hwcc_quota_bytes"],
+     f"HWcc use {d['hwcc_used_bytes']} of {d['hwcc_quota_bytes']}")
 PY
   pass "$1: $(jget committed_per_s) committed/s, check passed"
+}
+
+# expect_remote WHAT [moved]: the last run had cross-host calls and they
+# committed; with "moved", tuples were moved into CXL memory during the run
+# (true of the first run that reaches another host's rows).
+expect_remote() {
+  python3 - "$TMP/bench.json" "$1" "${2:-}" <<'PY' || fail "$1: $(cat "$TMP/bench.json")"
+import json, sys
+d = json.load(open(sys.argv[1]))
+what, moved = sys.argv[2], sys.argv[3] == "moved"
+if d["remote_calls"] == 0 or d["remote_commits"] == 0:
+    sys.exit(f"{what}: remote calls {d['remote_calls']}, committed {d['remote_commits']}")
+if moved and not d["moved_in_per_s"] > 0:
+    sys.exit(f"{what}: no tuple moved in ({d['moved_in_per_s']}/s)")
+print(f"{what}: {d['remote_commits']} of {d['remote_calls']} remote calls committed, "
+      f"{d['moved_in_per_s']:.0f} tuples moved in/s")
+PY
+  pass "$1: cross-host calls committed"
 }

@@ -1,16 +1,15 @@
 # SmallBank end to end on a 2-host pod (10 000 accounts, one range partition
 # per host): poddb-bench loads each host's accounts, runs the six
-# transactions with hot accounts in internal and client mode for ~2 s, and
-# --check finds the audit total moved by exactly the money the committed
-# calls created; money appearing from elsewhere makes --check fail loudly.
+# transactions with hot accounts in internal and client mode for ~2 s, a
+# share of Amalgamate and SendPayment with the second account on the other
+# host (through the CXL region), and --check finds the audit total moved by
+# exactly the money the committed calls created; money appearing from
+# elsewhere makes --check fail loudly.
 source tests/lib.sh
 source tests/bench-pod.sh
 
-# Until the pod layer lets a host reach another host's partitions, an
-# Amalgamate or SendPayment with its second account on another host fails
-# (the account lookup misses), so the test keeps both accounts local. Raise
-# it once the pod layer lands.
-SMALLBANK_REMOTE_PCT=0
+# Percent of Amalgamate/SendPayment calls with the second account on the other host.
+SMALLBANK_REMOTE_PCT=25
 
 conf=$(bench_conf "  smallbank: {accounts: 10000}")
 start_pod "$conf"
@@ -20,12 +19,14 @@ bench --conf "$conf" --workload smallbank --duration 2 --warmup 0.5 --check \
 expect_run "smallbank internal mode (hot set)"
 grep -q 'balance rows: 20000 (expected 20000)' "$TMP/bench.json" || fail "rows: $(jget check_report)"
 grep -q 'money created by committed calls .*: equal' "$TMP/bench.json" || fail "audit: $(jget check_report)"
+expect_remote "smallbank internal mode, $SMALLBANK_REMOTE_PCT% remote" moved
 
 bench --conf "$conf" --workload smallbank --mode client --duration 2 --warmup 0.5 --check \
   --remote-pct "$SMALLBANK_REMOTE_PCT" --theta 0.9
 expect_run "smallbank client mode (Zipfian 0.9)"
 [ "$(jget knobs)" = "hot_accounts=400,hot_pct=90,theta=0.9,remote_pct=$SMALLBANK_REMOTE_PCT" ] ||
   fail "knobs: $(jget knobs)"
+expect_remote "smallbank client mode, $SMALLBANK_REMOTE_PCT% remote"
 
 # Money from nowhere during a run: the audit no longer adds up.
 set +e

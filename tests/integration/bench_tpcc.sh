@@ -1,14 +1,15 @@
 # TPC-C end to end on a 2-host pod (one warehouse per host): poddb-bench
-# loads each host's warehouse (bench.load, idempotent), runs the mix in
-# internal and in client mode for ~2 s, and --check finds consistency
-# conditions 1-4 holding; a damaged D_YTD makes --check fail loudly.
+# loads each host's warehouse (bench.load, idempotent), runs the mix with
+# Tigon's remote shares (10/15: cross-host NewOrder lines and Payments through
+# the CXL region) in internal and in client mode for ~2 s and a short 60/90
+# run, and --check finds consistency conditions 1-4 holding after each; a
+# damaged D_YTD makes --check fail loudly.
 source tests/lib.sh
 source tests/bench-pod.sh
 
-# Until the pod layer lets a host reach another host's partitions, a
-# transaction that touches a remote warehouse fails, so the test keeps every
-# transaction local. Raise to the paper's 10/15 (and 60/90) once it lands.
-TPCC_REMOTE=0/0
+# Remote NewOrder / Payment shares (percent), the paper's usual and high ones.
+TPCC_REMOTE=10/15
+TPCC_REMOTE_HIGH=60/90
 
 conf=$(bench_conf "  tpcc: {warehouses: 2, items: 1000, customers_per_district: 60}")
 start_pod "$conf"
@@ -35,6 +36,11 @@ if no >= 3000:
 print(f"{ua} of {no} NewOrders rolled back as generated")
 PY
 pass "tpcc: NewOrder rolls back as generated (~1%), nothing else"
+expect_remote "tpcc internal mode $TPCC_REMOTE" moved
+
+bench --conf "$conf" --workload tpcc --duration 1 --warmup 0.3 --check --remote "$TPCC_REMOTE_HIGH"
+expect_run "tpcc internal mode $TPCC_REMOTE_HIGH"
+expect_remote "tpcc internal mode $TPCC_REMOTE_HIGH"
 
 "$CLI" --conf "$conf" --host 1 call bench.load tpcc >"$TMP/out"
 grep -q '^loaded' "$TMP/out" || fail "a second bench.load: $(cat "$TMP/out")"
@@ -43,6 +49,7 @@ pass "bench.load of a loaded host says so and does nothing"
 bench --conf "$conf" --workload tpcc --mode client --duration 2 --warmup 0.5 --check \
   --remote "$TPCC_REMOTE" --connections 4 --depth 4
 expect_run "tpcc client mode"
+expect_remote "tpcc client mode $TPCC_REMOTE"
 [ "$(jget connections)" = 4 ] || fail "connections $(jget connections)"
 
 # Damage warehouse 2 (on host 1): condition 1 must fail, naming it.

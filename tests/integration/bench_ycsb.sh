@@ -1,15 +1,16 @@
 # YCSB end to end on a 2-host pod (10 000 tuples, one range partition per
 # host): poddb-bench loads each host's partition, runs 50/50 and 95/5 at skew
-# 0.7 in internal and client mode for ~2 s, and --check finds every tuple and
-# the column counters grown by exactly the committed read-modify-writes; a
-# damaged counter makes --check fail loudly.
+# 0.7 with 10% multi-partition transactions (half of their operations on the
+# other host, through the CXL region) in internal and client mode for ~2 s,
+# and 100% multi-partition for 1 s; --check finds every tuple and the column
+# counters grown by exactly the committed read-modify-writes; a damaged
+# counter makes --check fail loudly.
 source tests/lib.sh
 source tests/bench-pod.sh
 
-# Until the pod layer lets a host reach another host's partitions, a
-# multi-partition transaction fails, so the test runs single-partition ones
-# only. Raise to 10 and 100 (the paper's shares) once it lands.
-YCSB_MULTI_PARTITION_PCT=0
+# Multi-partition shares (percent of transactions), the paper's 10 and 100.
+YCSB_MULTI_PARTITION_PCT=10
+YCSB_MULTI_PARTITION_ALL=100
 
 conf=$(bench_conf "  ycsb: {tuples: 10000, theta: 0.7}")
 start_pod "$conf"
@@ -20,10 +21,18 @@ expect_run "ycsb 50/50 internal mode"
 [ "$(jget knobs)" = "read_pct=50,theta=0.7,multi_partition_pct=$YCSB_MULTI_PARTITION_PCT,scramble=false" ] ||
   fail "knobs: $(jget knobs)"
 grep -q 'usertable rows: 10000 (expected 10000)' "$TMP/bench.json" || fail "rows: $(jget check_report)"
+expect_remote "ycsb 50/50 internal mode, $YCSB_MULTI_PARTITION_PCT% multi-partition" moved
+
+bench --conf "$conf" --workload ycsb --duration 1 --warmup 0.3 --check \
+  --multi-partition "$YCSB_MULTI_PARTITION_ALL" --read-pct 50
+expect_run "ycsb 50/50 internal mode, $YCSB_MULTI_PARTITION_ALL% multi-partition"
+expect_remote "ycsb 50/50 internal mode, $YCSB_MULTI_PARTITION_ALL% multi-partition"
+[ "$(jget remote_calls)" = "$(jget calls)" ] || fail "not every call was multi-partition"
 
 bench --conf "$conf" --workload ycsb --mode client --duration 2 --warmup 0.5 --check \
   --multi-partition "$YCSB_MULTI_PARTITION_PCT" --read-pct 95
 expect_run "ycsb 95/5 client mode"
+expect_remote "ycsb 95/5 client mode, $YCSB_MULTI_PARTITION_PCT% multi-partition"
 
 # Knobs are checked before anything runs.
 bench --conf "$conf" --workload ycsb --duration 1 --theta 1
