@@ -138,8 +138,9 @@ run: deps
 # The figures of docs/benchmarks.md come from poddb-bench on the pod of
 # conf/bench.yaml; the exact commands are there.
 bench: all
-	@echo "start the pod: build/bin/poddb-server --conf conf/bench.yaml --host 0 & (and --host 1)"
-	@echo "then e.g.:     build/bin/poddb-bench --conf conf/bench.yaml --workload tpcc --remote 0/0 --check"
+	@echo "start the pod: tools/pod up --conf conf/bench.yaml"
+	@echo "then e.g.:     build/bin/poddb-bench --conf conf/bench.yaml --workload tpcc --remote 10/15 --check"
+	@echo "the workload table of docs/benchmarks.md: tools/bench-workloads (--help)"
 	@echo "docs/benchmarks.md has every command and figure; poddb-bench --help every option"
 
 clean:
