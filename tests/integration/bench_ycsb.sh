@@ -47,12 +47,15 @@ pass "bad knobs are refused with exit 2"
 # committed read-modify-write of the run. --check compares the counters with
 # their sum before the run, so the damage must land inside the run.
 set +e
-"$BENCH" --conf "$conf" --workload ycsb --duration 3 --warmup 0 --check --json \
+"$BENCH" --conf "$conf" --workload ycsb --duration 5 --warmup 0 --check --json \
   --multi-partition "$YCSB_MULTI_PARTITION_PCT" >"$TMP/bench.json" 2>"$TMP/bench.err" &
 bpid=$!
 set -e
 on_exit "kill -KILL $bpid"
-for _ in $(seq 1 100); do grep -q 'committed/s' "$TMP/bench.err" && break; sleep 0.05; done
+# The damage must land inside the measured run (after the check's "before"
+# snapshot), so wait for the run's first progress line, however slow the machine.
+for _ in $(seq 1 1200); do grep -q 'committed/s' "$TMP/bench.err" && break; sleep 0.05; done
+grep -q 'committed/s' "$TMP/bench.err" || fail "the run did not start in 60 s: $(cat "$TMP/bench.err")"
 # A client call is served during an internal run (2 s timeout).
 "$CLI" --conf "$conf" --host 0 -t 2000 call test.corrupt_ycsb 17 3 >/dev/null ||
   fail "a client call during an internal run was not served"
