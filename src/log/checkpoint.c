@@ -18,8 +18,10 @@
  * host's checkpoint epoch, since records of a host's tuples may sit in another
  * host's log) and older checkpoints are then removed.
  *
- * Pod layer hook: rows are read from the owner's DRAM (ckpt_read_row). When
- * tuples can live in CXL memory, that function must read the current copy. */
+ * In a pod, this host writes the partitions it owns, and a tuple that lives
+ * in CXL memory is read there when another host wrote it (scan_partition).
+ * Records of this host's tuples in other hosts' logs are skipped at recovery
+ * against this host's Es like its own (the owner replays them). */
 #include <errno.h>
 #include <inttypes.h>
 #include <pthread.h>
@@ -31,10 +33,10 @@
 
 #include "engine/worker.h"
 #include "log/log_priv.h"
+#include "pod/row_snapshot.h"
 #include "storage/table.h"
-#include "txn/ebr.h"
-#include "txn/lock.h"
 #include "util/clock.h"
+#include "util/cpu.h"
 #include "util/log.h"
 
 #define CHECK_EVERY_NS (100ull * 1000 * 1000)
@@ -48,6 +50,7 @@ struct checkpointer {
     pthread_cond_t cv;
     bool stop;               /* under mu; also read atomically by the scan */
     uint64_t count, epoch, removed; /* atomic */
+    uint64_t busy_waits;     /* atomic: naps for a row a writer held */
     uint64_t logged_at_last;
     unsigned char *tuple;    /* scratch for one tuple */
     size_t tuple_cap;
@@ -67,58 +70,72 @@ static uint64_t logged_bytes(const struct log_host *lh)
     return b;
 }
 
-/* Copy a row's tuple and epoch-version under a shared lock. false: the row is
- * not valid (being inserted and aborted, or deleted). Waits while a writer
- * holds the row: skipping it could lose a value older than Es. */
-static bool ckpt_read_row(struct checkpointer *c, const pod_table *t, struct pod_row *row,
-                          uint64_t *ev)
-{
-    for (unsigned spins = 0; !lock_try_read(&row->lock); spins++) {
-        if (spins < 64) continue;
-        struct timespec nap = {0, 20000};
-        nanosleep(&nap, NULL);
-    }
-    bool valid = row_valid(row);
-    if (valid) {
-        memcpy(c->tuple, row->tuple, t->tuple_size);
-        *ev = row->epoch_version;
-    }
-    lock_release_read(&row->lock);
-    return valid;
-}
-
-/* Write every valid row of one partition. -1 on a write error (err) or stop. */
+/* Write every valid row of one partition. -1 on a write error (err) or stop.
+ *
+ * Each row is read under a shared lock, wherever the tuple lives (its
+ * owner's DRAM, or CXL memory where another host may have written it:
+ * src/pod/row_snapshot.h). A row a writer holds is waited for: skipping it
+ * could lose a value older than Es. NO_WAIT gives no queue, so the scan
+ * retries a few times, then leaves its critical sections (so that it holds
+ * back neither reclamation nor the admin worker), naps and looks the key up
+ * again: a row that was deleted meanwhile (its lock is never released) is
+ * then no longer in the tree. */
 static int scan_partition(struct checkpointer *c, pod_table *t, uint32_t p, struct seg_writer *w,
                           uint64_t *rows, pod_err *err)
 {
     pod_db *db = c->lh->o.db;
     unsigned char cur[BT_MAX_KEY_WIDTH];
-    bool have_cur = false, done = false;
+    bool have_cur = false, again = false, done = false;
     while (!done) {
         if (stopping(c)) {
             pod_err_set(err, "stopped");
             return -1;
         }
-        struct pod_worker *aw = pod_admin_begin(db); /* its EBR slot keeps rows readable */
-        ebr_enter(db->ebr, aw->id);
+        struct pod_worker *aw = pod_admin_begin(db); /* its EBR slots keep rows readable */
+        pod_snapshot_enter(db, aw->id);
         int rc = 0;
+        bool busy = false;
         for (int i = 0; i < ROWS_PER_CHUNK; i++) {
             uint64_t v, ev = 0;
-            if (bt_next(&t->parts[p].tree, have_cur ? cur : NULL, !have_cur, cur, &v) != BT_OK) {
+            /* From the start; the key read last again (it was busy); or the next. */
+            if (bt_next(&t->parts[p].tree, have_cur ? cur : NULL, !have_cur || again, cur, &v) !=
+                BT_OK) {
                 done = true;
                 break;
             }
             have_cur = true;
-            if (!ckpt_read_row(c, t, (struct pod_row *)(uintptr_t)v, &ev)) continue;
+            again = false;
+            struct pod_row *row = (struct pod_row *)(uintptr_t)v;
+            enum pod_snapshot_status st;
+            for (int tries = 0; (st = pod_row_snapshot(db, t, row, c->tuple, &ev)) == POD_SNAP_BUSY &&
+                                tries < 64;
+                 tries++)
+                pod_cpu_relax();
+            if (st == POD_SNAP_BUSY) {
+                again = busy = true;
+                break;
+            }
+            if (st == POD_SNAP_ERROR) {
+                pod_err_set(err, "table %s partition %" PRIu32 ": a tuple in CXL memory does not "
+                            "fit the table", t->name, p);
+                rc = -1;
+                break;
+            }
+            if (st == POD_SNAP_ABSENT) continue;
             struct log_record rec = {.table_id = t->id, .kind = LOG_PUT,
                                      .key_len = (uint16_t)t->key_size, .tuple_len = t->tuple_size,
                                      .epoch_version = ev, .key = cur, .tuple = c->tuple};
             if ((rc = seg_writer_append(w, &rec, err)) != 0) break;
             (*rows)++;
         }
-        ebr_exit(db->ebr, aw->id);
+        pod_snapshot_exit(db, aw->id);
         pod_admin_end(db);
         if (rc) return -1;
+        if (busy) {
+            __atomic_fetch_add(&c->busy_waits, 1, __ATOMIC_RELAXED);
+            struct timespec nap = {0, 20000};
+            nanosleep(&nap, NULL);
+        }
         if (seg_writer_pending(w) >= FLUSH_BYTES && seg_writer_flush_block(w, err) != 0) return -1;
     }
     return 0;
@@ -180,6 +197,7 @@ static int run_checkpoint(struct checkpointer *c)
     pod_db *db = lh->o.db;
     pod_err err;
     uint64_t t0 = pod_mono_ns(), seq = lh->next_ckpt_seq++;
+    uint64_t busy0 = __atomic_load_n(&c->busy_waits, __ATOMIC_RELAXED);
     uint64_t es = __atomic_load_n(lh->epoch_word, __ATOMIC_SEQ_CST);
     char tmp[SEG_NAME_MAX], fin[SEG_NAME_MAX];
     char a[POD_PATH_MAX + SEG_NAME_MAX + 2], b[POD_PATH_MAX + SEG_NAME_MAX + 2];
@@ -233,8 +251,9 @@ static int run_checkpoint(struct checkpointer *c)
     log_remove_obsolete(lh, log_checkpoint_horizon(lh), &removed);
     __atomic_fetch_add(&c->removed, removed, __ATOMIC_RELAXED);
     pod_info("checkpoint %s: %" PRIu64 " rows, %.1f MiB, epochs %" PRIu64 "..%" PRIu64
-             ", %.2f s; %" PRIu64 " obsolete files removed", fin, rows, (double)bytes / 1048576.0,
-             es, ef, (double)(pod_mono_ns() - t0) / 1e9, removed);
+             ", %.2f s (%" PRIu64 " waits for locked rows); %" PRIu64 " obsolete files removed",
+             fin, rows, (double)bytes / 1048576.0, es, ef, (double)(pod_mono_ns() - t0) / 1e9,
+             __atomic_load_n(&c->busy_waits, __ATOMIC_RELAXED) - busy0, removed);
     return 0;
 fail_w:
     seg_writer_abandon(w);

@@ -47,8 +47,8 @@ static bool is_leader(const struct log_epochs *le)
 }
 
 /* The minimum over the loggers of every host that logs. alive: cached
- * liveness, or NULL to check now. *dead: a dead host was met (0 returned in
- * pod mode). */
+ * liveness (a host it calls dead is checked again), or NULL to check now.
+ * *dead: a dead host was met (0 returned in pod mode). */
 static uint64_t compute_durable(struct cxl_region *r, const struct pod_config *c, bool pod_mode,
                                 const bool *alive, int *dead)
 {
@@ -61,7 +61,9 @@ static uint64_t compute_durable(struct cxl_region *r, const struct pod_config *c
         if (c->hosts[h].loggers == 0) continue;
         uint32_t st = __atomic_load_n(&ctl->hosts[h].state, __ATOMIC_ACQUIRE);
         if (st == CXL_HOST_FREE) continue;
-        if (h != r->host && !(alive ? alive[h] : cxl_host_alive(r, h))) {
+        /* The cache may predate the host's start (its slot was free then):
+         * "dead" is always checked again now. */
+        if (h != r->host && !(alive && alive[h]) && !cxl_host_alive(r, h)) {
             *dead = h;
             if (pod_mode) return 0;
             continue;

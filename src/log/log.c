@@ -142,13 +142,7 @@ int log_host_start(struct log_host *lh, void (*on_durable)(void *arg, uint64_t p
         }
     }
     if (!lh->epochs && start_epochs(lh, on_durable, arg, err)) return -1;
-    if (lh->logging && lh->o.checkpoint_after && lh->o.pod_mode)
-        /* ckpt_read_row reads a row from its owner's DRAM; a tuple a remote
-         * host wrote in CXL memory is newer there, so a checkpoint could hold
-         * a stale value while the log record it supersedes is dropped. */
-        pod_warn("checkpoints are off in pod mode until they read tuples that live in CXL "
-                 "memory (src/log/checkpoint.c, ckpt_read_row); the log is not truncated");
-    else if (lh->logging && lh->o.checkpoint_after && !(lh->ckpt = checkpointer_start(lh, err)))
+    if (lh->logging && lh->o.checkpoint_after && !(lh->ckpt = checkpointer_start(lh, err)))
         return -1;
     lh->started = true;
     lh->o.db->log = lh; /* transactions log from now on */

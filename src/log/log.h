@@ -30,10 +30,12 @@ struct log_host_options {
     int host;
     struct cxl_region *region;
     pod_db *db;
-    /* Pod mode (cross-host transactions, issue 4): a record is replayed by
-     * the owner of its partition (sent there through the region), the
-     * committed end is agreed pod-wide, and a dead host freezes the durable
-     * epoch. false until the pod layer lands: every host holds every
+    /* Pod mode (a pod of several hosts, where a transaction may write
+     * other hosts' tuples): a record is replayed by the owner of its
+     * partition (sent there through the region), the committed end is
+     * agreed pod-wide, a dead host freezes the durable epoch, and a host
+     * checkpoints only the partitions it owns. The server sets it when the
+     * db is attached to a pod (db->pod); false: this host holds every
      * partition and replays its own log. */
     bool pod_mode;
     int epoch_ms;              /* 0: conf->engine.epoch_ms */

@@ -1,7 +1,7 @@
 /* Pod-mode recovery: the hosts agree on the committed end of the history and
  * send each logged record to the host that owns its tuple, through the
  * region (Tigon §3.5: records are moved to CXL memory and divided among the
- * workers). Not used until the pod layer lands (log_host_options.pod_mode).
+ * workers). Used when log_host_options.pod_mode is set (a multi-host pod).
  *
  * Each host allocates an exchange block in its HWcc slice and publishes it at
  * root slot CXL_ROOT_RECOVERY: its phase, its recorded durable epoch, and per

@@ -1,7 +1,9 @@
 /* The crash test of the durability issue: a 2-host pod of real poddb-server
  * processes runs a bank workload (tests/modules/bank.c) through the client
- * library, both servers are killed with SIGKILL at a random moment, restarted,
- * and the recovered state is checked:
+ * library, both servers are killed with SIGKILL at a random moment in the
+ * middle of the workload (once each client has had transfers acknowledged in
+ * this round, with calls still in flight), restarted, and the recovered state
+ * is checked:
  *   - every transfer whose reply said ok (acknowledged) is present;
  *   - nothing is half-applied: every account's balance is exactly its initial
  *     balance plus the transfers present (acknowledged or not), and every
@@ -12,9 +14,17 @@
  * removes old segments. Finally the pod stops cleanly and poddb-logdump
  * --verify finds no damage (torn tails are allowed, corrupt ones are not).
  *
- * Each host's client moves money between its own host's accounts. With
- * PODDB_CRASH_CROSS=1 transfers also go to the other host's accounts: that
- * needs cross-host transactions (the pod layer) and pod-mode recovery. */
+ * Transfers go between accounts of any host (cross-host transactions through
+ * the pod layer, pod-mode logging and recovery); PODDB_CRASH_CROSS=0 keeps
+ * each client on its own host's accounts. PODDB_CRASH_ROUNDS sets the rounds.
+ *
+ * A second test checks a pod-mode checkpoint of tuples that live in CXL
+ * memory and were written there by the other host: each client moves money
+ * only between the other host's accounts (so the owner's DRAM copy is stale
+ * and the CXL copy is the tuple); then only a few "hot" accounts are used
+ * while both hosts take checkpoints, so the cold accounts' values are in the
+ * checkpoints and nowhere else that recovery reads (log records older than a
+ * checkpoint are skipped); SIGKILL, restart, and the same checks. */
 #include <check.h>
 #include <inttypes.h>
 #include <limits.h>
@@ -31,7 +41,9 @@
 #define NACCOUNTS 32 /* per host */
 #define INITIAL 1000
 #define DEPTH 8
-#define ROUNDS 6
+#define ROUNDS 12      /* default of PODDB_CRASH_ROUNDS */
+#define MIN_ACKS 40    /* per client and round before the kill may come */
+#define HOT 6          /* accounts used in the checkpoint test's second phase */
 
 struct pod {
     char dir[SH_PATH - 64];
@@ -41,32 +53,41 @@ struct pod {
     char log[NHOSTS][SH_PATH];
     char logdir[NHOSTS][SH_PATH];
     pid_t pid[NHOSTS];
+    long log_at[NHOSTS]; /* size of each server's output before its last start */
 };
 
-/* PODDB_CRASH_CROSS=1: transfers go to accounts of any host (cross-host
- * transactions through the pod layer), not only the client's own host's. */
-static bool g_cross;
+/* Which accounts a client's transfers use. */
+enum mix {
+    MIX_OWN,    /* its own host's accounts (PODDB_CRASH_CROSS=0) */
+    MIX_CROSS,  /* from its own host's accounts to any host's */
+    MIX_REMOTE, /* between the other host's accounts only: every write is remote */
+};
+static enum mix g_mix = MIX_CROSS;
 
 struct client {
     pthread_t th;
     const struct pod *p;
     int host, round;
+    enum mix mix;
+    int naccts;      /* accounts 0..naccts-1 of a host are used */
+    bool park;       /* also park/unpark own accounts */
+    bool stop;       /* atomic: send nothing more, end when every reply is in */
     uint64_t rng;
     uint64_t *acked; /* txids whose reply was ok */
-    size_t nacked, cap;
-    uint64_t sent, replies, user_aborts, other_errors;
+    size_t nacked, cap; /* nacked: atomic (the main thread watches it) */
+    uint64_t calls, replies, user_aborts, other_errors; /* calls, replies: atomic */
     char err[256];
 };
 
-static void write_conf(struct pod *p)
+static void write_conf(struct pod *p, const char *name)
 {
     char mod[PATH_MAX];
     ck_assert_msg(realpath("build/test/modules/bank.so", mod) != NULL,
                   "build/test/modules/bank.so is not built (make test builds it)");
-    snprintf(p->dir, sizeof p->dir, "%s/crash-%d", sh_root, (int)getpid());
+    snprintf(p->dir, sizeof p->dir, "%s/%s-%d", sh_root, name, (int)getpid());
     ck_assert_int_eq(mkdir(p->dir, 0700), 0);
     snprintf(p->conf, sizeof p->conf, "%s/pod.yaml", p->dir);
-    snprintf(p->region, sizeof p->region, "/dev/shm/poddb-srvtest-%d-crash", (int)sh_main_pid);
+    snprintf(p->region, sizeof p->region, "/dev/shm/poddb-srvtest-%d-%s", (int)sh_main_pid, name);
     char dir[sizeof p->dir];
     memcpy(dir, p->dir, sizeof dir);
     for (int h = 0; h < NHOSTS; h++) {
@@ -87,9 +108,43 @@ static void write_conf(struct pod *p)
     ck_assert_int_eq(fclose(f), 0);
 }
 
+static long file_len(const char *path)
+{
+    struct stat sb;
+    return stat(path, &sb) == 0 ? (long)sb.st_size : 0;
+}
+
+/* What host h printed since its last start (free it). */
+static char *host_output(const struct pod *p, int h)
+{
+    char *t = sh_slurp(p->log[h]);
+    long n = (long)strlen(t), at = p->log_at[h] < n ? p->log_at[h] : n;
+    memmove(t, t + at, (size_t)(n - at) + 1);
+    return t;
+}
+
+/* The number printed just before `after` on the last line of text that
+ * contains `line` (e.g. "1557 older than the checkpoint"); -1 if none. */
+static long long number_before(const char *text, const char *line, const char *after)
+{
+    long long v = -1;
+    for (const char *l = strstr(text, line); l; l = strstr(l + 1, line)) {
+        const char *bol = l, *eol = strchr(l, '\n');
+        while (bol > text && bol[-1] != '\n') bol--;
+        const char *a = strstr(bol, after);
+        if (!a || (eol && a > eol)) continue;
+        const char *d = a;
+        while (d > bol && d[-1] == ' ') d--;
+        while (d > bol && d[-1] >= '0' && d[-1] <= '9') d--;
+        v = strtoll(d, NULL, 10);
+    }
+    return v;
+}
+
 static void start_pod(struct pod *p)
 {
     for (int h = 0; h < NHOSTS; h++) {
+        p->log_at[h] = file_len(p->log[h]);
         p->pid[h] = sh_spawn_host(p->conf, h, p->log[h]);
         ck_assert_int_gt(p->pid[h], 0);
     }
@@ -126,6 +181,28 @@ static int64_t acct_id(int host, uint64_t i) { return host + NHOSTS * (int64_t)i
 
 /* ---- the workload ---------------------------------------------------------------- */
 
+static uint64_t load_u64(const uint64_t *v) { return __atomic_load_n(v, __ATOMIC_RELAXED); }
+static void bump(uint64_t *v) { __atomic_fetch_add(v, 1, __ATOMIC_RELAXED); }
+static size_t acked_now(const struct client *cl)
+{
+    return __atomic_load_n(&cl->nacked, __ATOMIC_ACQUIRE);
+}
+
+/* A transfer's two accounts, by the client's mix. */
+static void pick_accounts(struct client *cl, int64_t *from, int64_t *to)
+{
+    uint64_t n = (uint64_t)cl->naccts;
+    int other = (cl->host + 1) % NHOSTS;
+    int from_host = cl->mix == MIX_REMOTE ? other : cl->host;
+    int to_host = cl->mix == MIX_OWN      ? cl->host
+                  : cl->mix == MIX_REMOTE ? other
+                                          : (int)(pod_rand(&cl->rng) % NHOSTS);
+    uint64_t i = pod_rand(&cl->rng) % n;
+    uint64_t j = (i + 1 + pod_rand(&cl->rng) % (n - 1)) % n; /* j != i */
+    *from = acct_id(from_host, i);
+    *to = acct_id(to_host, j);
+}
+
 static void *client_main(void *arg)
 {
     struct client *cl = arg;
@@ -140,15 +217,13 @@ static void *client_main(void *arg)
     const size_t ring = sizeof txid_of / sizeof txid_of[0];
     uint64_t seq = 0;
     for (;;) {
-        /* Keep DEPTH calls in flight. */
-        while (pod_client_pending(c) < DEPTH) {
+        bool stop = __atomic_load_n(&cl->stop, __ATOMIC_ACQUIRE);
+        /* Keep DEPTH calls in flight (none more once told to stop). */
+        while (!stop && pod_client_pending(c) < DEPTH) {
             uint64_t r = pod_rand(&cl->rng);
-            if (r % 100 < 92) {
-                int64_t from = acct_id(cl->host, pod_rand(&cl->rng) % NACCOUNTS);
-                int to_host = g_cross ? (int)(pod_rand(&cl->rng) % NHOSTS) : cl->host;
-                int64_t to = acct_id(to_host, (uint64_t)(from / NHOSTS + 1 +
-                                                         pod_rand(&cl->rng) % (NACCOUNTS - 1)) %
-                                                  NACCOUNTS);
+            if (!cl->park || r % 100 < 92) {
+                int64_t from, to;
+                pick_accounts(cl, &from, &to);
                 int64_t txid = (int64_t)((((uint64_t)cl->round << 28 | seq++) << 1) | (uint64_t)cl->host);
                 pod_value a[4] = {pod_v_i64(from), pod_v_i64(to),
                                   pod_v_i64(1 + (int64_t)(pod_rand(&cl->rng) % 50)),
@@ -156,6 +231,7 @@ static void *client_main(void *arg)
                 uint64_t id = pod_client_send(c, "bank.transfer", a, 4, 0);
                 if (!id) goto out;
                 txid_of[id % ring] = (uint64_t)txid;
+                bump(&cl->calls);
             } else {
                 /* park then unpark right away: a delete and a re-insert of the
                  * same key, usually in one epoch */
@@ -165,13 +241,15 @@ static void *client_main(void *arg)
                 txid_of[id % ring] = 0;
                 if (!(id = pod_client_send(c, "bank.unpark", a, 1, 0))) goto out;
                 txid_of[id % ring] = 0;
+                bump(&cl->calls);
+                bump(&cl->calls);
             }
-            cl->sent++;
         }
+        if (stop && pod_client_pending(c) == 0) break;
         if (pod_client_flush(c) != 0) break;
         pod_reply *rp = pod_client_recv(c);
         if (!rp) break; /* the server is gone */
-        cl->replies++;
+        bump(&cl->replies);
         uint64_t txid = txid_of[pod_reply_id(rp) % ring];
         int st = pod_reply_status(rp);
         if (st == POD_OK && txid) {
@@ -179,7 +257,8 @@ static void *client_main(void *arg)
                 cl->cap = cl->cap ? 2 * cl->cap : 1024;
                 cl->acked = realloc(cl->acked, cl->cap * sizeof *cl->acked);
             }
-            cl->acked[cl->nacked++] = txid;
+            cl->acked[cl->nacked] = txid;
+            __atomic_store_n(&cl->nacked, cl->nacked + 1, __ATOMIC_RELEASE);
         } else if (st == POD_USER_ABORT) {
             cl->user_aborts++;
         } else if (st != POD_OK) {
@@ -191,6 +270,84 @@ static void *client_main(void *arg)
 out:
     pod_client_close(c);
     return NULL;
+}
+
+/* The clients of one round; they add to the acknowledged lists. */
+struct round {
+    struct client cl[NHOSTS];
+    size_t acked_before[NHOSTS];
+};
+
+static void start_clients(struct round *rd, const struct pod *p, int round, enum mix mix,
+                          int naccts, bool park, uint64_t *rng, uint64_t *acked[],
+                          size_t nacked[], size_t cap[])
+{
+    memset(rd, 0, sizeof *rd);
+    for (int h = 0; h < NHOSTS; h++) {
+        rd->acked_before[h] = nacked[h];
+        rd->cl[h] = (struct client){.p = p, .host = h, .round = round, .mix = mix,
+                                    .naccts = naccts, .park = park, .rng = pod_rand(rng) | 1,
+                                    .acked = acked[h], .nacked = nacked[h], .cap = cap[h]};
+        ck_assert_int_eq(pthread_create(&rd->cl[h].th, NULL, client_main, &rd->cl[h]), 0);
+    }
+}
+
+/* Wait until every client has had n transfers acknowledged in this round. */
+static void wait_acks(struct round *rd, size_t n, int timeout_ms)
+{
+    uint64_t end = sh_now_ms() + (uint64_t)timeout_ms;
+    for (int h = 0; h < NHOSTS; h++)
+        while (acked_now(&rd->cl[h]) - rd->acked_before[h] < n) {
+            ck_assert_msg(sh_now_ms() < end, "host %d: only %zu transfers acknowledged in %d ms "
+                          "(%s)", h, acked_now(&rd->cl[h]) - rd->acked_before[h], timeout_ms,
+                          rd->cl[h].err);
+            sh_sleep_ms(5);
+        }
+}
+
+/* Join the clients (after a kill, or after stop_clients) and take their lists back. */
+static void join_clients(struct round *rd, const char *what, uint64_t *acked[], size_t nacked[],
+                         size_t cap[], size_t *total_acked)
+{
+    for (int h = 0; h < NHOSTS; h++) {
+        struct client *cl = &rd->cl[h];
+        pthread_join(cl->th, NULL);
+        ck_assert_msg(cl->other_errors == 0, "host %d: %" PRIu64 " unexpected errors (%s)", h,
+                      cl->other_errors, cl->err);
+        fprintf(stderr, "  %s, host %d's client: %" PRIu64 " calls, %" PRIu64 " replies (%" PRIu64
+                " user aborts), %zu transfers acknowledged\n", what, h, cl->calls, cl->replies,
+                cl->user_aborts, cl->nacked - rd->acked_before[h]);
+        if (total_acked) *total_acked += cl->nacked - rd->acked_before[h];
+        acked[h] = cl->acked;
+        nacked[h] = cl->nacked;
+        cap[h] = cl->cap;
+    }
+}
+
+static void stop_clients(struct round *rd)
+{
+    for (int h = 0; h < NHOSTS; h++) __atomic_store_n(&rd->cl[h].stop, true, __ATOMIC_RELEASE);
+}
+
+/* Kill both servers now and say how much was going on at that moment. */
+static void kill_pod(struct pod *p);
+static void kill_mid_workload(struct pod *p, struct round *rd, int round)
+{
+    uint64_t calls[NHOSTS], replies[NHOSTS];
+    size_t acks[NHOSTS];
+    for (int h = 0; h < NHOSTS; h++) {
+        calls[h] = load_u64(&rd->cl[h].calls);
+        replies[h] = load_u64(&rd->cl[h].replies);
+        acks[h] = acked_now(&rd->cl[h]) - rd->acked_before[h];
+    }
+    kill_pod(p);
+    for (int h = 0; h < NHOSTS; h++) {
+        fprintf(stderr, "round %d: SIGKILL with host %d's client at %zu transfers acknowledged "
+                "in this round, %" PRIu64 " calls in flight\n", round, h, acks[h],
+                calls[h] - replies[h]);
+        ck_assert_msg(acks[h] > 0 && calls[h] > replies[h], "round %d: the kill did not come "
+                      "mid-workload on host %d", round, h);
+    }
 }
 
 /* ---- checking a recovered pod ------------------------------------------------------ */
@@ -320,57 +477,121 @@ static void check_logs_clean(const struct pod *p)
     }
 }
 
+static void init_bank(const struct pod *p)
+{
+    for (int h = 0; h < NHOSTS; h++) {
+        pod_client *c = connect_to(p->sock[h]);
+        pod_value a[3] = {pod_v_i64(h), pod_v_i64(NACCOUNTS), pod_v_i64(INITIAL)};
+        pod_reply *r = pod_client_call(c, "bank.init", a, 3);
+        ck_assert_msg(r && pod_reply_status(r) == POD_OK, "bank.init: %s",
+                      r ? pod_reply_message(r) : pod_client_error(c));
+        pod_reply_free(r);
+        pod_client_close(c);
+    }
+}
+
+/* A counter of sys.log or sys.pod on host h (-1: not reported). */
+static long long sys_counter(const struct pod *p, int h, const char *proc, const char *name)
+{
+    pod_client *c = connect_to(p->sock[h]);
+    pod_reply *r = pod_client_call(c, proc, NULL, 0);
+    ck_assert_msg(r && pod_reply_status(r) == POD_OK, "%s on host %d: %s", proc, h,
+                  r ? pod_reply_message(r) : pod_client_error(c));
+    long long v = -1;
+    for (int i = 0; i < pod_reply_nrows(r); i++) {
+        const pod_value *k = pod_reply_value(r, i, 0), *val = pod_reply_value(r, i, 1);
+        if (k && val && k->len == strlen(name) && memcmp(k->u.bytes, name, k->len) == 0) {
+            char buf[32];
+            snprintf(buf, sizeof buf, "%.*s", (int)val->len, (const char *)val->u.bytes);
+            v = strtoll(buf, NULL, 10);
+        }
+    }
+    pod_reply_free(r);
+    pod_client_close(c);
+    return v;
+}
+
+/* Stop the pod cleanly; the logs verify. */
+static void stop_pod_and_verify_logs(struct pod *p)
+{
+    for (int h = 0; h < NHOSTS; h++) kill(p->pid[h], SIGTERM);
+    for (int h = 0; h < NHOSTS; h++) {
+        int st = sh_wait_exit(p->pid[h], 20000);
+        ck_assert_msg(st != -1 && WIFEXITED(st) && WEXITSTATUS(st) == 0,
+                      "host %d did not stop cleanly (status %d):\n%s", h, st, sh_slurp(p->log[h]));
+    }
+    check_logs_clean(p);
+    for (int h = 0; h < NHOSTS; h++) {
+        char cmd[3 * SH_PATH];
+        snprintf(cmd, sizeof cmd, "%s/poddb-logdump --verify %s >/dev/null", sh_bin_dir(),
+                 p->logdir[h]);
+        ck_assert_msg(system(cmd) == 0, "poddb-logdump --verify %s failed", p->logdir[h]);
+    }
+}
+
+/* What the recovery of host h just did: from a checkpoint?, records routed. */
+struct recovery_seen {
+    bool checkpoint;
+    long long before_ckpt, sent, received;
+};
+
+static struct recovery_seen recovery_of(const struct pod *p, int h)
+{
+    char *t = host_output(p, h);
+    struct recovery_seen r = {
+        .checkpoint = strstr(t, "and a checkpoint, committed end") != NULL,
+        .before_ckpt = number_before(t, "recovery: done", "older than the checkpoint"),
+        .sent = number_before(t, "sent to their owners", "records sent"),
+        .received = number_before(t, "sent to their owners", "received")};
+    free(t);
+    return r;
+}
+
 START_TEST(crash_and_recover)
 {
     struct pod p;
     memset(&p, 0, sizeof p);
-    write_conf(&p);
+    write_conf(&p, "crash");
+    const char *re = getenv("PODDB_CRASH_ROUNDS");
+    int rounds = re && atoi(re) > 0 ? atoi(re) : ROUNDS;
     uint64_t rng = (uint64_t)getpid() * 0x9e3779b97f4a7c15ull ^ pod_mono_ns();
     uint64_t *acked[NHOSTS] = {NULL};
     size_t nacked[NHOSTS] = {0}, cap[NHOSTS] = {0};
     size_t total_acked = 0;
-    for (int round = 0; round < ROUNDS; round++) {
+    int from_ckpt[NHOSTS] = {0};
+    long long routed = 0;
+    fprintf(stderr, "%d rounds, transfers %s\n", rounds,
+            g_mix == MIX_CROSS ? "across hosts" : "within each host");
+    for (int round = 0; round < rounds; round++) {
         start_pod(&p);
         if (round == 0) {
-            for (int h = 0; h < NHOSTS; h++) {
-                pod_client *c = connect_to(p.sock[h]);
-                pod_value a[3] = {pod_v_i64(h), pod_v_i64(NACCOUNTS), pod_v_i64(INITIAL)};
-                pod_reply *r = pod_client_call(c, "bank.init", a, 3);
-                ck_assert_msg(r && pod_reply_status(r) == POD_OK, "bank.init: %s",
-                              r ? pod_reply_message(r) : pod_client_error(c));
-                pod_reply_free(r);
-                pod_client_close(c);
-            }
+            init_bank(&p);
         } else {
+            for (int h = 0; h < NHOSTS; h++) {
+                struct recovery_seen r = recovery_of(&p, h);
+                from_ckpt[h] += r.checkpoint;
+                if (r.sent > 0) routed += r.sent;
+                fprintf(stderr, "round %d: host %d recovered %s; %lld records sent to their "
+                        "owners, %lld received\n", round, h,
+                        r.checkpoint ? "from a checkpoint" : "from the log alone", r.sent,
+                        r.received);
+            }
             size_t extra = 0, present = verify_pod(&p, acked, nacked, &extra);
             fprintf(stderr, "round %d: %zu transfers present, all %zu acknowledged ones among "
                     "them (%zu committed without a reply), balances consistent\n", round,
                     present, nacked[0] + nacked[1], extra);
         }
-        /* run the workload and kill both servers at a random moment */
-        struct client cl[NHOSTS];
-        memset(cl, 0, sizeof cl);
-        for (int h = 0; h < NHOSTS; h++) {
-            cl[h] = (struct client){.p = &p, .host = h, .round = round,
-                                    .rng = pod_rand(&rng) | 1, .acked = acked[h],
-                                    .nacked = nacked[h], .cap = cap[h]};
-            ck_assert_int_eq(pthread_create(&cl[h].th, NULL, client_main, &cl[h]), 0);
-        }
-        int run_ms = 150 + (int)(pod_rand(&rng) % 600);
-        sh_sleep_ms(run_ms);
-        kill_pod(&p);
-        for (int h = 0; h < NHOSTS; h++) {
-            pthread_join(cl[h].th, NULL);
-            ck_assert_msg(cl[h].other_errors == 0, "host %d: %" PRIu64 " unexpected errors (%s)", h,
-                          cl[h].other_errors, cl[h].err);
-            fprintf(stderr, "round %d, host %d: killed after %d ms: %" PRIu64 " calls sent, %" PRIu64
-                    " replies, %zu transfers acknowledged in this round\n", round, h, run_ms,
-                    cl[h].sent, cl[h].replies, cl[h].nacked - nacked[h]);
-            total_acked += cl[h].nacked - nacked[h];
-            acked[h] = cl[h].acked;
-            nacked[h] = cl[h].nacked;
-            cap[h] = cl[h].cap;
-        }
+        /* Run the workload; once both clients have had transfers acknowledged,
+         * kill both servers at a random moment. */
+        struct round rd;
+        start_clients(&rd, &p, round, g_mix, NACCOUNTS, true, &rng, acked, nacked, cap);
+        uint64_t t0 = sh_now_ms();
+        wait_acks(&rd, MIN_ACKS, 60000);
+        sh_sleep_ms(100 + (int)(pod_rand(&rng) % 2000));
+        fprintf(stderr, "round %d: %llu ms of workload\n", round,
+                (unsigned long long)(sh_now_ms() - t0));
+        kill_mid_workload(&p, &rd, round);
+        join_clients(&rd, "after the kill", acked, nacked, cap, &total_acked);
         check_logs_clean(&p);
         if (getenv("PODDB_CRASH_VERBOSE"))
             for (int h = 0; h < NHOSTS; h++) sh_dump_log_path(p.log[h], "after the kill");
@@ -378,21 +599,79 @@ START_TEST(crash_and_recover)
     ck_assert_msg(total_acked > 0, "no transfer was ever acknowledged: the test proved nothing");
     /* the last recovery, then a clean stop, and the logs verify */
     start_pod(&p);
+    for (int h = 0; h < NHOSTS; h++) from_ckpt[h] += recovery_of(&p, h).checkpoint;
     size_t extra = 0;
-    verify_pod(&p, acked, nacked, &extra);
-    for (int h = 0; h < NHOSTS; h++) kill(p.pid[h], SIGTERM);
+    size_t present = verify_pod(&p, acked, nacked, &extra);
+    fprintf(stderr, "end: %zu transfers present, all %zu acknowledged ones among them; "
+            "recoveries from a checkpoint: host 0 %d, host 1 %d of %d; %lld records routed\n",
+            present, nacked[0] + nacked[1], from_ckpt[0], from_ckpt[1], rounds, routed);
+    if (rounds >= 4)
+        for (int h = 0; h < NHOSTS; h++)
+            ck_assert_msg(from_ckpt[h] > 0, "host %d never recovered from a checkpoint", h);
+    if (g_mix == MIX_CROSS && rounds >= 2)
+        ck_assert_msg(routed > 0, "cross-host transfers, but no record was routed to its owner");
+    stop_pod_and_verify_logs(&p);
+    for (int h = 0; h < NHOSTS; h++) free(acked[h]);
+    unlink(p.region);
+}
+END_TEST
+
+/* A pod-mode checkpoint of tuples another host wrote in CXL memory. */
+START_TEST(checkpoint_of_remote_writes)
+{
+    struct pod p;
+    memset(&p, 0, sizeof p);
+    write_conf(&p, "ckpt");
+    uint64_t rng = (uint64_t)getpid() * 0x2545f4914f6cdd1dull ^ pod_mono_ns();
+    uint64_t *acked[NHOSTS] = {NULL};
+    size_t nacked[NHOSTS] = {0}, cap[NHOSTS] = {0};
+    start_pod(&p);
+    init_bank(&p);
+    /* Phase 1: every account is written by the other host only. */
+    struct round rd;
+    start_clients(&rd, &p, 0, MIX_REMOTE, NACCOUNTS, false, &rng, acked, nacked, cap);
+    wait_acks(&rd, 300, 60000);
+    stop_clients(&rd);
+    join_clients(&rd, "phase 1 (all accounts, remote writes only)", acked, nacked, cap, NULL);
+    long long ckpts[NHOSTS];
     for (int h = 0; h < NHOSTS; h++) {
-        int st = sh_wait_exit(p.pid[h], 20000);
-        ck_assert_msg(st != -1 && WIFEXITED(st) && WEXITSTATUS(st) == 0,
-                      "host %d did not stop cleanly (status %d):\n%s", h, st, sh_slurp(p.log[h]));
+        ckpts[h] = sys_counter(&p, h, "sys.log", "checkpoints");
+        long long rw = sys_counter(&p, h, "sys.pod", "remote_writes");
+        fprintf(stderr, "after phase 1: host %d wrote %lld tuples of the other host; "
+                "%lld checkpoints so far\n", h, rw, ckpts[h]);
+        ck_assert_int_gt(rw, 0);
     }
+    /* Phase 2: only HOT accounts, until each host has taken two more
+     * checkpoints (the second one started after phase 1 ended). */
+    start_clients(&rd, &p, 1, MIX_REMOTE, HOT, false, &rng, acked, nacked, cap);
+    uint64_t end = sh_now_ms() + 90000;
+    for (int h = 0; h < NHOSTS; h++)
+        while (sys_counter(&p, h, "sys.log", "checkpoints") < ckpts[h] + 2) {
+            ck_assert_msg(sh_now_ms() < end, "host %d took no new checkpoints (%s)", h,
+                          rd.cl[h].err);
+            sh_sleep_ms(20);
+        }
+    for (int h = 0; h < NHOSTS; h++)
+        fprintf(stderr, "phase 2: host %d has taken %lld checkpoints (checkpoint epoch %lld)\n",
+                h, sys_counter(&p, h, "sys.log", "checkpoints"),
+                sys_counter(&p, h, "sys.log", "checkpoint_epoch"));
+    sh_sleep_ms((int)(pod_rand(&rng) % 200));
+    kill_mid_workload(&p, &rd, 1);
+    join_clients(&rd, "phase 2 (hot accounts), after the kill", acked, nacked, cap, NULL);
     check_logs_clean(&p);
+    start_pod(&p);
     for (int h = 0; h < NHOSTS; h++) {
-        char cmd[3 * SH_PATH];
-        snprintf(cmd, sizeof cmd, "%s/poddb-logdump --verify %s >/dev/null", sh_bin_dir(),
-                 p.logdir[h]);
-        ck_assert_msg(system(cmd) == 0, "poddb-logdump --verify %s failed", p.logdir[h]);
+        struct recovery_seen r = recovery_of(&p, h);
+        fprintf(stderr, "host %d recovered %s; %lld log records older than it skipped\n", h,
+                r.checkpoint ? "from a checkpoint" : "from the log alone", r.before_ckpt);
+        ck_assert_msg(r.checkpoint && r.before_ckpt > 0, "host %d did not recover from its "
+                      "checkpoint:\n%s", h, sh_slurp(p.log[h]));
     }
+    size_t extra = 0, present = verify_pod(&p, acked, nacked, &extra);
+    fprintf(stderr, "recovered: %zu transfers present, all %zu acknowledged ones among them "
+            "(%zu committed without a reply), balances consistent\n", present,
+            nacked[0] + nacked[1], extra);
+    stop_pod_and_verify_logs(&p);
     for (int h = 0; h < NHOSTS; h++) free(acked[h]);
     unlink(p.region);
 }
@@ -405,13 +684,18 @@ static Suite *crash_suite(void)
     tcase_add_test(tc, crash_and_recover);
     tcase_set_timeout(tc, 300);
     suite_add_tcase(s, tc);
+    tc = tcase_create("checkpoint");
+    tcase_add_test(tc, checkpoint_of_remote_writes);
+    tcase_set_timeout(tc, 300);
+    suite_add_tcase(s, tc);
     return s;
 }
 
 int main(void)
 {
     sh_init();
-    g_cross = getenv("PODDB_CRASH_CROSS") && atoi(getenv("PODDB_CRASH_CROSS"));
+    const char *cross = getenv("PODDB_CRASH_CROSS");
+    if (cross && !atoi(cross)) g_mix = MIX_OWN;
     SRunner *sr = srunner_create(crash_suite());
     srunner_run_all(sr, CK_NORMAL);
     int failed = srunner_ntests_failed(sr);

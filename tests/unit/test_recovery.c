@@ -15,7 +15,9 @@
  *  - pod mode (two processes on one region, simulated non-coherent SWcc): the
  *    hosts agree on the larger durable epoch and each record is replayed by
  *    the owner of its partition; a host without history does not wait for the
- *    others, and a host with history that comes after it refuses to start. */
+ *    others, and a host with history that comes after it refuses to start;
+ *    one host's log torn while the other's is intact: history ends at the
+ *    pod-wide durable epoch on both, nothing below it is lost. */
 #include <check.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -533,6 +535,129 @@ START_TEST(test_pod_mode_without_history)
 }
 END_TEST
 
+/* Pod mode, one host's log torn while the other's is intact. Host 0's last
+ * block (epoch 52) was being written when the pod died: its tail is torn.
+ * Host 1's log is intact and also holds epoch-52 records, but committed
+ * history ends at the pod-wide durable epoch (50, the larger recorded
+ * value): those are discarded too. (An epoch that is not committed may have
+ * lost records on any host, so keeping part of it could leave a transaction
+ * half there.) Everything below 50, wherever it was logged and whoever owns
+ * it, is kept. */
+struct torn_child {
+    const char *region;
+    const char *all_dirs[2];
+    int host;
+    int64_t want[30];     /* value of keys 10..29 this host owns (INT64_MIN: absent) */
+    uint64_t torn, discarded, truncated;
+};
+
+static int torn_child(void *arg)
+{
+    struct torn_child *c = arg;
+    struct lf f;
+    lf_open_dirs(&f, 2, c->host, 2, 1, 10, true, c->region, c->all_dirs[c->host], c->all_dirs);
+    struct log_host_options o = lf_log_options(&f, true);
+    pod_err err;
+    struct log_host *lh = log_host_open(&o, &err);
+    struct log_recovery_stats st;
+    if (!lh || log_host_recover(lh, &st, &err)) {
+        fprintf(stderr, "host %d: %s\n", c->host, err.msg);
+        return 1;
+    }
+    int bad = 0;
+    for (uint64_t k = 10; k < 30; k++) {
+        if (k % 2 != (uint64_t)c->host) continue;
+        if (lf_value(&f, k) != c->want[k]) {
+            fprintf(stderr, "host %d: key %" PRIu64 " = %" PRId64 ", want %" PRId64 "\n", c->host,
+                    k, lf_value(&f, k), c->want[k]);
+            bad++;
+        }
+    }
+    if (st.durable_epoch != 50 || st.torn_tails != c->torn || st.corrupt_tails != 0 ||
+        st.records_discarded != c->discarded || st.truncated_files != c->truncated) {
+        fprintf(stderr, "host %d: durable %" PRIu64 " torn %" PRIu64 " corrupt %" PRIu64
+                " discarded %" PRIu64 " truncated %" PRIu64 "; want 50 %" PRIu64 " 0 %" PRIu64
+                " %" PRIu64 "\n", c->host, st.durable_epoch, st.torn_tails, st.corrupt_tails,
+                st.records_discarded, st.truncated_files, c->torn, c->discarded, c->truncated);
+        bad++;
+    }
+    log_host_free(lh);
+    lf_close(&f);
+    return bad ? 3 : 0;
+}
+
+static void write_host_seg(const char *dir, uint32_t host, const struct rec *r, int n)
+{
+    pod_err err;
+    struct seg_writer *w = seg_writer_open(dir, host, 0, 0, 1, &err);
+    ck_assert_msg(w != NULL, "%s", err.msg);
+    write_records(w, r, n);
+    ck_assert_int_eq(seg_writer_close(w, &err), 0);
+}
+
+static void write_host_durable(const char *dir, uint32_t host, uint64_t epoch)
+{
+    pod_err err;
+    struct durable_file *df = durable_file_open(dir, host, 0, &err);
+    ck_assert_msg(df != NULL, "%s", err.msg);
+    ck_assert_int_eq(durable_file_write(df, epoch, &err), 0);
+    durable_file_close(df);
+}
+
+static void run_torn_pair(struct torn_child c[2])
+{
+    int p0 = tu_fork(torn_child, &c[0]);
+    usleep(200000); /* the first host formats the region */
+    int p1 = tu_fork(torn_child, &c[1]);
+    ck_assert_int_eq(tu_wait_child(p0, 60000), 0);
+    ck_assert_int_eq(tu_wait_child(p1, 60000), 0);
+}
+
+START_TEST(test_pod_mode_one_host_torn)
+{
+    char region[POD_PATH_MAX], d0[POD_PATH_MAX], d1[POD_PATH_MAX];
+    tu_unique_shm_path(region, sizeof region, "torn");
+    lf_make_dir(d0, sizeof d0);
+    lf_make_dir(d1, sizeof d1);
+    /* Keys: host h owns key % 2 == h. */
+    const struct rec h0[] = {
+        PUT(10, 20, 0, 100), PUT(11, 20, 0, 110),  /* 11: host 1's tuple, logged here */
+        PUTB(12, 30, 0, 120), PUT(13, 30, 0, 130),
+        PUTB(14, 52, 0, 140), PUT(15, 52, 0, 150), /* the block being written: torn below */
+    };
+    const struct rec h1[] = {
+        PUT(21, 25, 0, 210), PUT(20, 25, 0, 200),
+        PUTB(10, 45, 0, 101),                      /* host 0's tuple, newer than host 0's record */
+        PUTB(23, 52, 0, 230), PUT(12, 52, 0, 999), /* intact, but of epoch 52 >= 50 */
+    };
+    write_host_seg(d0, 0, h0, 6);
+    write_host_seg(d1, 1, h1, 5);
+    char path[POD_PATH_MAX + 64], name[SEG_NAME_MAX];
+    seg_format_name(name, sizeof name, 0, 0, 0);
+    snprintf(path, sizeof path, "%s/%s", d0, name);
+    ck_assert_int_eq(truncate(path, (off_t)(file_size(d0, name) - 10)), 0);
+    write_host_durable(d0, 0, 50);
+    write_host_durable(d1, 1, 48); /* host 1 had not recorded 50 yet */
+    struct torn_child c[2] = {{region, {d0, d1}, 0, {0}, 1, 0, 0},
+                              {region, {d0, d1}, 1, {0}, 0, 2, 1}};
+    for (int h = 0; h < 2; h++)
+        for (int k = 0; k < 30; k++) c[h].want[k] = INT64_MIN;
+    c[0].want[10] = 101; /* host 1's committed write of host 0's tuple */
+    c[0].want[12] = 120; /* not host 1's 999 of epoch 52 */
+    c[0].want[20] = 200;
+    c[1].want[11] = 110; /* host 0's write of host 1's tuple */
+    c[1].want[13] = 130;
+    c[1].want[21] = 210; /* 15 (torn) and 23 (epoch 52) are absent */
+    run_torn_pair(c);
+    /* Again: the same state; host 1's log was cut back, host 0's tail is
+     * still torn (it is never appended to again). */
+    unlink(region);
+    c[1].discarded = c[1].truncated = 0;
+    run_torn_pair(c);
+    unlink(region);
+}
+END_TEST
+
 static Suite *recovery_suite(void)
 {
     Suite *s = suite_create("recovery");
@@ -548,6 +673,7 @@ static Suite *recovery_suite(void)
     tcase_add_test(tc, test_unknown_table_refused);
     tcase_add_test(tc, test_pod_mode_routing);
     tcase_add_test(tc, test_pod_mode_without_history);
+    tcase_add_test(tc, test_pod_mode_one_host_torn);
     tcase_set_timeout(tc, 120);
     suite_add_tcase(s, tc);
     return s;

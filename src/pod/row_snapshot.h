@@ -1,0 +1,42 @@
+/* Reading a local row's committed tuple outside a transaction, wherever the
+ * tuple lives (added by the durability layer for its checkpoints,
+ * src/log/checkpoint.c; the pod layer's rules are in docs/pod.md).
+ *
+ * A row the owner moved into CXL memory has its 2PL lock in the HWcc record
+ * (LOCK_MOVED, src/txn/lock.h), and once another host wrote it there
+ * (is-dirty) its current tuple and epoch-version are in the SWcc row, not in
+ * the owner's DRAM; a row another host inserted is valid only there. So a
+ * reader takes a shared lock where it lives (src/pod/rowlock.h) and reads the
+ * CXL row when it is dirty, else the DRAM row. Outside a pod (db->pod NULL)
+ * this is a shared lock on the row's word and a copy from DRAM.
+ *
+ * The caller holds the row pointer from its partition's B+-tree inside the
+ * critical sections of pod_snapshot_enter (the db's EBR keeps the row, the
+ * pod's cross-host EBR keeps its record readable). */
+#ifndef PODDB_POD_ROW_SNAPSHOT_H
+#define PODDB_POD_ROW_SNAPSHOT_H
+
+#include <stdint.h>
+
+#include "engine/db.h"
+#include "storage/row.h"
+
+enum pod_snapshot_status {
+    POD_SNAP_OK = 0,     /* tuple and epoch-version copied */
+    POD_SNAP_ABSENT = 1, /* not a live tuple (deleted, or an insert not committed) */
+    POD_SNAP_BUSY = -1,  /* a writer holds the row now (NO_WAIT): try again later; a
+                            row that stays busy may be dead: look its key up again */
+    POD_SNAP_ERROR = -2, /* the CXL row does not fit the table (a bug): nothing copied */
+};
+
+/* Enter / leave the critical sections of worker id `worker` of this host
+ * (the admin worker's id is fine) that keep rows and CXL records readable. */
+void pod_snapshot_enter(pod_db *db, int worker);
+void pod_snapshot_exit(pod_db *db, int worker);
+
+/* Copy local row `row` of table t (t->tuple_size bytes into tuple) and its
+ * epoch-version under a shared lock, taken and released here. */
+enum pod_snapshot_status pod_row_snapshot(pod_db *db, const pod_table *t, struct pod_row *row,
+                                          void *tuple, uint64_t *epoch_version);
+
+#endif
