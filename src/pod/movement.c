@@ -255,7 +255,7 @@ void pod_unlink_moved(struct pod_worker *w, pod_table *t, uint32_t part, struct 
     rec_row_write(ph->r, ph->coh, rec, NULL, t->tuple_size, 0, row->epoch_version);
     pod_forget_record(w, pc, key, rec);
     __atomic_store_n(&row->valid, 0, __ATOMIC_RELEASE);
-    bt_remove(&t->parts[part].tree, key, NULL);
+    table_index_remove(t, part, row);
     ebr_retire(w->db->ebr, w->id, row, row_free_cb, NULL);
     /* The latch and the record's write lock are never released: the row and
      * the record are dead, and whoever still finds them fails to lock them. */
@@ -305,7 +305,7 @@ static int prep_insert(struct pod_worker *w, pod_table *t, uint32_t part,
     memcpy(row_key(t, nrow), rq->key, t->key_size);
     nrow->shortcut = off;
     nrow->lock = LOCK_MOVED;
-    if (bt_insert(tree, rq->key, (uint64_t)(uintptr_t)nrow) != BT_OK) {
+    if (table_index_insert(t, part, nrow) != BT_OK) {
         rec_destroy(ph->r, off);
         row_free(nrow);
         status = POD_RS_BUSY; /* inserted meanwhile by the owner */
@@ -313,7 +313,7 @@ static int prep_insert(struct pod_worker *w, pod_table *t, uint32_t part,
     }
     pod_local_inserted(w, t, part, rq->key);
     if (cxl_index_insert(pc->ix, w->id, rq->key, off) != BT_OK) {
-        bt_remove(tree, rq->key, NULL);
+        table_index_remove(t, part, nrow);
         ebr_retire(w->db->ebr, w->id, nrow, row_free_cb, NULL);
         rec_destroy(ph->r, off);
         status = POD_RS_NOMEM;

@@ -42,10 +42,8 @@ static bool evict(struct pod_worker *w, pod_table *t, uint32_t part, const void 
 {
     struct pod_host *ph = w->db->pod;
     struct pod_part_cxl *pc = t->parts[part].cxl;
-    uint64_t v;
-    if (bt_lookup(&t->parts[part].tree, key, &v) != BT_OK) return false;
-    struct pod_row *row = (struct pod_row *)(uintptr_t)v;
-    if (!pod_row_latch_try(row)) return false;
+    struct pod_row *row = table_lookup(t, part, key, NULL);
+    if (!row || !pod_row_latch_try(row)) return false;
     cxl_record *rec = pod_rec(ph, off);
     bool done = false;
     if (rowlock_moved(row) && __atomic_load_n(&row->shortcut, __ATOMIC_ACQUIRE) == off &&

@@ -507,11 +507,95 @@ static inline bool tree_usable(const bt_tree *t)
 
 /* ---- public: lookup -------------------------------------------------------- */
 
+/* ---- hints: answers from a remembered leaf ------------------------------------ */
+
+/* The hinted leaf at its remembered version, or NULL. */
+static char *hint_leaf(const bt_tree *t, const bt_hint *h)
+{
+    /* h->v is an unlocked version: equal means unlocked and unchanged. */
+    if (!h || h->tree != t || !h->leaf || load_word(version_word(h->leaf)) != h->v) return NULL;
+    return h->leaf;
+}
+
+static void hint_set(const bt_tree *t, bt_hint *h, char *leaf, uint64_t v)
+{
+    if (!h) return;
+    h->tree = t;
+    h->leaf = leaf;
+    h->v = v;
+}
+
+/* A leaf that is unchanged since it was validated is still in the tree with
+ * the same entries (invariant 6), and no key can lie between two adjacent
+ * entries of one leaf. So when the searched position has an entry of the
+ * leaf on both sides, the leaf alone answers; at its edges it does not (the
+ * answer may be in a neighbour), and the caller descends. */
+static bool hint_lookup(const bt_tree *t, const bt_hint *h, const search_key *sk, bool *found,
+                        uint64_t *value)
+{
+    char *leaf = hint_leaf(t, h);
+    if (!leaf) return false;
+    unsigned count = leaf_count(t, leaf);
+    unsigned pos = key_bound(t, leaf, count, sk, false);
+    if (pos >= count) return false;
+    bool eq = compare_slot(t, key_slot(t, leaf, pos), sk) == 0;
+    if (!eq && pos == 0) return false;
+    uint64_t v = eq ? load_word(leaf_value(t, leaf, pos)) : 0;
+    RACE_POINT(BT_RACE_LEAF_READ);
+    if (!validate(leaf, h->v)) return false;
+    *found = eq;
+    *value = v;
+    return true;
+}
+
+/* The first entry > from (>= from without exclusive) when the hinted leaf
+ * holds it and an entry at or below from. */
+static bool hint_next(const bt_tree *t, const bt_hint *h, const search_key *from, bool exclusive,
+                      uint64_t *key_buf, uint64_t *value)
+{
+    char *leaf = hint_leaf(t, h);
+    if (!leaf || !from) return false;
+    unsigned count = leaf_count(t, leaf);
+    unsigned pos = key_bound(t, leaf, count, from, exclusive);
+    if (pos == 0 || pos >= count) return false;
+    read_words(key_buf, key_slot(t, leaf, pos), t->key_words);
+    *value = load_word(leaf_value(t, leaf, pos));
+    RACE_POINT(BT_RACE_LEAF_READ);
+    return validate(leaf, h->v);
+}
+
+/* The last entry < from (<= from without exclusive), likewise. */
+static bool hint_prev(const bt_tree *t, const bt_hint *h, const search_key *from, bool exclusive,
+                      uint64_t *key_buf, uint64_t *value)
+{
+    char *leaf = hint_leaf(t, h);
+    if (!leaf || !from) return false;
+    unsigned count = leaf_count(t, leaf);
+    unsigned end = key_bound(t, leaf, count, from, !exclusive);
+    if (end == 0 || end >= count) return false;
+    read_words(key_buf, key_slot(t, leaf, end - 1), t->key_words);
+    *value = load_word(leaf_value(t, leaf, end - 1));
+    RACE_POINT(BT_RACE_LEAF_READ);
+    return validate(leaf, h->v);
+}
+
 bt_status bt_lookup(const bt_tree *t, const void *key, uint64_t *value)
+{
+    return bt_lookup_at(t, key, value, NULL);
+}
+
+bt_status bt_lookup_at(const bt_tree *t, const void *key, uint64_t *value, bt_hint *hint)
 {
     if (!tree_usable(t) || !key) return BT_INVALID;
     search_key sk;
     search_key_set(t, &sk, key);
+    bool hfound;
+    uint64_t hv;
+    if (hint_lookup(t, hint, &sk, &hfound, &hv)) {
+        if (!hfound) return BT_NOT_FOUND;
+        if (value) *value = hv;
+        return BT_OK;
+    }
     for (unsigned restarts = 0;; restarts++) {
         backoff(restarts);
         leaf_ref lr;
@@ -522,6 +606,7 @@ bt_status bt_lookup(const bt_tree *t, const void *key, uint64_t *value)
         uint64_t v = found ? load_word(leaf_value(t, lr.leaf, pos)) : 0;
         RACE_POINT(BT_RACE_LEAF_READ);
         if (!leaf_ref_valid(&lr)) continue;
+        hint_set(t, hint, lr.leaf, lr.leaf_v);
         if (!found) return BT_NOT_FOUND;
         if (value) *value = v;
         return BT_OK;
@@ -908,6 +993,8 @@ typedef struct batch {
     uint64_t *keys; /* n key slots (key_words each) */
     uint64_t *vals;
     fences f;       /* where the next leaf starts */
+    char *leaf;     /* the leaf copied, at version leaf_v */
+    uint64_t leaf_v;
 } batch;
 
 /* Up to max entries of the leaf holding `from`, ascending from `from` (the
@@ -929,6 +1016,8 @@ static void gather_forward(const bt_tree *t, const search_key *from, bool exclus
         RACE_POINT(BT_RACE_LEAF_READ);
         if (!leaf_ref_valid(&lr)) continue;
         b->n = n;
+        b->leaf = lr.leaf;
+        b->leaf_v = lr.leaf_v;
         return;
     }
 }
@@ -954,6 +1043,8 @@ static void gather_backward(const bt_tree *t, const search_key *from, bool exclu
         RACE_POINT(BT_RACE_LEAF_READ);
         if (!leaf_ref_valid(&lr)) continue;
         b->n = n;
+        b->leaf = lr.leaf;
+        b->leaf_v = lr.leaf_v;
         return;
     }
 }
@@ -966,6 +1057,12 @@ static void copy_key_out(const bt_tree *t, void *key_out, const uint64_t *slot)
 bt_status bt_next(const bt_tree *t, const void *key, bool inclusive, void *key_out,
                   uint64_t *value)
 {
+    return bt_next_at(t, key, inclusive, key_out, value, NULL);
+}
+
+bt_status bt_next_at(const bt_tree *t, const void *key, bool inclusive, void *key_out,
+                     uint64_t *value, bt_hint *hint)
+{
     if (!tree_usable(t)) return BT_INVALID;
     search_key cursor;
     const search_key *from = NULL;
@@ -975,10 +1072,16 @@ bt_status bt_next(const bt_tree *t, const void *key, bool inclusive, void *key_o
     }
     bool exclusive = !inclusive;
     uint64_t key_buf[KEY_WORDS_MAX], val;
+    if (hint_next(t, hint, from, exclusive, key_buf, &val)) {
+        copy_key_out(t, key_out, key_buf);
+        if (value) *value = val;
+        return BT_OK;
+    }
     batch b = {.keys = key_buf, .vals = &val};
     for (;;) {
         gather_forward(t, from, exclusive, 1, &b);
         if (b.n == 1) {
+            hint_set(t, hint, b.leaf, b.leaf_v);
             copy_key_out(t, key_out, key_buf);
             if (value) *value = val;
             return BT_OK;
@@ -993,6 +1096,12 @@ bt_status bt_next(const bt_tree *t, const void *key, bool inclusive, void *key_o
 bt_status bt_prev(const bt_tree *t, const void *key, bool inclusive, void *key_out,
                   uint64_t *value)
 {
+    return bt_prev_at(t, key, inclusive, key_out, value, NULL);
+}
+
+bt_status bt_prev_at(const bt_tree *t, const void *key, bool inclusive, void *key_out,
+                     uint64_t *value, bt_hint *hint)
+{
     if (!tree_usable(t)) return BT_INVALID;
     search_key cursor;
     const search_key *from = NULL;
@@ -1002,10 +1111,16 @@ bt_status bt_prev(const bt_tree *t, const void *key, bool inclusive, void *key_o
     }
     bool exclusive = !inclusive;
     uint64_t key_buf[KEY_WORDS_MAX], val;
+    if (hint_prev(t, hint, from, exclusive, key_buf, &val)) {
+        copy_key_out(t, key_out, key_buf);
+        if (value) *value = val;
+        return BT_OK;
+    }
     batch b = {.keys = key_buf, .vals = &val};
     for (;;) {
         gather_backward(t, from, exclusive, 1, &b);
         if (b.n == 1) {
+            hint_set(t, hint, b.leaf, b.leaf_v);
             copy_key_out(t, key_out, key_buf);
             if (value) *value = val;
             return BT_OK;

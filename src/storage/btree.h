@@ -118,6 +118,24 @@ bt_status bt_next(const bt_tree *t, const void *key, bool inclusive, void *key_o
 bt_status bt_prev(const bt_tree *t, const void *key, bool inclusive, void *key_out,
                   uint64_t *value);
 
+/* A leaf remembered from the previous call of one operation (a scan's step,
+ * an insert's lookup and next-key search), so the next call answers from that
+ * leaf without a descent while the leaf's version is unchanged. Zero it
+ * before first use ({0}); use it only inside one EBR critical section (the
+ * leaf's memory must stay valid) and only with the tree it was filled by. A
+ * stale hint is detected and costs one version check. */
+typedef struct bt_hint {
+    const bt_tree *tree;
+    char *leaf;
+    uint64_t v;
+} bt_hint;
+
+bt_status bt_lookup_at(const bt_tree *t, const void *key, uint64_t *value, bt_hint *hint);
+bt_status bt_next_at(const bt_tree *t, const void *key, bool inclusive, void *key_out,
+                     uint64_t *value, bt_hint *hint);
+bt_status bt_prev_at(const bt_tree *t, const void *key, bool inclusive, void *key_out,
+                     uint64_t *value, bt_hint *hint);
+
 /* Called once per entry of a scan, in scan order. key points to key_width
  * bytes valid only during the call. Return true to go on, false to stop. No
  * lock is held during the call: it may itself use the tree. */
@@ -163,6 +181,7 @@ enum bt_race_where {
     BT_RACE_CHILD,     /* a child ref was read and checked, its version not yet read */
     BT_RACE_LEAF_READ, /* a leaf was read optimistically, not yet validated */
     BT_RACE_LOCKED,    /* a writer holds node locks in the middle of a change */
+    BT_RACE_HASH_HIT,  /* the row hash beside the tree found a row, not yet locked */
 };
 void bt_race_point(enum bt_race_where where) __attribute__((weak));
 

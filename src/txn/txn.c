@@ -338,10 +338,10 @@ static int check_op(struct pod_txn *tx, pod_table *t, const void *key)
 /* The row holding the smallest key > key (or the sentinel), with its key in
  * key_out (unset for the sentinel). */
 static struct pod_row *next_row(pod_table *t, uint32_t part, const void *key, bool inclusive,
-                                void *key_out, bool *is_end)
+                                void *key_out, bool *is_end, bt_hint *hint)
 {
     uint64_t v;
-    bt_status st = bt_next(&t->parts[part].tree, key, inclusive, key_out, &v);
+    bt_status st = bt_next_at(&t->parts[part].tree, key, inclusive, key_out, &v, hint);
     *is_end = st != BT_OK;
     return st == BT_OK ? (struct pod_row *)(uintptr_t)v : t->parts[part].sentinel;
 }
@@ -349,19 +349,19 @@ static struct pod_row *next_row(pod_table *t, uint32_t part, const void *key, bo
 /* Lock the gap after `key` (exclusive of key) in mode want, until commit.
  * Repeats the search after locking until the locked row is still the next. */
 static int lock_gap_after(struct pod_txn *tx, pod_table *t, uint32_t part, const void *key,
-                          bool inclusive, uint8_t want)
+                          bool inclusive, uint8_t want, bt_hint *hint)
 {
     unsigned char k1[BT_MAX_KEY_WIDTH], k2[BT_MAX_KEY_WIDTH];
     for (int tries = 0; tries < OP_RESTARTS; tries++) {
         bool end1, end2;
-        struct pod_row *r = next_row(t, part, key, inclusive, k1, &end1);
+        struct pod_row *r = next_row(t, part, key, inclusive, k1, &end1, hint);
         struct access *a;
         int rc = lock_row(tx, t, part, r, want, POD_CAUSE_NEXT_KEY, &a);
         if (rc) {
             if (rc == POD_CONFLICT) tx->cause = POD_CAUSE_NEXT_KEY;
             return rc;
         }
-        struct pod_row *again = next_row(t, part, key, inclusive, k2, &end2);
+        struct pod_row *again = next_row(t, part, key, inclusive, k2, &end2, hint);
         if (again == r) return POD_OK;
         unlock_fresh(tx, a);
     }
@@ -386,10 +386,12 @@ static int find_locked(struct pod_txn *tx, pod_table *t, const void *key, uint8_
         *res = rf == REMOTE_FOUND ? FOUND : MISSING;
         return rc;
     }
+    txn_serve_inbox(tx);
+    bt_hint hint = {0};
     for (int tries = 0; tries < OP_RESTARTS; tries++) {
         uint64_t v;
-        if (bt_lookup(&t->parts[part].tree, key, &v) == BT_OK) {
-            struct pod_row *row = (struct pod_row *)(uintptr_t)v;
+        struct pod_row *row = table_lookup(t, part, key, &hint);
+        if (row) {
             struct access *a = find_access(tx, row);
             if (a && (a->flags & ACC_DELETED)) {
                 *res = MISSING; /* our own delete: the key is gone for us */
@@ -406,10 +408,10 @@ static int find_locked(struct pod_txn *tx, pod_table *t, const void *key, uint8_
             continue;
         }
         if (tx->db->opt.phantom_protection) {
-            int rc = lock_gap_after(tx, t, part, key, false, HELD_READ);
+            int rc = lock_gap_after(tx, t, part, key, false, HELD_READ, &hint);
             if (rc) return rc;
             /* The key may have been inserted before the gap was locked. */
-            if (bt_lookup(&t->parts[part].tree, key, &v) == BT_OK) continue;
+            if (bt_lookup_at(&t->parts[part].tree, key, &v, &hint) == BT_OK) continue;
         }
         *res = MISSING;
         return POD_OK;
@@ -497,12 +499,12 @@ int pod_insert(pod_txn *tx, pod_table *t, const void *key, const void *tuple)
     if (!tuple) return pod_txn_fail(tx, POD_E_INVALID, "%s: tuple is NULL", t->name);
     uint32_t part = table_partition_of(t, key);
     if (txn_is_remote(tx, t, part)) return remote_insert(tx, t, part, key, tuple);
-    bt_tree *tree = &t->parts[part].tree;
+    txn_serve_inbox(tx);
     const struct cxl_region *reg = txn_region(tx);
+    bt_hint hint = {0};
     for (int tries = 0; tries < OP_RESTARTS; tries++) {
-        uint64_t v;
-        if (bt_lookup(tree, key, &v) == BT_OK) {
-            struct pod_row *row = (struct pod_row *)(uintptr_t)v;
+        struct pod_row *row = table_lookup(t, part, key, &hint);
+        if (row) {
             struct access *a = find_access(tx, row);
             if (a && (a->flags & ACC_DELETED)) {
                 /* Deleted and inserted again by us: an update of the row. */
@@ -523,7 +525,7 @@ int pod_insert(pod_txn *tx, pod_table *t, const void *key, const void *tuple)
         if (tx->db->opt.phantom_protection) {
             unsigned char k1[BT_MAX_KEY_WIDTH];
             bool end;
-            struct pod_row *nr = next_row(t, part, key, false, k1, &end);
+            struct pod_row *nr = next_row(t, part, key, false, k1, &end, &hint);
             struct access *had = find_access(tx, nr);
             uint8_t held = had ? had->held : HELD_NONE;
             if (held == HELD_READ) {
@@ -541,13 +543,13 @@ int pod_insert(pod_txn *tx, pod_table *t, const void *key, const void *tuple)
                 gap_fresh = true;
             }
             bool end2;
-            if (next_row(t, part, key, false, k1, &end2) != nr) {
+            if (next_row(t, part, key, false, k1, &end2, &hint) != nr) {
                 if (gap_fresh) unlock_fresh(tx, gap);
                 if (downgrade) rowlock_downgrade(reg, downgrade->row, downgrade->in_cxl);
                 continue;
             }
         }
-        struct pod_row *row = row_alloc(t);
+        row = row_alloc(t);
         if (!row) {
             if (gap_fresh) unlock_fresh(tx, gap);
             if (downgrade) rowlock_downgrade(reg, downgrade->row, downgrade->in_cxl);
@@ -557,7 +559,7 @@ int pod_insert(pod_txn *tx, pod_table *t, const void *key, const void *tuple)
         memcpy(row->tuple, tuple, t->tuple_size);
         memcpy(row_key(t, row), key, t->key_size);
         row->lock = LOCK_W;
-        bt_status st = bt_insert(tree, key, (uint64_t)(uintptr_t)row);
+        bt_status st = table_index_insert(t, part, row);
         /* Still under the gap's lock: CXL memory must stop claiming the gap. */
         if (st == BT_OK && tx->db->pod) pod_local_inserted(tx->w, t, part, key);
         if (gap_fresh) unlock_fresh(tx, gap);
@@ -570,7 +572,7 @@ int pod_insert(pod_txn *tx, pod_table *t, const void *key, const void *tuple)
         }
         struct access *a = txn_add_access(tx, row, NULL, t, part, HELD_WRITE);
         if (!a) { /* cannot track it: take it out again */
-            bt_remove(tree, key, NULL);
+            table_index_remove(t, part, row);
             ebr_retire(tx->db->ebr, tx->w->id, row, row_free_cb, NULL);
             return POD_E_NOMEM;
         }
@@ -591,6 +593,7 @@ struct scan_state {
     uint8_t want;
     pod_scan_fn fn;
     void *arg;
+    bt_hint hint; /* the leaf of the last step */
 };
 
 /* Visit one row found by the scan. Returns <0 on conflict, 0 to go on, 1 to stop. */
@@ -613,7 +616,8 @@ static int scan_forward(struct scan_state *s)
     int restarts = 0;
     for (;;) {
         bool end;
-        struct pod_row *r = next_row(t, s->part, have_cur ? cur : NULL, inclusive, k1, &end);
+        struct pod_row *r =
+            next_row(t, s->part, have_cur ? cur : NULL, inclusive, k1, &end, &s->hint);
         bool past = end || (s->hi && memcmp(k1, s->hi, t->key_size) > 0);
         if (past && !phantom) return POD_OK;
         /* Past the range: lock the next key, which covers the last gap. */
@@ -625,7 +629,7 @@ static int scan_forward(struct scan_state *s)
         if (phantom) {
             bool end2;
             struct pod_row *again =
-                next_row(t, s->part, have_cur ? cur : NULL, inclusive, k2, &end2);
+                next_row(t, s->part, have_cur ? cur : NULL, inclusive, k2, &end2, &s->hint);
             if (again != r) { /* a key appeared before r: take that step again */
                 unlock_fresh(tx, a);
                 if (++restarts > OP_RESTARTS) return conflict(tx, POD_CAUSE_NEXT_KEY);
@@ -646,10 +650,10 @@ static int scan_forward(struct scan_state *s)
 }
 
 static struct pod_row *prev_row(pod_table *t, uint32_t part, const void *key, bool inclusive,
-                                void *key_out)
+                                void *key_out, bt_hint *hint)
 {
     uint64_t v;
-    bt_status st = bt_prev(&t->parts[part].tree, key, inclusive, key_out, &v);
+    bt_status st = bt_prev_at(&t->parts[part].tree, key, inclusive, key_out, &v, hint);
     return st == BT_OK ? (struct pod_row *)(uintptr_t)v : NULL;
 }
 
@@ -661,7 +665,7 @@ static int scan_backward(struct scan_state *s)
     /* The gap above hi is covered by the key after hi (invariant 4); every
      * gap below is covered by the key above it, already locked. */
     if (tx->db->opt.phantom_protection && s->hi) {
-        int rc = lock_gap_after(tx, t, s->part, s->hi, false, HELD_READ);
+        int rc = lock_gap_after(tx, t, s->part, s->hi, false, HELD_READ, &s->hint);
         if (rc) return rc;
     } else if (tx->db->opt.phantom_protection) {
         struct access *a;
@@ -673,7 +677,7 @@ static int scan_backward(struct scan_state *s)
     if (have_cur) memcpy(cur, s->hi, t->key_size);
     int restarts = 0;
     for (;;) {
-        struct pod_row *r = prev_row(t, s->part, have_cur ? cur : NULL, inclusive, k1);
+        struct pod_row *r = prev_row(t, s->part, have_cur ? cur : NULL, inclusive, k1, &s->hint);
         if (!r || (s->lo && memcmp(k1, s->lo, t->key_size) < 0)) return POD_OK;
         struct access *a;
         int rc = lock_row(tx, t, s->part, r, s->want, POD_CAUSE_READ_LOCK, &a);
@@ -708,7 +712,8 @@ int pod_scan(pod_txn *tx, pod_table *t, const void *lo, const void *hi, uint32_t
     uint8_t want = (flags & POD_SCAN_FOR_UPDATE) ? HELD_WRITE : HELD_READ;
     if (txn_is_remote(tx, t, part))
         return remote_scan(tx, t, part, lo, hi, limit, flags & POD_SCAN_REVERSE, want, fn, arg);
-    struct scan_state s = {tx, t, part, lo, hi, limit, 0, want, fn, arg};
+    struct scan_state s = {.tx = tx, .t = t, .part = part, .lo = lo, .hi = hi, .limit = limit,
+                           .want = want, .fn = fn, .arg = arg};
     return (flags & POD_SCAN_REVERSE) ? scan_backward(&s) : scan_forward(&s);
 }
 
@@ -725,7 +730,7 @@ static void remove_row(struct pod_txn *tx, struct access *a)
         a->held = HELD_NONE; /* dead: the lock is never released */
         return;
     }
-    bt_remove(&a->table->parts[a->part].tree, row_key(a->table, a->row), NULL);
+    table_index_remove(a->table, a->part, a->row);
     ebr_retire(tx->db->ebr, tx->w->id, a->row, row_free_cb, NULL);
 }
 

@@ -8,6 +8,7 @@
 
 #include "cxl/record.h"
 #include "engine/worker.h"
+#include "pod/pod.h"
 #include "storage/table.h"
 #include "txn/txn.h"
 
@@ -64,10 +65,22 @@ struct pod_txn {
     enum pod_abort_cause cause;
     uint64_t epoch;
     bool active;
+    uint32_t ops;           /* local row operations, to serve the inbox every few */
     char msg[256];
 };
 
 #define OP_RESTARTS 1000 /* bound on "start this operation over" loops */
+
+/* Other hosts wait for this host's answers while its worker runs a long
+ * transaction (TPC-C's StockLevel touches hundreds of rows): serve a few
+ * inbox messages every SERVE_EVERY local row operations. Serving inside a
+ * transaction is what a worker already does while it waits for a reply of
+ * its own; a request for a row this transaction holds gets "busy". */
+#define SERVE_EVERY 16
+static inline void txn_serve_inbox(struct pod_txn *tx)
+{
+    if (tx->db->pod && (++tx->ops & (SERVE_EVERY - 1)) == 0) pod_serve(tx->w, 4);
+}
 
 int txn_conflict(struct pod_txn *tx, enum pod_abort_cause cause);
 void *txn_undo_alloc(struct pod_txn *tx, size_t n);

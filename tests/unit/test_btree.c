@@ -206,12 +206,19 @@ static void check_scan_backward(const bt_tree *t, const ref_map *m, const uint8_
     free(want);
 }
 
+/* One hint shared by every lookup of the randomized test (nodes are not
+ * reclaimed during a run, as EBR would guarantee): after any insert, remove
+ * or split it must still give exactly the tree's answer. Half of the calls
+ * use it, half go without. */
+static bt_hint g_hint;
+
 static void check_next(const bt_tree *t, const ref_map *m, const uint8_t *k, bool inclusive)
 {
     uint8_t got[MAX_KW];
     uint64_t v = 0;
     size_t i = k ? ref_bound(m, k, !inclusive) : 0;
-    bt_status st = bt_next(t, k, inclusive, got, &v);
+    bt_status st = rng_below(2) ? bt_next(t, k, inclusive, got, &v)
+                                : bt_next_at(t, k, inclusive, got, &v, &g_hint);
     if (i >= m->n) {
         CHECK_EQ(st, BT_NOT_FOUND);
         return;
@@ -226,7 +233,8 @@ static void check_prev(const bt_tree *t, const ref_map *m, const uint8_t *k, boo
     uint8_t got[MAX_KW];
     uint64_t v = 0;
     size_t end = k ? ref_bound(m, k, inclusive) : m->n;
-    bt_status st = bt_prev(t, k, inclusive, got, &v);
+    bt_status st = rng_below(2) ? bt_prev(t, k, inclusive, got, &v)
+                                : bt_prev_at(t, k, inclusive, got, &v, &g_hint);
     if (end == 0) {
         CHECK_EQ(st, BT_NOT_FOUND);
         return;
@@ -319,6 +327,50 @@ static const tree_config random_configs[] = {
     {4, 0}, {4, 88}, {8, 0}, {8, 88}, {16, 0}, {16, 120}, {40, 0}, {40, 216},
 };
 
+/* A scan's pattern: step by step with a hint (each step starts from the key
+ * just found, so the hinted leaf answers until its edge), with inserts and
+ * removes near the cursor in between that change the hinted leaf. */
+static void walk_with_hint(const bt_tree *t, ref_map *m, unsigned domain, const uint8_t *start,
+                           bool forward)
+{
+    unsigned kw = m->kw;
+    uint8_t cur[MAX_KW], k[MAX_KW];
+    memcpy(cur, start, kw);
+    bt_hint h = {0};
+    for (int step = 0; step < 40; step++) {
+        uint8_t got[MAX_KW];
+        uint64_t v = 0;
+        bool incl = step == 0;
+        bt_status st = forward ? bt_next_at(t, cur, incl, got, &v, &h)
+                               : bt_prev_at(t, cur, incl, got, &v, &h);
+        size_t i = forward ? ref_bound(m, cur, !incl) : ref_bound(m, cur, incl);
+        bool none = forward ? i >= m->n : i == 0;
+        if (none) {
+            CHECK_EQ(st, BT_NOT_FOUND);
+            return;
+        }
+        ref_entry *e = m->e[forward ? i : i - 1];
+        CHECK_EQ(st, BT_OK);
+        CHECK(memcmp(got, e->key, kw) == 0);
+        CHECK_EQ(v, e->val);
+        memcpy(cur, got, kw);
+        if (rng_below(4) == 0) { /* change the tree near the cursor */
+            make_key(kw, rng_below(domain), k);
+            if (rng_below(2)) {
+                uint64_t nv = rng_next();
+                CHECK_EQ(bt_insert(t, k, nv), ref_insert(m, k, nv) ? BT_OK : BT_EXISTS);
+            } else if (memcmp(k, cur, kw) != 0) {
+                uint64_t want = 0, gotv = 0;
+                bool present = ref_remove(m, k, &want);
+                CHECK_EQ(bt_remove(t, k, &gotv), present ? BT_OK : BT_NOT_FOUND);
+            }
+        }
+        uint64_t lv = 0;
+        CHECK_EQ(bt_lookup_at(t, cur, &lv, &h), BT_OK); /* the cursor's own key */
+        CHECK_EQ(lv, v);
+    }
+}
+
 /* One random operation on both the tree and the reference. Insert-heavy or
  * remove-heavy by phase, so the tree grows and shrinks (splits and prunes). */
 static void random_op(const bt_tree *t, ref_map *m, unsigned domain, bool growing)
@@ -351,13 +403,15 @@ static void random_op(const bt_tree *t, ref_map *m, unsigned domain, bool growin
         random_probe(kw, domain, k);
         ref_entry *e = ref_find(m, k);
         uint64_t v = 0;
-        CHECK_EQ(bt_lookup(t, k, &v), e ? BT_OK : BT_NOT_FOUND);
+        bt_status st = rng_below(2) ? bt_lookup(t, k, &v) : bt_lookup_at(t, k, &v, &g_hint);
+        CHECK_EQ(st, e ? BT_OK : BT_NOT_FOUND);
         if (e) CHECK_EQ(v, e->val);
     } else if ((r -= 15) < 10) {
         random_probe(kw, domain, k);
         bool from_end = rng_below(20) == 0, inclusive = rng_below(2);
         if (rng_below(2)) check_next(t, m, from_end ? NULL : k, inclusive);
         else check_prev(t, m, from_end ? NULL : k, inclusive);
+        if (rng_below(4) == 0) walk_with_hint(t, m, domain, k, rng_below(2));
     } else {
         random_probe(kw, domain, k);
         bool from_end = rng_below(20) == 0, inclusive = rng_below(2);
@@ -370,6 +424,7 @@ static void random_op(const bt_tree *t, ref_map *m, unsigned domain, bool growin
 static void run_random(const tree_config *cfg, unsigned domain, unsigned ops, uint64_t seed)
 {
     rng_seed(seed);
+    g_hint = (bt_hint){0};
     bt_local_space ls;
     bt_local_space_init(&ls);
     bt_header hdr;
