@@ -303,6 +303,14 @@ START_TEST(four_hosts)
 }
 END_TEST
 
+/* Several workers per host: the owner's handlers, local transactions and
+ * move-outs race on the same rows and has-next-key bits. */
+START_TEST(two_workers)
+{
+    run_pod(2, 2, "full");
+}
+END_TEST
+
 int main(void)
 {
     sh_init();
@@ -312,6 +320,10 @@ int main(void)
     tcase_add_loop_test(tc, two_hosts, 0, 4);
     tcase_add_loop_test(tc, four_hosts, 0, 4);
     suite_add_tcase(s, tc);
+    TCase *tw = tcase_create("workers");
+    tcase_set_timeout(tw, 180);
+    tcase_add_test(tw, two_workers);
+    suite_add_tcase(s, tw);
     SRunner *sr = srunner_create(s);
     srunner_run_all(sr, CK_NORMAL);
     int failed = srunner_ntests_failed(sr);
