@@ -205,7 +205,7 @@ int main(int argc, char **argv)
         if (p == 0) {
             FILE *lf = freopen(logf[h], "w", stdout);
             if (!lf || dup2(fileno(stdout), 2) < 0) _exit(127);
-            char hs[8];
+            char hs[16];
             snprintf(hs, sizeof hs, "%d", h);
             execl(server, server, "--conf", conf, "--host", hs, (char *)NULL);
             _exit(127);
