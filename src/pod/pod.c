@@ -318,8 +318,13 @@ int pod_between(struct pod_worker *w)
 void pod_idle_spin(struct pod_worker *w, void *const *work)
 {
     if (!w->db->pod) return;
-    for (int i = 1; i <= POD_IDLE_SPIN && !__atomic_load_n(work, __ATOMIC_ACQUIRE); i++) {
-        if ((i & 31) == 0 && pod_between(w) > 0) i = 0; /* served: spin on from here */
+    uint64_t until = pod_mono_ns() + POD_IDLE_SPIN_NS;
+    for (unsigned i = 1; !__atomic_load_n(work, __ATOMIC_ACQUIRE); i++) {
+        if ((i & 31) == 0) {
+            uint64_t now = pod_mono_ns();
+            if (pod_between(w) > 0) until = now + POD_IDLE_SPIN_NS; /* served: spin on */
+            else if (now >= until) break;
+        }
         pod_cpu_relax();
     }
 }

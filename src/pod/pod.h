@@ -75,11 +75,13 @@ int pod_serve(struct pod_worker *w, int max);
  * the threshold, move tuples out. Returns the messages served. */
 int pod_between(struct pod_worker *w);
 /* For an idle worker that just served requests (pod_between > 0): keep
- * polling the inbox, POD_IDLE_SPIN iterations past the last message, before
+ * polling the inbox until POD_IDLE_SPIN_NS passed without a message, before
  * it sleeps again; a remote transaction's next request tends to follow
  * within microseconds, and a sleeping host serves it only at its next poll.
- * Returns early once *work (the worker's own queue) is non-NULL. */
-#define POD_IDLE_SPIN 4096
+ * Bounded in time, not spins, so that oversubscribed hosts (more hosts than
+ * cores) lose little CPU to it. Returns early once *work (the worker's own
+ * queue) is non-NULL. */
+#define POD_IDLE_SPIN_NS 20000
 void pod_idle_spin(struct pod_worker *w, void *const *work);
 
 void pod_host_get_stats(const struct pod_host *ph, struct pod_host_stats *out);
