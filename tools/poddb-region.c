@@ -6,7 +6,9 @@
 #include <time.h>
 
 #include "conf/config.h"
+#include "cxl/record.h"
 #include "cxl/region.h"
+#include "pod/cxl_index.h"
 #include "util/json.h"
 #include "util/log.h"
 
@@ -16,8 +18,10 @@ static const char usage[] =
     "Commands:\n"
     "  format    format the region described by the config (a new pod generation);\n"
     "            refused while any host of the pod is alive unless --force\n"
-    "  inspect   print the layout, the HWcc budget, per-host HWcc/SWcc usage and the\n"
-    "            host table (--json: the same as one JSON object)\n"
+    "  inspect   print the layout, the HWcc budget, per-host HWcc/SWcc usage, the\n"
+    "            host table and the HWcc bytes per CXL-resident tuple (its 8-byte\n"
+    "            record plus its share of the CXL indexes), per host and in total\n"
+    "            (--json: the same as one JSON object)\n"
     "  destroy   remove the region's backing file (a devdax device: wipe its\n"
     "            superblock); refused while hosts are alive unless --force\n"
     "  config    print the parsed config's region (path, kind, size, HWcc budget,\n"
@@ -45,6 +49,42 @@ static void format_time(uint64_t ns, char *buf, size_t n)
     struct tm tm;
     localtime_r(&t, &tm);
     strftime(buf, n, "%Y-%m-%d %H:%M:%S", &tm);
+}
+
+/* HWcc memory of the tuples in CXL memory on one host (its partitions): the
+ * HWcc record of each (charged at its size: 8 bytes is a mimalloc size
+ * class) and the CXL indexes that map their keys (header + live nodes, as
+ * the allocator charges them). Sentinels and nodes waiting for reclamation
+ * are not counted. */
+struct resident_usage {
+    bool ok;
+    uint64_t tuples, index_bytes, record_bytes;
+};
+
+static struct resident_usage resident_of(const struct cxl_region *r, int host)
+{
+    struct resident_usage u = {0};
+    struct cxl_index_usage iu;
+    if (cxl_index_host_usage(r, host, &iu) < 0) return u;
+    u.ok = true;
+    u.tuples = iu.keys;
+    u.index_bytes = iu.hwcc_bytes;
+    u.record_bytes = iu.keys * sizeof(cxl_record);
+    return u;
+}
+
+static double per_tuple(const struct resident_usage *u)
+{
+    return u->tuples ? (double)(u->index_bytes + u->record_bytes) / (double)u->tuples : 0.0;
+}
+
+static void resident_json(struct json_writer *w, const struct resident_usage *u)
+{
+    json_kv_bool(w, "resident_known", u->ok);
+    json_kv_u64(w, "resident_tuples", u->tuples);
+    json_kv_u64(w, "resident_index_bytes", u->index_bytes);
+    json_kv_u64(w, "resident_record_bytes", u->record_bytes);
+    json_kv_f64(w, "hwcc_bytes_per_tuple", per_tuple(u));
 }
 
 static void inspect_json(const struct cxl_region *r, const struct pod_config *c)
@@ -83,6 +123,7 @@ static void inspect_json(const struct cxl_region *r, const struct pod_config *c)
     json_obj_end(&w);
     json_key(&w, "hosts");
     json_arr_begin(&w);
+    struct resident_usage total = {.ok = true};
     for (uint32_t h = 0; h < sb->nhosts; h++) {
         const struct cxl_host_slot *s = &r->ctl->hosts[h];
         struct cxl_usage hw, sw;
@@ -102,9 +143,19 @@ static void inspect_json(const struct cxl_region *r, const struct pod_config *c)
         json_kv_u64(&w, "swcc_slice_size", sw.slice_size);
         json_kv_u64(&w, "swcc_objects", sw.objects);
         json_kv_u64(&w, "swcc_failures", sw.failures);
+        struct resident_usage ru = resident_of(r, (int)h);
+        resident_json(&w, &ru);
+        total.ok &= ru.ok;
+        total.tuples += ru.tuples;
+        total.index_bytes += ru.index_bytes;
+        total.record_bytes += ru.record_bytes;
         json_obj_end(&w);
     }
     json_arr_end(&w);
+    json_key(&w, "resident");
+    json_obj_begin(&w);
+    resident_json(&w, &total);
+    json_obj_end(&w);
     json_obj_end(&w);
     fputc('\n', stdout);
 }
@@ -160,6 +211,31 @@ static void inspect_text(const struct cxl_region *r, const struct pod_config *c)
                cxl_host_state_name(s->state), cxl_host_alive(r, (int)h) ? "yes" : "no", s->pid,
                hwb, (unsigned long long)hw.objects, (unsigned long long)hw.failures, swb,
                (unsigned long long)sw.objects);
+    }
+    printf("\n  CXL-resident tuples: HWcc bytes = 8-byte record + share of the CXL indexes\n");
+    printf("  %-5s %10s %12s %12s %10s\n", "host", "tuples", "index", "records", "B/tuple");
+    struct resident_usage total = {.ok = true};
+    for (uint32_t h = 0; h <= sb->nhosts; h++) {
+        struct resident_usage ru = total;
+        char name[16] = "total";
+        if (h < sb->nhosts) {
+            ru = resident_of(r, (int)h);
+            snprintf(name, sizeof name, "%u", h);
+            total.ok &= ru.ok;
+            total.tuples += ru.tuples;
+            total.index_bytes += ru.index_bytes;
+            total.record_bytes += ru.record_bytes;
+        }
+        if (!ru.ok) {
+            printf("  %-5s %s\n", name, "(the host's index directory looks damaged)");
+            continue;
+        }
+        char ib[16], rb[16], pt[16];
+        human_bytes(ru.index_bytes, ib, sizeof ib);
+        human_bytes(ru.record_bytes, rb, sizeof rb);
+        if (ru.tuples) snprintf(pt, sizeof pt, "%.1f", per_tuple(&ru));
+        else snprintf(pt, sizeof pt, "-");
+        printf("  %-5s %10llu %12s %12s %10s\n", name, (unsigned long long)ru.tuples, ib, rb, pt);
     }
 }
 

@@ -455,6 +455,11 @@ static const char *const coherence_names[] = {
     [POD_COH_NO_SHARED_READER] = "no-shared-reader",
     [POD_COH_HWCC_ONLY] = "hwcc-only",
 };
+static const char *const eviction_names[] = {
+    [POD_EVICT_CLOCK] = "clock",
+    [POD_EVICT_RANDOM] = "random",
+};
+#define NEVICTION ((int)(sizeof eviction_names / sizeof eviction_names[0]))
 #define NKINDS ((int)(sizeof region_kind_names / sizeof region_kind_names[0]))
 #define NCOHERENCE ((int)(sizeof coherence_names / sizeof coherence_names[0]))
 
@@ -552,7 +557,7 @@ static const struct key_spec host_keys[H_NKEYS] = {
 };
 
 enum { E_EPOCH_MS, E_MOVEOUT_THRESHOLD, E_COHERENCE, E_PHANTOM_PROTECTION, E_CHECKPOINT_AFTER,
-       E_REPLY_BEFORE_DURABLE, E_NKEYS };
+       E_REPLY_BEFORE_DURABLE, E_EVICTION, E_SHORTCUT_POINTERS, E_DIRTY_TRACKING, E_NKEYS };
 static const struct key_spec engine_keys[E_NKEYS] = {
     [E_EPOCH_MS] = {"epoch_ms", false, "an integer in 1..10000"},
     [E_MOVEOUT_THRESHOLD] = {"moveout_threshold", false, "a number in (0, 1], like 0.9"},
@@ -562,6 +567,9 @@ static const struct key_spec engine_keys[E_NKEYS] = {
     [E_CHECKPOINT_AFTER] = {"checkpoint_after", false, "a size like 256MiB (0 = never)"},
     [E_REPLY_BEFORE_DURABLE] = {"reply_before_durable", false,
                                 "true, false, yes, no, on or off (true is NOT durable)"},
+    [E_EVICTION] = {"eviction", false, "one of: clock, random"},
+    [E_SHORTCUT_POINTERS] = {"shortcut_pointers", false, "true, false, yes, no, on or off"},
+    [E_DIRTY_TRACKING] = {"dirty_tracking", false, "true, false, yes, no, on or off"},
 };
 
 static void set_defaults(struct pod_config *cfg)
@@ -574,6 +582,9 @@ static void set_defaults(struct pod_config *cfg)
     cfg->engine.phantom_protection = true;
     cfg->engine.checkpoint_after = 256ull << 20;
     cfg->engine.reply_before_durable = false;
+    cfg->engine.eviction = POD_EVICT_CLOCK;
+    cfg->engine.shortcut_pointers = true;
+    cfg->engine.dirty_tracking = true;
 }
 
 /* The region is mapped in whole pages (cxl_geometry_compute insists too, but
@@ -767,6 +778,17 @@ static int load_engine(const struct ctx *c, const struct item *section, struct p
         return -1;
     if (it[E_REPLY_BEFORE_DURABLE].value &&
         get_bool(c, &it[E_REPLY_BEFORE_DURABLE], &cfg->engine.reply_before_durable) < 0)
+        return -1;
+    if (it[E_EVICTION].value) {
+        int eviction = 0;
+        if (get_enum(c, &it[E_EVICTION], eviction_names, NEVICTION, &eviction) < 0) return -1;
+        cfg->engine.eviction = (enum pod_eviction)eviction;
+    }
+    if (it[E_SHORTCUT_POINTERS].value &&
+        get_bool(c, &it[E_SHORTCUT_POINTERS], &cfg->engine.shortcut_pointers) < 0)
+        return -1;
+    if (it[E_DIRTY_TRACKING].value &&
+        get_bool(c, &it[E_DIRTY_TRACKING], &cfg->engine.dirty_tracking) < 0)
         return -1;
     return 0;
 }
@@ -1104,4 +1126,9 @@ const char *pod_region_kind_name(enum pod_region_kind k)
 const char *pod_coherence_name(enum pod_coherence c)
 {
     return (int)c >= 0 && (int)c < NCOHERENCE ? coherence_names[c] : "unknown";
+}
+
+const char *pod_eviction_name(enum pod_eviction e)
+{
+    return (int)e >= 0 && (int)e < NEVICTION ? eviction_names[e] : "unknown";
 }

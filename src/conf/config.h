@@ -30,6 +30,12 @@ enum pod_coherence {
     POD_COH_HWCC_ONLY,        /* tuples live in HWcc memory; no SWcc protocol */
 };
 
+/* How the owner picks tuples to move out of CXL memory (engine.eviction). */
+enum pod_eviction {
+    POD_EVICT_CLOCK = 0, /* CLOCK: a tuple another host used gets a second chance (default) */
+    POD_EVICT_RANDOM,    /* a random resident tuple of the partition, no second chance */
+};
+
 struct pod_host_conf {
     int workers;                   /* 1..POD_MAX_WORKERS */
     int loggers;                   /* 0..POD_MAX_LOGGERS (0 = logging off) */
@@ -116,6 +122,12 @@ struct pod_config {
         bool phantom_protection;   /* default true */
         uint64_t checkpoint_after; /* log bytes between checkpoints; 0 = never; default 256 MiB */
         bool reply_before_durable; /* replies before their epoch is durable: NOT durable */
+        /* Ablations of the pod layer (docs/pod.md, "Ablation knobs"). */
+        enum pod_eviction eviction; /* move-out policy, default CLOCK */
+        bool shortcut_pointers;    /* owner finds a CXL-resident tuple by the row's shortcut
+                                    * (default); false: through the CXL index */
+        bool dirty_tracking;       /* owner trusts its DRAM copy while is-dirty is clear
+                                    * (default); false: it always reads the CXL copy */
     } engine;
 
     struct pod_workloads_conf workloads;
@@ -136,6 +148,7 @@ uint64_t pod_config_digest(const struct pod_config *c);
 
 const char *pod_region_kind_name(enum pod_region_kind k);
 const char *pod_coherence_name(enum pod_coherence c);
+const char *pod_eviction_name(enum pod_eviction e);
 
 /* Parse a byte size: an integer, or a number with a unit: B, K/KiB, M/MiB,
  * G/GiB, T/TiB (binary) or KB, MB, GB, TB (decimal). Returns 0 or -1. */

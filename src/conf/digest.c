@@ -15,7 +15,7 @@
 #define FNV64_PRIME 0x100000001b3ULL
 
 /* Bump when the serialization changes, so old and new builds never agree by accident. */
-#define DIGEST_FORMAT "poddb-config-digest-v2"
+#define DIGEST_FORMAT "poddb-config-digest-v3"
 
 static void put_bytes(uint64_t *h, const void *data, size_t n)
 {
@@ -162,6 +162,12 @@ uint64_t pod_config_digest(const struct pod_config *c)
     put_u64(&h, c->engine.checkpoint_after);
     put_field(&h, "engine.reply_before_durable");
     put_u64(&h, c->engine.reply_before_durable ? 1 : 0);
+    put_field(&h, "engine.eviction");
+    put_i64(&h, (int64_t)c->engine.eviction);
+    put_field(&h, "engine.shortcut_pointers");
+    put_u64(&h, c->engine.shortcut_pointers ? 1 : 0);
+    put_field(&h, "engine.dirty_tracking");
+    put_u64(&h, c->engine.dirty_tracking ? 1 : 0);
 
     int ntables = c->ntables < 0 ? 0 : c->ntables > POD_MAX_KV_TABLES ? POD_MAX_KV_TABLES : c->ntables;
     put_field(&h, "tables");

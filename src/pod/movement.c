@@ -56,6 +56,11 @@ void pod_forget_record(struct pod_worker *w, struct pod_part_cxl *pc, const void
     __atomic_fetch_sub(&pc->resident, 1, __ATOMIC_RELAXED);
 }
 
+/* The skip test is sound because `resident` never reads lower than the number
+ * of records in the partition's index: a record is counted before it enters
+ * the index and uncounted after it left. (Counting it after the move-in let a
+ * move-out of that same record run first, and for that moment the counter
+ * read 0 while a record with its bit set was in the index.) */
 void pod_local_inserted(struct pod_worker *w, pod_table *t, uint32_t part, const void *key)
 {
     struct pod_host *ph = w->db->pod;
@@ -111,8 +116,11 @@ static int move_in(struct pod_worker *w, pod_table *t, uint32_t part, struct pod
     /* Write-locked until the lock state moves in: nobody who finds it in the
      * index can lock it before the row's own word is frozen. */
     rec_init_lock(rec, true, 0);
+    /* Counted before anyone can find it (see pod_local_inserted). */
+    pod_count(&pc->resident, 1);
     bt_status st = cxl_index_insert(pc->ix, w->id, key, off);
     if (st != BT_OK) {
+        __atomic_fetch_sub(&pc->resident, 1, __ATOMIC_RELAXED);
         rec_destroy(ph->r, off);
         status = st == BT_NOMEM ? POD_RS_NOMEM : POD_RS_BUSY;
         goto undo_read;
@@ -125,7 +133,6 @@ static int move_in(struct pod_worker *w, pod_table *t, uint32_t part, struct pod
     /* Our own read lock stays behind in the frozen word. */
     rec_init_lock(rec, false, (unsigned)((v & LOCK_READERS) - 1));
     pod_row_latch_release(row);
-    pod_count(&pc->resident, 1);
     pod_count(&ph->st.moved_in, 1);
     *out = off;
     return POD_RS_OK;
@@ -200,13 +207,32 @@ static void chain_build(struct chain *c, pod_table *t, uint32_t part, const stru
 
 /* Mark the gap (a, b) complete: under a shared lock on b, which any insert
  * into the gap must take exclusively, check that b is a's next local key and
- * set a's has-next-key bit. false if b's lock was taken. */
-static bool mark_gap(struct pod_host *ph, pod_table *t, uint32_t part, const struct chain *c,
+ * still in CXL memory, and set a's has-next-key bit. false if b's lock was
+ * taken, or b was moved out since the chain moved it in and cannot be moved
+ * in again now.
+ *
+ * "Still in CXL memory" matters: another worker's move-out may take b out
+ * between move_in and here. b's removal cleared a's bit, and setting it now
+ * would claim that a's next CXL key c follows a with nothing between, while
+ * b is in between (in DRAM). Worse, the claim then outlives b: a later
+ * insert between b and c clears the bit of its predecessor b, which is not
+ * in CXL memory, so every key inserted there is skipped by remote scans. Our
+ * shared lock on b (in its record, or moved there with the readers) keeps a
+ * move-out of b away until the bit is set; b's removal then clears it. */
+static bool mark_gap(struct pod_worker *w, pod_table *t, uint32_t part, const struct chain *c,
                      int i)
 {
+    struct pod_host *ph = w->db->pod;
     struct pod_row *b = c->sentinel[i + 1] ? t->parts[part].sentinel : c->row[i + 1];
     bool in_cxl;
     if (!rowlock_try(ph->r, b, ROWLOCK_READ, &in_cxl)) return false;
+    cxl_off boff;
+    /* Moved out meanwhile: in again (our shared lock moves into its record). */
+    if (!c->sentinel[i + 1] && !rowlock_moved(b) &&
+        move_in(w, t, part, b, c->key[i + 1], &boff) != POD_RS_OK) {
+        rowlock_release(ph->r, b, ROWLOCK_READ, in_cxl);
+        return false;
+    }
     uint64_t v;
     bt_status st = bt_next(&t->parts[part].tree, c->sentinel[i] ? NULL : c->key[i], false, NULL,
                            &v);
@@ -238,7 +264,7 @@ static int move_chain(struct pod_worker *w, pod_table *t, uint32_t part,
         if (st != POD_RS_OK) status = st;
     }
     for (int i = 0; i + 1 < c->n && status == POD_RS_OK; i++)
-        if (!mark_gap(w->db->pod, t, part, c, i)) status = POD_RS_BUSY;
+        if (!mark_gap(w, t, part, c, i)) status = POD_RS_BUSY;
     free(c);
     return status;
 }
@@ -312,14 +338,15 @@ static int prep_insert(struct pod_worker *w, pod_table *t, uint32_t part,
         goto out;
     }
     pod_local_inserted(w, t, part, rq->key);
+    pod_count(&pc->resident, 1); /* before anyone can find it (see pod_local_inserted) */
     if (cxl_index_insert(pc->ix, w->id, rq->key, off) != BT_OK) {
+        __atomic_fetch_sub(&pc->resident, 1, __ATOMIC_RELAXED);
         table_index_remove(t, part, nrow);
         ebr_retire(w->db->ebr, w->id, nrow, row_free_cb, NULL);
         rec_destroy(ph->r, off);
         status = POD_RS_NOMEM;
         goto out;
     }
-    pod_count(&pc->resident, 1);
     pod_count(&ph->st.moved_in, 1);
     *out = off;
 out:

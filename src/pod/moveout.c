@@ -14,6 +14,7 @@
 #include "pod/pod_int.h"
 #include "pod/rowlock.h"
 #include "txn/ebr.h"
+#include "util/clock.h"
 #include "util/log.h"
 
 #define BATCH 64
@@ -50,7 +51,7 @@ static bool evict(struct pod_worker *w, pod_table *t, uint32_t part, const void 
         rec_try_write_lock(rec)) {
         uint32_t valid = 1;
         uint64_t ev = row->epoch_version;
-        if (rec_load(rec) & REC_DIRTY) {
+        if (!ph->conf->engine.dirty_tracking || (rec_load(rec) & REC_DIRTY)) {
             /* Written by another host: the CXL copy is the tuple. */
             if (rec_row_read(ph->r, ph->coh, rec, row->tuple, t->tuple_size, &valid, &ev) == REC_OK) {
                 row->epoch_version = ev;
@@ -107,6 +108,60 @@ static int sweep(struct pod_worker *w, pod_table *t, uint32_t part, bool *wrappe
     return out;
 }
 
+/* engine.eviction: random. A uniformly random key between the index's first
+ * and last key (compared as big-endian numbers over the first 8 bytes where
+ * they differ), then the first resident key at or after it. Keys that follow
+ * a wide stretch of key space are picked more often; no clock bits are read. */
+static uint64_t rand_next(void)
+{
+    static __thread uint64_t s;
+    if (!s) s = pod_mono_ns() ^ ((uint64_t)(uintptr_t)&s << 16) ^ 0x9e3779b97f4a7c15ull;
+    s ^= s << 13;
+    s ^= s >> 7;
+    s ^= s << 17;
+    return s;
+}
+
+static void random_key(const unsigned char *lo, const unsigned char *hi, size_t ks,
+                       unsigned char *out)
+{
+    size_t d = 0;
+    while (d < ks && lo[d] == hi[d]) d++;
+    memcpy(out, lo, ks);
+    if (d == ks) return; /* one key */
+    uint64_t a = 0, b = 0;
+    size_t n = ks - d < 8 ? ks - d : 8;
+    for (size_t i = 0; i < n; i++) {
+        a = a << 8 | lo[d + i];
+        b = b << 8 | hi[d + i];
+    }
+    uint64_t span = b - a;
+    uint64_t x = a + (span == UINT64_MAX ? rand_next() : rand_next() % (span + 1));
+    for (size_t i = n; i-- > 0; x >>= 8) out[d + i] = (unsigned char)x;
+    for (size_t i = d + n; i < ks; i++) out[i] = (unsigned char)rand_next();
+}
+
+/* One step of random eviction over (t, part): BATCH random picks. */
+static int sweep_random(struct pod_worker *w, pod_table *t, uint32_t part)
+{
+    struct pod_part_cxl *pc = t->parts[part].cxl;
+    unsigned char key[BT_MAX_KEY_WIDTH], lo[BT_MAX_KEY_WIDTH], hi[BT_MAX_KEY_WIDTH];
+    uint64_t off;
+    /* The bounds once per batch: keys that came or went since only skew the picks. */
+    if (cxl_index_next(pc->ix, w->id, NULL, false, lo, &off) != BT_OK ||
+        cxl_index_prev(pc->ix, w->id, NULL, false, hi, &off) != BT_OK)
+        return 0; /* empty */
+    int out = 0;
+    for (int i = 0; i < BATCH; i++) {
+        random_key(lo, hi, t->key_size, key);
+        if (cxl_index_next(pc->ix, w->id, key, true, key, &off) != BT_OK &&
+            cxl_index_next(pc->ix, w->id, NULL, false, key, &off) != BT_OK)
+            break;
+        if (evict(w, t, part, key, off)) out++;
+    }
+    return out;
+}
+
 static void maybe_compact(struct pod_worker *w, struct pod_part_cxl *pc)
 {
     uint64_t keys = cxl_index_nkeys(pc->ix), bytes = cxl_index_hwcc_bytes(pc->ix);
@@ -139,9 +194,14 @@ void pod_moveout(struct pod_worker *w, bool force)
         if (part >= t->nparts || t->parts[part].owner != (uint32_t)ph->host) continue;
         struct pod_part_cxl *pc = t->parts[part].cxl;
         if (!__atomic_load_n(&pc->resident, __ATOMIC_RELAXED)) continue;
-        bool wrapped = false;
+        bool wrapped = false, random = ph->conf->engine.eviction == POD_EVICT_RANDOM;
         while (budget > 0 && !wrapped) {
-            moved += sweep(w, t, part, &wrapped);
+            if (random) {
+                moved += sweep_random(w, t, part);
+                wrapped = true; /* a batch per partition, then the next one */
+            } else {
+                moved += sweep(w, t, part, &wrapped);
+            }
             budget -= BATCH;
             if (!force && hwcc_used(ph) < target) break;
         }

@@ -10,6 +10,7 @@
 #include "engine/worker.h"
 #include "txn/lock.h"
 #include "util/clock.h"
+#include "util/cpu.h"
 #include "util/log.h"
 
 #define INBOX_SLOTS 1024
@@ -303,14 +304,29 @@ int pod_serve(struct pod_worker *w, int max)
     return n;
 }
 
-void pod_between(struct pod_worker *w)
+int pod_between(struct pod_worker *w)
 {
     struct pod_host *ph = w->db->pod;
-    if (!ph) return;
-    pod_serve(w, 16);
+    if (!ph) return 0;
+    int n = pod_serve(w, 16);
     struct cxl_usage u;
     cxl_usage_get(ph->r, ph->host, CXL_HWCC, &u);
     if (u.used > ph->moveout_at) pod_moveout(w, false);
+    return n;
+}
+
+void pod_idle_spin(struct pod_worker *w, void *const *work)
+{
+    if (!w->db->pod) return;
+    uint64_t until = pod_mono_ns() + POD_IDLE_SPIN_NS;
+    for (unsigned i = 1; !__atomic_load_n(work, __ATOMIC_ACQUIRE); i++) {
+        if ((i & 31) == 0) {
+            uint64_t now = pod_mono_ns();
+            if (pod_between(w) > 0) until = now + POD_IDLE_SPIN_NS; /* served: spin on */
+            else if (now >= until) break;
+        }
+        pod_cpu_relax();
+    }
 }
 
 void pod_host_get_stats(const struct pod_host *ph, struct pod_host_stats *out)

@@ -72,8 +72,17 @@ void pod_host_detach(struct pod_host *ph);
  * Returns how many were served. Cheap when the inbox is empty. */
 int pod_serve(struct pod_worker *w, int max);
 /* Between two transactions of w: serve the inbox and, when HWcc use passed
- * the threshold, move tuples out. */
-void pod_between(struct pod_worker *w);
+ * the threshold, move tuples out. Returns the messages served. */
+int pod_between(struct pod_worker *w);
+/* For an idle worker that just served requests (pod_between > 0): keep
+ * polling the inbox until POD_IDLE_SPIN_NS passed without a message, before
+ * it sleeps again; a remote transaction's next request tends to follow
+ * within microseconds, and a sleeping host serves it only at its next poll.
+ * Bounded in time, not spins, so that oversubscribed hosts (more hosts than
+ * cores) lose little CPU to it. Returns early once *work (the worker's own
+ * queue) is non-NULL. */
+#define POD_IDLE_SPIN_NS 20000
+void pod_idle_spin(struct pod_worker *w, void *const *work);
 
 void pod_host_get_stats(const struct pod_host *ph, struct pod_host_stats *out);
 struct cxl_region *pod_host_region(const struct pod_host *ph);

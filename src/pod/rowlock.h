@@ -21,6 +21,7 @@
 
 #include "cxl/record_ops.h"
 #include "cxl/region.h"
+#include "pod/cxl_index.h"
 #include "storage/row.h"
 #include "txn/lock.h"
 
@@ -32,16 +33,39 @@ static inline cxl_record *rowlock_record(const struct cxl_region *r, const struc
     return off ? (cxl_record *)cxl_ptr(r, off) : NULL;
 }
 
+/* Where rowlock_try finds a moved row's record: r (NULL outside a pod), and
+ * with ix set (engine.shortcut_pointers: false) the partition's CXL index,
+ * searched for key by the given worker instead of following the row's
+ * shortcut. The shortcut is still read, to check that the entry found is
+ * this row's (a dead row's key may be in the index again, as a new row). */
+struct rowlock_at {
+    const struct cxl_region *r;
+    const struct cxl_index *ix;
+    const void *key;
+    int worker;
+};
+
+static inline cxl_record *rowlock_find(const struct rowlock_at *at, const struct pod_row *row)
+{
+    if (!at->ix) return rowlock_record(at->r, row);
+    uint64_t off;
+    if (cxl_index_lookup(at->ix, at->worker, at->key, &off) != BT_OK ||
+        off != __atomic_load_n(&row->shortcut, __ATOMIC_ACQUIRE))
+        return NULL;
+    return (cxl_record *)cxl_ptr(at->r, off);
+}
+
 static inline bool rowlock_moved(const struct pod_row *row)
 {
     return __atomic_load_n(&row->lock, __ATOMIC_ACQUIRE) & LOCK_MOVED;
 }
 
-/* Take a lock of mode want (ROWLOCK_READ/WRITE). r may be NULL outside a pod
- * (then rows never move). */
-static inline bool rowlock_try(const struct cxl_region *r, struct pod_row *row, int want,
-                               bool *in_cxl)
+/* Take a lock of mode want (ROWLOCK_READ/WRITE), the record found as at
+ * says. at->r may be NULL outside a pod (then rows never move). */
+static inline bool rowlock_try_at(const struct rowlock_at *at, struct pod_row *row, int want,
+                                  bool *in_cxl)
 {
+    const struct cxl_region *r = at->r;
     for (int tries = 0; tries < 64; tries++) {
         if (want == ROWLOCK_WRITE ? lock_try_write(&row->lock) : lock_try_read(&row->lock)) {
             *in_cxl = false;
@@ -54,7 +78,7 @@ static inline bool rowlock_try(const struct cxl_region *r, struct pod_row *row, 
             if (want == ROWLOCK_WRITE && (v & LOCK_READERS)) return false;
             continue;
         }
-        cxl_record *rec = rowlock_record(r, row);
+        cxl_record *rec = rowlock_find(at, row);
         if (!rec) continue; /* being moved out: the word clears soon */
         if (want == ROWLOCK_WRITE ? rec_try_write_lock(rec) : rec_try_read_lock(rec)) {
             *in_cxl = true;
@@ -66,6 +90,14 @@ static inline bool rowlock_try(const struct cxl_region *r, struct pod_row *row, 
             return false;
     }
     return false;
+}
+
+/* The same, the record found by the row's shortcut. */
+static inline bool rowlock_try(const struct cxl_region *r, struct pod_row *row, int want,
+                               bool *in_cxl)
+{
+    struct rowlock_at at = {r, NULL, NULL, 0};
+    return rowlock_try_at(&at, row, want, in_cxl);
 }
 
 /* Shared -> exclusive, for the only reader. */

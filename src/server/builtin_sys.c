@@ -143,6 +143,10 @@ static int sys_config(pod_txn *tx, const pod_args *a, pod_result *res, void *ctx
            (unsigned long long)c->engine.checkpoint_after);
     kv_row(res, &row, "engine.reply_before_durable", "%s",
            c->engine.reply_before_durable ? "true (NOT durable)" : "false");
+    /* pod ablation knobs (docs/pod.md) */
+    kv_row(res, &row, "engine.eviction", "%s", pod_eviction_name(c->engine.eviction));
+    kv_row(res, &row, "engine.shortcut_pointers", "%s", c->engine.shortcut_pointers ? "true" : "false");
+    kv_row(res, &row, "engine.dirty_tracking", "%s", c->engine.dirty_tracking ? "true" : "false");
     for (int i = 0; i < c->nmodules; i++) kv_row(res, &row, "module", "%s", c->modules[i]);
     return POD_OK;
 }

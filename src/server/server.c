@@ -490,7 +490,8 @@ static int dequeue_batch(struct pod_server *s, struct pod_worker *w, struct requ
         }
         pthread_cond_timedwait(&s->q_cond, &s->q_lock, &ts);
         pthread_mutex_unlock(&s->q_lock);
-        pod_between(w);
+        /* pod: after serving another host, poll on before sleeping again (src/pod/pod.h) */
+        if (pod_between(w) > 0) pod_idle_spin(w, (void *const *)&s->q_head);
         pthread_mutex_lock(&s->q_lock);
     }
     if (!s->q_head && s->q_stop) {

@@ -226,6 +226,31 @@ struct access *txn_add_access(struct pod_txn *tx, struct pod_row *row, cxl_recor
 
 /* ---- locking -------------------------------------------------------------- */
 
+/* How this transaction finds the record of a local row in CXL memory: the
+ * row's shortcut, or with engine.shortcut_pointers off (an ablation) the
+ * partition's CXL index, searched for the row's key. */
+static inline struct rowlock_at row_at(const struct pod_txn *tx, pod_table *t, uint32_t part,
+                                       struct pod_row *row)
+{
+    struct pod_host *ph = tx->db->pod;
+    struct rowlock_at at = {txn_region(tx), NULL, NULL, tx->w->id};
+    /* (A sentinel's record is in no index: its shortcut is the only way.) */
+    if (ph && !ph->conf->engine.shortcut_pointers && row != t->parts[part].sentinel) {
+        at.ix = t->parts[part].cxl->ix;
+        at.key = row_key(t, row);
+    }
+    return at;
+}
+
+/* The record of a local row we hold locked while it is in CXL memory. */
+static cxl_record *moved_record(const struct pod_txn *tx, struct access *a)
+{
+    struct rowlock_at at = row_at(tx, a->table, a->part, a->row);
+    cxl_record *rec = rowlock_find(&at, a->row);
+    /* Locked by us, the row cannot leave CXL memory: the index has it. */
+    return rec ? rec : rowlock_record(at.r, a->row);
+}
+
 /* Take (or keep) a lock of mode `want` on a local row for the rest of the
  * transaction. *acc gets the access entry. POD_OK or POD_CONFLICT. */
 static int lock_row(struct pod_txn *tx, pod_table *t, uint32_t part, struct pod_row *row,
@@ -250,7 +275,8 @@ static int lock_row(struct pod_txn *tx, pod_table *t, uint32_t part, struct pod_
         return POD_OK;
     }
     bool in_cxl;
-    if (!rowlock_try(r, row, want, &in_cxl))
+    struct rowlock_at at = row_at(tx, t, part, row);
+    if (!rowlock_try_at(&at, row, want, &in_cxl))
         return conflict(tx, want == HELD_WRITE ? POD_CAUSE_WRITE_LOCK : read_cause);
     if (a) {
         a->held = want;
@@ -286,15 +312,19 @@ void txn_unlock_fresh(struct pod_txn *tx, struct access *a)
 /* The current tuple of a local row we hold locked. Once another host wrote
  * it in CXL memory (is-dirty), the CXL copy is the tuple: under a write lock
  * it is copied back to DRAM (nobody else can read the row meanwhile), under
- * a shared lock into a private copy. */
+ * a shared lock into a private copy. With engine.dirty_tracking off (an
+ * ablation) the DRAM copy of a tuple in CXL memory is never trusted: the
+ * CXL copy is read every time, until this transaction wrote the row. */
 static const unsigned char *local_tuple(struct pod_txn *tx, struct access *a)
 {
     struct pod_row *row = a->row;
     if (!tx->db->pod || (a->flags & ACC_INSERTED) || !rowlock_moved(row)) return row->tuple;
     if (a->flags & ACC_LOADED) return a->copy;
     struct pod_host *ph = tx->db->pod;
-    cxl_record *rec = rowlock_record(pod_host_region(ph), row);
-    if (!(rec_load(rec) & REC_DIRTY)) return row->tuple;
+    cxl_record *rec = moved_record(tx, a);
+    if (ph->conf->engine.dirty_tracking ? !(rec_load(rec) & REC_DIRTY)
+                                        : (a->flags & ACC_UPDATED) != 0)
+        return row->tuple;
     uint32_t tsz = a->table->tuple_size;
     if (a->held == HELD_WRITE) {
         uint64_t ev;
@@ -321,8 +351,8 @@ static bool local_valid(struct pod_txn *tx, struct access *a)
     if (row_valid(row) || (a->flags & ACC_INSERTED)) return true;
     if (!tx->db->pod || !rowlock_moved(row)) return false;
     struct pod_host *ph = tx->db->pod;
-    cxl_record *rec = rowlock_record(pod_host_region(ph), row);
-    if (!(rec_load(rec) & REC_DIRTY)) return false;
+    cxl_record *rec = moved_record(tx, a);
+    if (ph->conf->engine.dirty_tracking && !(rec_load(rec) & REC_DIRTY)) return false;
     uint32_t valid = 0;
     rec_row_read(pod_host_region(ph), pod_host_coherence(ph), rec, NULL, a->table->tuple_size,
                  &valid, NULL);
@@ -752,7 +782,7 @@ uint64_t txn_next_epoch_version(uint64_t ev, uint64_t epoch)
 static void publish_moved(struct pod_txn *tx, struct access *a)
 {
     struct pod_host *ph = tx->db->pod;
-    cxl_record *rec = rowlock_record(pod_host_region(ph), a->row);
+    cxl_record *rec = moved_record(tx, a);
     rec_row_write(pod_host_region(ph), pod_host_coherence(ph), rec, a->row->tuple,
                   a->table->tuple_size, 1, a->row->epoch_version);
     rec_flag_clear(rec, REC_DIRTY); /* DRAM holds the same tuple */

@@ -209,6 +209,9 @@ START_TEST(test_load_minimal_file_defaults)
     ck_assert(cfg.engine.phantom_protection);
     ck_assert_uint_eq(cfg.engine.checkpoint_after, 256ULL << 20);
     ck_assert(!cfg.engine.reply_before_durable);
+    ck_assert_int_eq(cfg.engine.eviction, POD_EVICT_CLOCK);
+    ck_assert(cfg.engine.shortcut_pointers);
+    ck_assert(cfg.engine.dirty_tracking);
 }
 END_TEST
 
@@ -248,7 +251,10 @@ START_TEST(test_every_key)
         "  coherence: no-shared-reader\n"
         "  phantom_protection: off\n"
         "  checkpoint_after: 1GiB\n"
-        "  reply_before_durable: yes\n");
+        "  reply_before_durable: yes\n"
+        "  eviction: random\n"
+        "  shortcut_pointers: off\n"
+        "  dirty_tracking: no\n");
     ck_assert_str_eq(c->region.path, "/mnt/pmem/pod");
     ck_assert_int_eq(c->region.kind, POD_REGION_FSDAX);
     ck_assert_uint_eq(c->region.size, 3ULL << 29);
@@ -276,6 +282,9 @@ START_TEST(test_every_key)
     ck_assert(!c->engine.phantom_protection);
     ck_assert_uint_eq(c->engine.checkpoint_after, 1ULL << 30);
     ck_assert(c->engine.reply_before_durable);
+    ck_assert_int_eq(c->engine.eviction, POD_EVICT_RANDOM);
+    ck_assert(!c->engine.shortcut_pointers);
+    ck_assert(!c->engine.dirty_tracking);
     ck_assert_str_eq(c->source, "t.yaml");
 }
 END_TEST
@@ -485,6 +494,9 @@ static const struct {
     {"epoch_ms: 10", "phantom_protection: false"},
     {"epoch_ms: 10", "checkpoint_after: 1MiB"},
     {"epoch_ms: 10", "reply_before_durable: true"},
+    {"epoch_ms: 10", "eviction: random"},
+    {"epoch_ms: 10", "shortcut_pointers: false"},
+    {"epoch_ms: 10", "dirty_tracking: false"},
     {"  - workers: 2\n    socket: /tmp/d-1.sock\n    log_dir: /tmp/d-1\n", ""},
 };
 
@@ -742,7 +754,8 @@ static const struct bad_case {
      "log_dir, tcp_port)"},
     {"misspelt engine key", REGION_OK HOSTS_OK "engine:\n  epoch: 5\n",
      "11:3: engine.epoch: unknown key (expected one of: epoch_ms, moveout_threshold, "
-     "coherence, phantom_protection, checkpoint_after, reply_before_durable)"},
+     "coherence, phantom_protection, checkpoint_after, reply_before_durable, eviction, "
+     "shortcut_pointers, dirty_tracking)"},
     {"misspelt host_defaults key", REGION_OK "host_defaults:\n  worker: 1\n" HOSTS_OK,
      "7:3: host_defaults.worker: unknown key"},
     {"key in the wrong case", REGION_OK HOSTS_OK "Engine: {}\n", "10:1: Engine: unknown key"},
@@ -979,6 +992,12 @@ static const struct bad_case {
     {"unknown coherence", REGION_OK HOSTS_OK "engine:\n  coherence: partial\n",
      "11:14: engine.coherence: unknown value 'partial' (expected one of: full, non-temporal, "
      "no-shared-reader, hwcc-only)"},
+    {"unknown eviction", REGION_OK HOSTS_OK "engine:\n  eviction: lru\n",
+     "11:13: engine.eviction: unknown value 'lru' (expected one of: clock, random)"},
+    {"shortcut_pointers not a boolean", REGION_OK HOSTS_OK "engine:\n  shortcut_pointers: 2\n",
+     "11:22: engine.shortcut_pointers: '2' is not a boolean"},
+    {"dirty_tracking not a boolean", REGION_OK HOSTS_OK "engine:\n  dirty_tracking: maybe\n",
+     "11:19: engine.dirty_tracking: 'maybe' is not a boolean"},
 
     /* CPU lists */
     {"reversed CPU range", REGION_OK "hosts:\n  - workers: 1\n    cpus: 3-1\n",

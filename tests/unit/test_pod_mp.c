@@ -38,7 +38,9 @@ static const char *modules_dir(void)
     return m && *m ? m : "build/test/modules";
 }
 
-static void pod_start(struct pod *p, int nhosts, int workers, const char *coherence)
+/* engine: extra lines of the engine section (each "  key: value\n"), or "". */
+static void pod_start(struct pod *p, int nhosts, int workers, const char *coherence,
+                      const char *engine)
 {
     sh_adopt();
     memset(p, 0, sizeof *p);
@@ -62,7 +64,7 @@ static void pod_start(struct pod *p, int nhosts, int workers, const char *cohere
             p->region, workers, p->dir, p->dir);
     for (int h = 0; h < nhosts; h++) fprintf(f, "  - {}\n");
     fprintf(f, "modules:\n  - %s/podbank.so\n", mod);
-    fprintf(f, "engine:\n  coherence: %s\n  moveout_threshold: 0.01\n", coherence);
+    fprintf(f, "engine:\n  coherence: %s\n  moveout_threshold: 0.01\n%s", coherence, engine);
     ck_assert(fclose(f) == 0);
     char dir[sizeof p->dir];
     memcpy(dir, p->dir, sizeof dir); /* not an argument that aliases the destination */
@@ -217,6 +219,20 @@ static void *client(void *argp)
     return NULL;
 }
 
+/* The value of row `name` of a [name, value] procedure (sys.pod, sys.config). */
+static char *kv_of(pod_client *c, const char *proc, const char *name, char *buf, size_t n)
+{
+    pod_reply *r = must(c, proc, NULL, 0);
+    buf[0] = 0;
+    for (int i = 0; i < pod_reply_nrows(r); i++) {
+        const pod_value *k = pod_reply_value(r, i, 0), *v = pod_reply_value(r, i, 1);
+        if (k && v && k->len == strlen(name) && memcmp(k->u.bytes, name, k->len) == 0)
+            snprintf(buf, n, "%.*s", (int)v->len, (const char *)v->u.bytes);
+    }
+    pod_reply_free(r);
+    return buf;
+}
+
 static int64_t stat_of(pod_client *c, const char *name)
 {
     pod_reply *r = must(c, "sys.pod", NULL, 0);
@@ -234,13 +250,26 @@ static int64_t stat_of(pod_client *c, const char *name)
     return out;
 }
 
-static void run_pod(int nhosts, int workers, const char *coherence)
+/* engine: "key: value" of one engine setting to run with, or NULL; every
+ * host must report it in sys.config. */
+static void run_pod_with(int nhosts, int workers, const char *coherence, const char *engine)
 {
     struct pod p;
-    pod_start(&p, nhosts, workers, coherence);
+    char extra[128] = "", key[64] = "", want[64] = "";
+    if (engine) {
+        snprintf(extra, sizeof extra, "  %s\n", engine);
+        ck_assert(sscanf(engine, "%63[^:]: %63s", key, want) == 2);
+    }
+    pod_start(&p, nhosts, workers, coherence, extra);
     pod_client *c[MAX_HOSTS];
     for (int h = 0; h < nhosts; h++) {
         c[h] = connect_to(&p, h);
+        if (engine) {
+            char name[80], got[64];
+            snprintf(name, sizeof name, "engine.%s", key);
+            ck_assert_msg(strcmp(kv_of(c[h], "sys.config", name, got, sizeof got), want) == 0,
+                          "host %d: sys.config %s is '%s', expected '%s'", h, name, got, want);
+        }
         pod_value v[3] = {pod_v_i64(h), pod_v_i64(nhosts), pod_v_i64(NACCT)};
         pod_reply_free(must(c[h], "pb.load", v, 3));
     }
@@ -283,10 +312,16 @@ static void run_pod(int nhosts, int workers, const char *coherence)
     for (int h = 0; h < nhosts; h++) transfers += args[h].transfers;
     ck_assert_msg(in > 0 && out > 0, "moved in %lld, out %lld", (long long)in, (long long)out);
     ck_assert_msg(transfers > 10, "only %ld transfers ran", transfers);
-    fprintf(stderr, "  pod %d hosts, %s: %ld transfers, moved in %lld, out %lld\n", nhosts,
-            coherence, transfers, (long long)in, (long long)out);
+    fprintf(stderr, "  pod %d hosts x %d workers, %s%s%s: %ld transfers, moved in %lld, out %lld\n",
+            nhosts, workers, coherence, engine ? ", " : "", engine ? engine : "", transfers,
+            (long long)in, (long long)out);
     for (int h = 0; h < nhosts; h++) pod_client_close(c[h]);
     pod_stop(&p);
+}
+
+static void run_pod(int nhosts, int workers, const char *coherence)
+{
+    run_pod_with(nhosts, workers, coherence, NULL);
 }
 
 static const char *const variants[] = {"full", "non-temporal", "no-shared-reader", "hwcc-only"};
@@ -303,6 +338,25 @@ START_TEST(four_hosts)
 }
 END_TEST
 
+/* Several workers per host: the owner's handlers, local transactions and
+ * move-outs race on the same rows and has-next-key bits. */
+START_TEST(two_workers)
+{
+    run_pod(2, 2, "full");
+}
+END_TEST
+
+/* The ablation knobs (docs/pod.md): each setting keeps the bank exact and
+ * the scans consistent. */
+static const char *const ablations[] = {"eviction: random", "shortcut_pointers: false",
+                                        "dirty_tracking: false"};
+
+START_TEST(ablation)
+{
+    run_pod_with(2, 2, "full", ablations[_i]);
+}
+END_TEST
+
 int main(void)
 {
     sh_init();
@@ -312,6 +366,11 @@ int main(void)
     tcase_add_loop_test(tc, two_hosts, 0, 4);
     tcase_add_loop_test(tc, four_hosts, 0, 4);
     suite_add_tcase(s, tc);
+    TCase *tw = tcase_create("workers");
+    tcase_set_timeout(tw, 180);
+    tcase_add_test(tw, two_workers);
+    tcase_add_loop_test(tw, ablation, 0, 3);
+    suite_add_tcase(s, tw);
     SRunner *sr = srunner_create(s);
     srunner_run_all(sr, CK_NORMAL);
     int failed = srunner_ntests_failed(sr);
