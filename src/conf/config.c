@@ -557,7 +557,7 @@ static const struct key_spec host_keys[H_NKEYS] = {
 };
 
 enum { E_EPOCH_MS, E_MOVEOUT_THRESHOLD, E_COHERENCE, E_PHANTOM_PROTECTION, E_CHECKPOINT_AFTER,
-       E_REPLY_BEFORE_DURABLE, E_EVICTION, E_SHORTCUT_POINTERS, E_DIRTY_TRACKING, E_NKEYS };
+       E_REPLY_BEFORE_DURABLE, E_EVICTION, E_SHORTCUT_POINTERS, E_DIRTY_TRACKING, E_LOCKING, E_NKEYS };
 static const struct key_spec engine_keys[E_NKEYS] = {
     [E_EPOCH_MS] = {"epoch_ms", false, "an integer in 1..10000"},
     [E_MOVEOUT_THRESHOLD] = {"moveout_threshold", false, "a number in (0, 1], like 0.9"},
@@ -570,6 +570,8 @@ static const struct key_spec engine_keys[E_NKEYS] = {
     [E_EVICTION] = {"eviction", false, "one of: clock, random"},
     [E_SHORTCUT_POINTERS] = {"shortcut_pointers", false, "true, false, yes, no, on or off"},
     [E_DIRTY_TRACKING] = {"dirty_tracking", false, "true, false, yes, no, on or off"},
+    [E_LOCKING] = {"locking", false, "true, false, yes, no, on or off (false is for benchmarks only: "
+                                     "transactions are not isolated)"},
 };
 
 static void set_defaults(struct pod_config *cfg)
@@ -580,6 +582,7 @@ static void set_defaults(struct pod_config *cfg)
     cfg->engine.moveout_threshold = 0.9;
     cfg->engine.coherence = POD_COH_FULL;
     cfg->engine.phantom_protection = true;
+    cfg->engine.locking = true;
     cfg->engine.checkpoint_after = 256ull << 20;
     cfg->engine.reply_before_durable = false;
     cfg->engine.eviction = POD_EVICT_CLOCK;
@@ -790,6 +793,7 @@ static int load_engine(const struct ctx *c, const struct item *section, struct p
     if (it[E_DIRTY_TRACKING].value &&
         get_bool(c, &it[E_DIRTY_TRACKING], &cfg->engine.dirty_tracking) < 0)
         return -1;
+    if (it[E_LOCKING].value && get_bool(c, &it[E_LOCKING], &cfg->engine.locking) < 0) return -1;
     return 0;
 }
 

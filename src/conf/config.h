@@ -128,6 +128,7 @@ struct pod_config {
                                     * (default); false: through the CXL index */
         bool dirty_tracking;       /* owner trusts its DRAM copy while is-dirty is clear
                                     * (default); false: it always reads the CXL copy */
+        bool locking;              /* row locks (default true); false: benchmarks only */
     } engine;
 
     struct pod_workloads_conf workloads;

@@ -168,6 +168,8 @@ uint64_t pod_config_digest(const struct pod_config *c)
     put_u64(&h, c->engine.shortcut_pointers ? 1 : 0);
     put_field(&h, "engine.dirty_tracking");
     put_u64(&h, c->engine.dirty_tracking ? 1 : 0);
+    put_field(&h, "engine.locking");
+    put_u64(&h, c->engine.locking ? 1 : 0);
 
     int ntables = c->ntables < 0 ? 0 : c->ntables > POD_MAX_KV_TABLES ? POD_MAX_KV_TABLES : c->ntables;
     put_field(&h, "tables");

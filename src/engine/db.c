@@ -77,6 +77,7 @@ pod_db *pod_db_new(const struct pod_db_options *o, char *err, size_t errlen)
     if (!db) goto nomem;
     db->opt = *o;
     if (db->opt.max_retries <= 0) db->opt.max_retries = DEFAULT_MAX_RETRIES;
+    if (db->opt.no_locking) db->opt.phantom_protection = false; /* no locks, no gap locks */
     db->epoch = 1;
     pthread_mutex_init(&db->admin_lock, NULL);
     db->space = (bt_space){NULL, node_alloc, node_retire, db};

@@ -38,6 +38,7 @@ struct pod_db_options {
     int nworkers;              /* worker threads (EBR slots); 1..POD_MAX_WORKERS */
     int host_id, nhosts;       /* which partitions are local: p % nhosts == host_id */
     bool phantom_protection;   /* next-key locking on scans, inserts and misses */
+    bool no_locking;           /* BENCHMARK ONLY: local rows are never locked (not isolated) */
     int max_retries;           /* per call; 0 = default (100000) */
 };
 

@@ -147,6 +147,7 @@ static int sys_config(pod_txn *tx, const pod_args *a, pod_result *res, void *ctx
     kv_row(res, &row, "engine.eviction", "%s", pod_eviction_name(c->engine.eviction));
     kv_row(res, &row, "engine.shortcut_pointers", "%s", c->engine.shortcut_pointers ? "true" : "false");
     kv_row(res, &row, "engine.dirty_tracking", "%s", c->engine.dirty_tracking ? "true" : "false");
+    kv_row(res, &row, "engine.locking", "%s", c->engine.locking ? "true" : "false");
     for (int i = 0; i < c->nmodules; i++) kv_row(res, &row, "module", "%s", c->modules[i]);
     return POD_OK;
 }

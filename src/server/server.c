@@ -907,7 +907,8 @@ static int build_db(struct pod_server *s, pod_err *err)
     struct pod_db_options o = {.nworkers = c->hosts[s->host].workers,
                                .host_id = s->host,
                                .nhosts = c->nhosts,
-                               .phantom_protection = c->engine.phantom_protection};
+                               .phantom_protection = c->engine.phantom_protection,
+                               .no_locking = !c->engine.locking};
     if (!(s->db = pod_db_new(&o, msg, sizeof msg)) || pod_builtin_sys_init(s->db, msg, sizeof msg) ||
         pod_builtin_kv_init(s->db, c, msg, sizeof msg) || pod_modules_load(s->db, c, msg, sizeof msg) ||
         !(s->bench = pod_bench_new(s->db, c, s->host, msg, sizeof msg))) {

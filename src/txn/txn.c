@@ -262,6 +262,12 @@ static int lock_row(struct pod_txn *tx, pod_table *t, uint32_t part, struct pod_
         *acc = a;
         return POD_OK;
     }
+    if (tx->db->opt.no_locking) { /* benchmark-only: track the access, touch no lock word */
+        if (a) a->held = want;
+        else if (!(a = txn_add_access(tx, row, NULL, t, part, want))) return POD_E_NOMEM;
+        *acc = a;
+        return POD_OK;
+    }
     if (a && a->held == HELD_READ) { /* want write */
         if (!rowlock_upgrade(r, row, &a->in_cxl)) return conflict(tx, POD_CAUSE_UPGRADE);
         a->held = HELD_WRITE;
@@ -288,7 +294,8 @@ static int lock_row(struct pod_txn *tx, pod_table *t, uint32_t part, struct pod_
 static void release(struct pod_txn *tx, struct access *a)
 {
     if (a->rec) remote_release(tx, a);
-    else if (a->held != HELD_NONE) rowlock_release(txn_region(tx), a->row, a->held, a->in_cxl);
+    else if (a->held != HELD_NONE && !tx->db->opt.no_locking)
+        rowlock_release(txn_region(tx), a->row, a->held, a->in_cxl);
 }
 
 /* Give back a lock taken by this operation that turned out not to be needed
@@ -588,7 +595,7 @@ int pod_insert(pod_txn *tx, pod_table *t, const void *key, const void *tuple)
         }
         memcpy(row->tuple, tuple, t->tuple_size);
         memcpy(row_key(t, row), key, t->key_size);
-        row->lock = LOCK_W;
+        row->lock = tx->db->opt.no_locking ? 0 : LOCK_W;
         bt_status st = table_index_insert(t, part, row);
         /* Still under the gap's lock: CXL memory must stop claiming the gap. */
         if (st == BT_OK && tx->db->pod) pod_local_inserted(tx->w, t, part, key);

@@ -212,6 +212,7 @@ START_TEST(test_load_minimal_file_defaults)
     ck_assert_int_eq(cfg.engine.eviction, POD_EVICT_CLOCK);
     ck_assert(cfg.engine.shortcut_pointers);
     ck_assert(cfg.engine.dirty_tracking);
+    ck_assert(cfg.engine.locking);
 }
 END_TEST
 
@@ -254,7 +255,8 @@ START_TEST(test_every_key)
         "  reply_before_durable: yes\n"
         "  eviction: random\n"
         "  shortcut_pointers: off\n"
-        "  dirty_tracking: no\n");
+        "  dirty_tracking: no\n"
+        "  locking: false\n");
     ck_assert_str_eq(c->region.path, "/mnt/pmem/pod");
     ck_assert_int_eq(c->region.kind, POD_REGION_FSDAX);
     ck_assert_uint_eq(c->region.size, 3ULL << 29);
@@ -285,6 +287,7 @@ START_TEST(test_every_key)
     ck_assert_int_eq(c->engine.eviction, POD_EVICT_RANDOM);
     ck_assert(!c->engine.shortcut_pointers);
     ck_assert(!c->engine.dirty_tracking);
+    ck_assert(!c->engine.locking);
     ck_assert_str_eq(c->source, "t.yaml");
 }
 END_TEST
@@ -497,6 +500,7 @@ static const struct {
     {"epoch_ms: 10", "eviction: random"},
     {"epoch_ms: 10", "shortcut_pointers: false"},
     {"epoch_ms: 10", "dirty_tracking: false"},
+    {"epoch_ms: 10", "locking: false"},
     {"  - workers: 2\n    socket: /tmp/d-1.sock\n    log_dir: /tmp/d-1\n", ""},
 };
 
@@ -755,7 +759,7 @@ static const struct bad_case {
     {"misspelt engine key", REGION_OK HOSTS_OK "engine:\n  epoch: 5\n",
      "11:3: engine.epoch: unknown key (expected one of: epoch_ms, moveout_threshold, "
      "coherence, phantom_protection, checkpoint_after, reply_before_durable, eviction, "
-     "shortcut_pointers, dirty_tracking)"},
+     "shortcut_pointers, dirty_tracking, locking)"},
     {"misspelt host_defaults key", REGION_OK "host_defaults:\n  worker: 1\n" HOSTS_OK,
      "7:3: host_defaults.worker: unknown key"},
     {"key in the wrong case", REGION_OK HOSTS_OK "Engine: {}\n", "10:1: Engine: unknown key"},

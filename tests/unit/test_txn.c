@@ -21,11 +21,11 @@ static struct pod_txn *A, *B;
 
 static void key(unsigned char k[8], uint64_t v) { pod_key_u64(k, v); }
 
-static void open_db(bool phantom)
+static void open_db_with(bool phantom, bool no_locking)
 {
     char err[256];
     struct pod_db_options o = {.nworkers = 2, .host_id = 0, .nhosts = 1,
-                               .phantom_protection = phantom};
+                               .phantom_protection = phantom, .no_locking = no_locking};
     db = pod_db_new(&o, err, sizeof err);
     ck_assert_msg(db != NULL, "%s", err);
     static const pod_column cols[] = {{"balance", POD_COL_I64, 0, 8},
@@ -37,8 +37,10 @@ static void open_db(bool phantom)
     B = db->workers[1]->tx;
 }
 
+static void open_db(bool phantom) { open_db_with(phantom, false); }
 static void setup_on(void) { open_db(true); }
 static void setup_off(void) { open_db(false); }
+static void setup_no_locking(void) { open_db_with(true, true); }
 static void teardown(void) { pod_db_free(db); }
 
 /* Insert even keys lo..hi, committed. */
@@ -172,6 +174,44 @@ START_TEST(no_wait_conflicts)
     txn_abort(A);
     ck_assert_int_eq(pod_put(B, T, k, &a), POD_OK); /* sole reader upgrades */
     txn_commit(B);
+}
+END_TEST
+
+/* The benchmark-only mode: the conflicts of no_wait_conflicts do not happen,
+ * no lock word is ever set, and commits and aborts still work. */
+START_TEST(no_locking_takes_no_locks)
+{
+    ck_assert(!db->opt.phantom_protection); /* no locks, so no gap locks either */
+    load_even(0, 10);
+    unsigned char k[8];
+    struct acct a;
+    txn_begin(A);
+    txn_begin(B);
+    key(k, 2);
+    ck_assert_int_eq(pod_get_for_update(A, T, k, &a), POD_OK);
+    ck_assert_int_eq(pod_get(B, T, k, &a), POD_OK);
+    a.balance = 7;
+    ck_assert_int_eq(pod_put(B, T, k, &a), POD_OK);
+    key(k, 3);
+    ck_assert_int_eq(pod_insert(A, T, k, &a), POD_OK);
+    txn_commit(B);
+    txn_commit(A);
+    txn_begin(A);
+    int rc;
+    ck_assert_int_eq(balance_of(A, 2, &rc), 7);
+    ck_assert_int_eq(balance_of(A, 3, &rc), 7);
+    key(k, 4);
+    ck_assert_int_eq(pod_delete(A, T, k), POD_OK);
+    txn_abort(A); /* undone */
+    txn_begin(A);
+    ck_assert_int_eq(balance_of(A, 4, &rc), 40);
+    txn_commit(A);
+    for (uint64_t i = 0; i <= 10; i++) { /* nothing left locked */
+        key(k, i);
+        uint64_t v;
+        if (bt_lookup(&T->parts[0].tree, k, &v) == BT_OK)
+            ck_assert_uint_eq(((struct pod_row *)(uintptr_t)v)->lock, 0);
+    }
 }
 END_TEST
 
@@ -620,6 +660,10 @@ int main(void)
     tcase_add_checked_fixture(off, setup_off, teardown);
     tcase_add_test(off, phantoms_without_protection);
     suite_add_tcase(s, off);
+    TCase *nl = tcase_create("benchmark-only mode without locks");
+    tcase_add_checked_fixture(nl, setup_no_locking, teardown);
+    tcase_add_test(nl, no_locking_takes_no_locks);
+    suite_add_tcase(s, nl);
     SRunner *sr = srunner_create(s);
     srunner_run_all(sr, CK_NORMAL);
     int failed = srunner_ntests_failed(sr);

@@ -1,0 +1,194 @@
+#!/bin/bash
+# The performance targets of issue 9 (docs/performance.md): runs each
+# measurement on a private 2-host pod (1 worker per host, CPUs 0 and 1,
+# logging on with 10 ms epochs, poddb-bench --mode internal) and prints the
+# target, the measured value and whether it is met. Exit status 0 when every
+# target is met, 1 when one is not, 2 on an error.
+set -euo pipefail
+
+usage() {
+    cat <<'EOF'
+usage: tools/experiments/targets.sh [--duration S] [--quick] [--bin DIR] [--keep DIR] [--help]
+
+Measures the targets of docs/performance.md on 2 hosts x 1 worker (CPUs 0
+and 1): TPC-C 10/15 and 60/90 (1 warehouse per host), YCSB with 1,000,000
+tuples (50/50, skew 0.7, 10% and 100% multi-partition), the cross-host
+move-in round trip, the cost of logging (loggers 0 vs 1), the cost of
+concurrency control and logging together (engine.locking false and loggers 0
+vs both on), HWcc bytes per CXL-resident tuple and resident set vs data.
+
+  --duration S   seconds per throughput run (default 10; 1 s warmup first)
+  --quick        3-second runs and 200,000 YCSB tuples (a smoke run, not the
+                 targets' setting; says so in the output)
+  --bin DIR      programs (default build/bin)
+  --keep DIR     keep configs, bench JSON lines and server logs in DIR
+  -h, --help     this text
+
+Every figure depends on the machine: run it on an otherwise idle machine
+(the script prints the load average before each run).
+EOF
+}
+
+ROOT=$(cd "$(dirname "$0")/../.." && pwd)
+BIN=$ROOT/build/bin
+DUR=10
+YCSB_TUPLES=1000000
+QUICK=0
+KEEP=
+while [ $# -gt 0 ]; do
+    case $1 in
+    --duration) DUR=$2; shift 2 ;;
+    --quick) QUICK=1; DUR=3; YCSB_TUPLES=200000; shift ;;
+    --bin) BIN=$2; shift 2 ;;
+    --keep) KEEP=$2; shift 2 ;;
+    -h | --help) usage; exit 0 ;;
+    *) echo "targets.sh: unknown option '$1' (see --help)" >&2; exit 2 ;;
+    esac
+done
+case $DUR in '' | *[!0-9]*) echo "targets.sh: --duration wants whole seconds" >&2; exit 2 ;; esac
+for p in poddb-server poddb-bench poddb-cli poddb-region poddb-moveinbench; do
+    [ -x "$BIN/$p" ] || { echo "targets.sh: $BIN/$p not found: run make" >&2; exit 2; }
+done
+[ "$(nproc)" -ge 2 ] || { echo "targets.sh: needs 2 CPUs (0 and 1); this machine has $(nproc)" >&2; exit 2; }
+
+WORK=$(mktemp -d /tmp/poddb-targets.XXXXXX)
+TAG=targets-$$
+CONF=
+cleanup() {
+    [ -n "$CONF" ] && PODDB_BIN=$BIN "$ROOT/tools/pod" down --conf "$CONF" >/dev/null 2>&1 || true
+    if [ -n "$KEEP" ]; then mkdir -p "$KEEP" && cp -r "$WORK"/. "$KEEP"/; fi
+    rm -rf "$WORK" "/dev/shm/poddb-$TAG"
+}
+trap cleanup EXIT
+trap 'exit 2' INT TERM
+
+# A config: $1 name, $2 loggers, $3 engine.locking, $4 YCSB tuples
+make_conf() {
+    local f=$WORK/$1.yaml
+    cat >"$f" <<EOF
+region:
+  path: /dev/shm/poddb-$TAG
+  kind: shm
+  size: 4GiB
+  hwcc_budget: 256MiB
+host_defaults:
+  workers: 1
+  loggers: $2
+  socket: $WORK/$1-{host}.sock
+  log_dir: $WORK/$1-log-{host}
+hosts:
+  - cpus: "0"
+  - cpus: "1"
+engine:
+  epoch_ms: 10
+  locking: $3
+workloads:
+  tpcc:
+    warehouses: 2
+  ycsb:
+    tuples: $4
+    theta: 0.7
+EOF
+    echo "$f"
+}
+
+up() {
+    CONF=$1
+    rm -rf "$WORK"/*-log-*
+    PODDB_BIN=$BIN "$ROOT/tools/pod" up --conf "$CONF" >"$WORK/pod-up.txt" 2>&1 ||
+        { cat "$WORK/pod-up.txt" >&2; exit 2; }
+}
+down() {
+    PODDB_BIN=$BIN "$ROOT/tools/pod" down --conf "$CONF" >/dev/null 2>&1 || true
+    CONF=
+}
+
+# bench NAME ARGS...: one run, its JSON line in $WORK/NAME.json; prints committed/s
+bench() {
+    local name=$1; shift
+    echo "  [$(uptime | sed 's/.*load average: //')] $name" >&2
+    "$BIN/poddb-bench" --conf "$CONF" --duration "$DUR" --warmup 1 --json "$@" \
+        >"$WORK/$name.json" 2>"$WORK/$name.err" || { tail -5 "$WORK/$name.err" >&2; exit 2; }
+    python3 -c 'import json,sys; print(round(json.loads(open(sys.argv[1]).read().strip().splitlines()[-1])["committed_per_s"]))' "$WORK/$name.json"
+}
+
+RESULTS=$WORK/results.txt
+: >"$RESULTS"
+FAILED=0
+# row TARGET MEASURED MET(yes/no)
+row() {
+    printf '%-62s %-22s %s\n' "$1" "$2" "$3" | tee -a "$RESULTS"
+    [ "$3" = yes ] || FAILED=1
+}
+ge() { python3 -c "import sys; print('yes' if float(sys.argv[1]) >= float(sys.argv[2]) else 'no')" "$1" "$2"; }
+le() { python3 -c "import sys; print('yes' if float(sys.argv[1]) <= float(sys.argv[2]) else 'no')" "$1" "$2"; }
+ratio() { python3 -c "import sys; print('%.2f' % (float(sys.argv[1]) / float(sys.argv[2])))" "$1" "$2"; }
+
+echo "machine: $(nproc) CPUs, $(awk '/MemTotal/ {printf "%.0f GiB", $2/1048576}' /proc/meminfo), $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //')"
+echo "pod: 2 hosts x 1 worker on CPUs 0 and 1, internal mode, ${DUR} s runs after 1 s warmup"
+[ $QUICK = 1 ] && echo "--quick: short runs and $YCSB_TUPLES YCSB tuples: NOT the targets' setting"
+
+echo "TPC-C, logging on" >&2
+up "$(make_conf on 1 true $YCSB_TUPLES)"
+"$BIN/poddb-bench" --conf "$CONF" --workload tpcc --remote 0/0 --duration 1 --warmup 0 >/dev/null 2>&1 # load
+T1015=$(bench tpcc-10-15 --workload tpcc --remote 10/15)
+T6090=$(bench tpcc-60-90 --workload tpcc --remote 60/90)
+# Resident set vs data, on the loaded TPC-C pod
+RSS_RATIO=$(python3 - "$CONF" "$BIN" "$(ls -d /tmp/poddb-run-$(id -u)/poddb-$TAG-* 2>/dev/null | head -1)" <<'EOF'
+import subprocess, sys, os
+conf, bin_, rundir = sys.argv[1:4]
+worst = 0.0
+for h in (0, 1):
+    pid = int(open(f"{rundir}/host{h}.pid").read().split()[0])
+    rss = int([l for l in open(f"/proc/{pid}/status") if l.startswith("VmRSS")][0].split()[1]) * 1024
+    out = subprocess.run([f"{bin_}/poddb-cli", "--conf", conf, "--host", str(h), "call", "sys.tables"],
+                         capture_output=True, text=True, check=True).stdout
+    data = 0
+    for line in out.splitlines():
+        f = line.split("\t")
+        data += int(f[4]) * (int(f[1]) + int(f[2]))
+    worst = max(worst, rss / data)
+print("%.2f" % worst)
+EOF
+)
+down
+
+echo "TPC-C, logging off" >&2
+up "$(make_conf off 0 true $YCSB_TUPLES)"
+"$BIN/poddb-bench" --conf "$CONF" --workload tpcc --remote 0/0 --duration 1 --warmup 0 >/dev/null 2>&1
+T1015_NOLOG=$(bench tpcc-10-15-nolog --workload tpcc --remote 10/15)
+down
+
+echo "TPC-C, locking and logging off (benchmark-only mode)" >&2
+up "$(make_conf bare 0 false $YCSB_TUPLES)"
+"$BIN/poddb-bench" --conf "$CONF" --workload tpcc --remote 0/0 --duration 1 --warmup 0 >/dev/null 2>&1
+T1015_BARE=$(bench tpcc-10-15-bare --workload tpcc --remote 10/15)
+down
+
+echo "YCSB, logging on" >&2
+up "$(make_conf ycsb 1 true $YCSB_TUPLES)"
+"$BIN/poddb-bench" --conf "$CONF" --workload ycsb --duration 1 --warmup 0 >/dev/null 2>&1 # load
+Y10=$(bench ycsb-10 --workload ycsb --read-pct 50 --multi-partition 10)
+Y100=$(bench ycsb-100 --workload ycsb --read-pct 50 --multi-partition 100)
+HWCC=$("$BIN/poddb-region" inspect --conf "$CONF" --json |
+    python3 -c 'import json,sys; print("%.1f" % json.load(sys.stdin)["resident"]["hwcc_bytes_per_tuple"])')
+down
+
+echo "move-in round trip" >&2
+"$BIN/poddb-moveinbench" --bin "$BIN" >"$WORK/movein.txt" 2>&1 || { tail -5 "$WORK/movein.txt" >&2; exit 2; }
+MED=$(awk '/median/ {for (i=1;i<=NF;i++) if ($i ~ /^median/) {print $(i+1); exit}}' "$WORK/movein.txt")
+P99=$(awk '/p99/ {for (i=1;i<=NF;i++) if ($i ~ /^p99/) {print $(i+1); exit}}' "$WORK/movein.txt")
+
+echo
+printf '%-62s %-22s %s\n' "target" "measured" "met"
+row "TPC-C 10/15, logging on: >= 100000 txn/s" "$T1015/s" "$(ge "$T1015" 100000)"
+row "TPC-C 60/90: >= 80% of 10/15" "$T6090/s ($(ratio "$T6090" "$T1015"))" "$(ge "$(ratio "$T6090" "$T1015")" 0.8)"
+row "YCSB 10% multi-partition (50/50, 0.7): >= 150000 txn/s" "$Y10/s" "$(ge "$Y10" 150000)"
+row "YCSB 100% multi-partition: >= 60% of 10%" "$Y100/s ($(ratio "$Y100" "$Y10"))" "$(ge "$(ratio "$Y100" "$Y10")" 0.6)"
+row "move-in round trip median < 10 us" "${MED:-?} us" "$(le "${MED:-1e9}" 9.999)"
+row "move-in round trip p99 < 100 us" "${P99:-?} us" "$(le "${P99:-1e9}" 99.999)"
+row "logging costs <= 10% (TPC-C 10/15 on / off)" "$(ratio "$T1015" "$T1015_NOLOG") of $T1015_NOLOG/s" "$(ge "$(ratio "$T1015" "$T1015_NOLOG")" 0.9)"
+row "locking + logging cost <= 35% (on / both off)" "$(ratio "$T1015" "$T1015_BARE") of $T1015_BARE/s" "$(ge "$(ratio "$T1015" "$T1015_BARE")" 0.65)"
+row "HWcc bytes per CXL-resident tuple <= 48 (after YCSB)" "$HWCC B" "$(le "$HWCC" 48)"
+row "resident set <= 1.5x data (TPC-C, worst host)" "${RSS_RATIO}x" "$(le "$RSS_RATIO" 1.5)"
+exit $FAILED
