@@ -49,6 +49,8 @@ case $DUR in '' | *[!0-9]*) echo "targets.sh: --duration wants whole seconds" >&
 for p in poddb-server poddb-bench poddb-cli poddb-region poddb-moveinbench; do
     [ -x "$BIN/$p" ] || { echo "targets.sh: $BIN/$p not found: run make" >&2; exit 2; }
 done
+[ -f "$ROOT/build/test/modules/moveinbench.so" ] ||
+    { echo "targets.sh: the move-in benchmark's module is missing: make build/test/modules/moveinbench.so" >&2; exit 2; }
 [ "$(nproc)" -ge 2 ] || { echo "targets.sh: needs 2 CPUs (0 and 1); this machine has $(nproc)" >&2; exit 2; }
 
 WORK=$(mktemp -d /tmp/poddb-targets.XXXXXX)
