@@ -18,6 +18,7 @@
 #include "util/log.h"
 
 #define BATCH 64
+#define MOVEOUT_BACKOFF_NS 200000ull /* after a pass that could move nothing out */
 /* Compact an index whose HWcc bytes per key passed this (it never merges
  * nodes, so move-outs leave it sparse). */
 #define COMPACT_BYTES_PER_KEY 32
@@ -174,6 +175,8 @@ void pod_moveout(struct pod_worker *w, bool force)
 {
     struct pod_host *ph = w->db->pod;
     pod_db *db = w->db;
+    if (!force && pod_mono_ns() < __atomic_load_n(&ph->moveout_idle_until, __ATOMIC_RELAXED))
+        return;
     if (pthread_mutex_trylock(&ph->moveout_lock) != 0) return;
     pod_count(&ph->st.moveout_runs, 1);
     /* Forced (an allocation failed): free at least a batch's worth. */
@@ -211,5 +214,9 @@ void pod_moveout(struct pod_worker *w, bool force)
     }
     ebr_exit(db->ebr, w->id);
     xebr_collect(ph->x, w->id);
+    /* Nothing could go (every candidate locked or latched, as when one
+     * transaction holds many remote tuples): back off for a while. */
+    __atomic_store_n(&ph->moveout_idle_until, moved ? 0 : pod_mono_ns() + MOVEOUT_BACKOFF_NS,
+                     __ATOMIC_RELAXED);
     pthread_mutex_unlock(&ph->moveout_lock);
 }

@@ -76,6 +76,8 @@ struct pod_host {
     uint64_t moveout_at;        /* HWcc bytes above which move-out runs */
     uint64_t moveout_to;        /* ... and the level it stops at */
     pthread_mutex_t moveout_lock; /* one move-out at a time (trylock) */
+    uint64_t moveout_idle_until; /* a pass that moved nothing: no unforced pass before this
+                                  * (pod_mono_ns), or every idle poll would rescan locked tuples */
     uint32_t moveout_table, moveout_part; /* the CLOCK hand: which partition next */
     struct pod_host_stats st;
 };
