@@ -357,10 +357,12 @@ class Experiment:
         if r.returncode != 0:
             msg = r.stderr.strip()
             keys = ", ".join(f"engine.{k}: {v}" for k, v in p.engine.items())
+            hint = ""
+            if "engine." in msg and p.engine:
+                hint = ("\n  (this build of the server does not know these engine keys and "
+                        "cannot run this study; docs/configuration.md lists the keys it knows)")
             raise ExpError(f"the server rejects the config of point '{p.name()}'"
-                           + (f" ({keys})" if keys else "") + f":\n  {msg}\n"
-                           "  (a build without these engine keys cannot run this study; "
-                           "docs/configuration.md lists the keys it knows)")
+                           + (f" ({keys})" if keys else "") + f":\n  {msg}{hint}")
 
     # -- the pod ---------------------------------------------------------------------
 
@@ -646,7 +648,8 @@ def default_panels(rows, xlabel, y="committed_per_s", ylabel="committed transact
         curves = [dict(title=s, rows=[r for r in prs if r["series"] == s], y=y,
                        err=y == "committed_per_s")
                   for s in dict.fromkeys(r["series"] for r in prs)]
-        panels.append(dict(title=name, xlabel=xlabel, ylabel=ylabel,
+        xl = xlabel.get(name, "") if isinstance(xlabel, dict) else xlabel
+        panels.append(dict(title=name, xlabel=xl, ylabel=ylabel,
                            curves=curves, logx=logx))
     return panels
 
@@ -728,3 +731,50 @@ def int_list(text, what):
         return [int(x) for x in text.split(",") if x.strip()]
     except ValueError:
         raise ExpError(f"{what}: want a comma-separated list of whole numbers, got {text!r}")
+
+
+# ---- building points ----------------------------------------------------------------------
+
+def tpcc_shares(text, default):
+    """'0/0,10/15' -> ['0/0', '10/15'], checked."""
+    shares = text.split(",") if text else list(default)
+    for s in shares:
+        no, _, pay = s.partition("/")
+        if not (no.isdigit() and pay.isdigit() and int(no) <= 100 and int(pay) <= 100):
+            raise ExpError(f"TPC-C remote share {s!r}: want NO/PAY like 10/15 (percentages)")
+    return shares
+
+
+def pct_list(text, default, what):
+    vals = int_list(text, what) if text else list(default)
+    for v in vals:
+        if not 0 <= v <= 100:
+            raise ExpError(f"{what}: {v} is not a percentage")
+    return vals
+
+
+def tpcc_point(panel, series, share, settings="", **kw):
+    """TPC-C at remote share NO/PAY; x is the NewOrder share."""
+    no, _, pay = share.partition("/")
+    return Point(panel, series, int(no), share, "tpcc",
+                 knobs=dict(remote_new_order_pct=no, remote_payment_pct=pay),
+                 settings=(settings + " " if settings else "") + f"remote {share}", **kw)
+
+
+def ycsb_point(panel, series, mp, read_pct, settings="", x=None, x_label=None, theta=None,
+               **kw):
+    """YCSB with read_pct% reads and mp% multi-partition transactions; x is mp."""
+    knobs = dict(read_pct=read_pct, multi_partition_pct=mp)
+    if theta is not None:
+        knobs["theta"] = theta
+    return Point(panel, series, mp if x is None else x, f"{mp}%" if x_label is None else x_label,
+                 "ycsb", knobs=knobs,
+                 settings=(settings + " " if settings else "") + f"read {read_pct}% mp {mp}%",
+                 **kw)
+
+
+def size_list(text, default, what):
+    vals = text.split(",") if text else list(default)
+    for v in vals:
+        parse_size(v)
+    return vals
