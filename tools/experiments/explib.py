@@ -141,6 +141,12 @@ def yaml_block(d, indent=0):
     return out
 
 
+def region_tag():
+    """The start of the region file names: $PODDB_EXP_TAG (tests set it so that
+    their cleanup finds what a crash leaves), else poddb-exp-PID."""
+    return os.environ.get("PODDB_EXP_TAG") or f"poddb-exp-{os.getpid()}"
+
+
 def round_up(n, a):
     return (n + a - 1) // a * a
 
@@ -319,7 +325,7 @@ class Experiment:
         else:
             raise ExpError(f"unknown workload {p.workload}")
         region = dict(path=reg["path"] if reg["kind"] == "devdax" else
-                      f"/dev/shm/poddb-exp-{self.name}-{os.getpid()}-{idx}",
+                      f"/dev/shm/{region_tag()}-{self.name}-{idx}",
                       kind=reg["kind"])
         size = reg["size"]
         if reg["kind"] != "devdax":
@@ -356,7 +362,7 @@ class Experiment:
                            capture_output=True, text=True)
         if r.returncode != 0:
             msg = r.stderr.strip()
-            keys = ", ".join(f"engine.{k}: {v}" for k, v in p.engine.items())
+            keys = ", ".join(f"engine.{k}: {yaml_scalar(v)}" for k, v in p.engine.items())
             hint = ""
             if "engine." in msg and p.engine:
                 hint = ("\n  (this build of the server does not know these engine keys and "
@@ -455,7 +461,7 @@ class Experiment:
                 f"started: {time.strftime('%Y-%m-%d %H:%M:%S')}"]
         meta += [f"note: {n}" for n in notes]
         say(f"== {self.title}")
-        for line in meta[2:]:
+        for line in meta[2:len(meta) - len(notes)]:
             say(f"   {line}")
         say(f"   {len(points)} points x {self.runs} run(s); results in {self.out}")
         for n in notes:
