@@ -246,6 +246,9 @@ class Experiment:
                         help="where sockets, logs and pod state go while running (default "
                              "a new directory under $TMPDIR or /tmp; the log directories "
                              "need a real disk for meaningful durability figures)")
+        ap.add_argument("--replot", metavar="DIR",
+                        help="run nothing: draw the plot again from DIR/results.csv (a "
+                             "results folder of this study)")
         ap.add_argument("--verbose", action="store_true",
                         help="show poddb-bench's progress and the pod's messages")
         if add_args:
@@ -518,8 +521,10 @@ class Experiment:
                 shutil.rmtree(self.scratch, ignore_errors=True)
 
         load1 = os.getloadavg()
+        self.load = (load0[0], load1[0])
         meta.append(f"load average at end {load1[0]:.2f} {load1[1]:.2f} {load1[2]:.2f}")
         meta.append(f"finished: {time.strftime('%Y-%m-%d %H:%M:%S')}; {failures} failure(s)")
+        meta.append(f"plot: {self.meta_line()}")
         with open(os.path.join(self.out, "meta.txt"), "w") as f:
             f.write("\n".join(meta) + "\n")
         write_csv(os.path.join(self.out, "results.csv"), rows)
@@ -582,11 +587,12 @@ class Experiment:
 
     # -- plots -------------------------------------------------------------------------
 
-    def plot(self, rows, panels):
+    def plot(self, rows, panels, subtitle=None):
         png = os.path.join(self.out, f"{self.name}.png")
         gp = os.path.join(self.out, "plot.gp")
         with open(gp, "w") as f:
-            f.write(gnuplot_script(self.title, panels, png, self.mode, self.meta_line()))
+            f.write(gnuplot_script(self.title, panels, png, self.mode,
+                                   subtitle or self.meta_line()))
         r = subprocess.run(["gnuplot", gp], capture_output=True, text=True)
         if r.returncode != 0 or not os.path.exists(png):
             raise ExpError(f"gnuplot failed on {gp}: {r.stderr.strip()}")
@@ -594,9 +600,11 @@ class Experiment:
 
     def meta_line(self):
         h = self.base.hosts
+        w = h[0]["workers"]
         return (f"{self.mode} mode, {self.duration:g} s/point, {self.runs} run(s); "
-                f"{os.cpu_count()} CPUs; base {os.path.relpath(self.base.path, ROOT)} "
-                f"({len(h)} hosts x {h[0]['workers']} workers)")
+                f"{os.cpu_count()} CPUs, load avg {self.load[0]:.1f}-{self.load[1]:.1f}; "
+                f"base {os.path.relpath(self.base.path, ROOT)} "
+                f"({len(h)} hosts x {w} worker{'s' if w != 1 else ''})")
 
 
 # ---- results ------------------------------------------------------------------------------
@@ -704,6 +712,8 @@ def gnuplot_script(title, panels, png, mode, meta):
         out.append(f"set xlabel {gq(pn.get('xlabel', ''))}")
         out.append(f"set ylabel {gq(pn.get('ylabel', ''))}")
         out.append("set logscale x" if pn.get("logx") else "unset logscale x")
+        out.append("set logscale y; set yrange [*:*]" if pn.get("logy")
+                   else "unset logscale y; set yrange [0:*]")
         plots = []
         for ci, c in enumerate(pn["curves"]):
             style = "yerrorlines" if c.get("err") else "linespoints"
@@ -717,6 +727,39 @@ def gnuplot_script(title, panels, png, mode, meta):
 
 # ---- entry point ----------------------------------------------------------------------
 
+def read_csv(path):
+    """The rows of a results.csv, numbers as numbers."""
+    text = ("study", "panel", "series", "x_label", "workload", "mode", "knobs", "settings",
+            "check")
+    rows = []
+    with open(path, newline="") as f:
+        for r in csv.DictReader(f):
+            for k, v in r.items():
+                if k not in text and v != "":
+                    r[k] = float(v)
+            rows.append(r)
+    return rows
+
+
+def replot(exp, b):
+    d = os.path.abspath(exp.a.replot)
+    rows = read_csv(os.path.join(d, "results.csv"))
+    if not rows:
+        raise ExpError(f"{d}/results.csv has no rows")
+    sub = None
+    try:
+        with open(os.path.join(d, "meta.txt")) as f:
+            sub = next((l[len("plot: "):].strip() for l in f if l.startswith("plot: ")), None)
+    except OSError:
+        pass
+    exp.out = d
+    panels = b.get("panels")
+    png = exp.plot(rows, panels(rows) if panels else default_panels(rows, b["xlabel"]),
+                   sub or f"{exp.mode} mode")
+    say(f"== plot: {png}")
+    return 0
+
+
 def main(exp, build_points, argv=None):
     """Parse options, build the points and run them. build_points(exp) returns a
     dict: points, xlabel, and optionally panels (rows -> panel list) and notes.
@@ -724,6 +767,8 @@ def main(exp, build_points, argv=None):
     try:
         exp.parse(argv)
         b = build_points(exp)
+        if exp.a.replot:
+            return replot(exp, b)
         return exp.run(b["points"], b["xlabel"], b.get("panels"), b.get("notes", ()))
     except ExpError as e:
         print(f"{exp.name}: {e}", file=sys.stderr)
