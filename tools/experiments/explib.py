@@ -432,6 +432,10 @@ class Experiment:
             points = [p for p in points if p.workload in self.workload_filter]
         if not points:
             raise ExpError("no points to run (see --workloads)")
+        oversub = getattr(self.a, "oversubscribe", False)
+        for p in points:  # before anything is written
+            self.base.check_machine(len(self.host_entries(p.hosts or len(self.base.hosts),
+                                                          oversubscribe=oversub)))
         stamp = time.strftime("%Y%m%d-%H%M%S")
         self.out = os.path.abspath(self.a.out or os.path.join(ROOT, "results",
                                                               f"{self.name}-{stamp}"))
@@ -443,9 +447,7 @@ class Experiment:
         # Configs first, all validated before anything runs.
         plan = []
         for i, p in enumerate(points):
-            hosts = self.host_entries(p.hosts or len(self.base.hosts),
-                                      oversubscribe=getattr(self.a, "oversubscribe", False))
-            self.base.check_machine(len(hosts))
+            hosts = self.host_entries(p.hosts or len(self.base.hosts), oversubscribe=oversub)
             conf = os.path.join(self.out, "configs", f"point{i:02d}.yaml")
             with open(conf, "w") as f:
                 f.write(self.config_text(p, i, hosts))
