@@ -532,8 +532,12 @@ class Experiment:
         write_csv(os.path.join(self.out, "results.csv"), rows)
         write_csv(os.path.join(self.out, "runs.csv"), run_rows)
         png = None
-        if rows:
-            png = self.plot(rows, panels(rows) if panels else default_panels(rows, xlabel))
+        if any(r["committed_per_s"] != "" for r in rows):
+            try:
+                png = self.plot(rows, panels(rows) if panels else default_panels(rows, xlabel))
+            except ExpError as e:
+                say(f"{self.name}: {e}")
+                failures += 1
         say(f"== results: {self.out}")
         say(f"   results.csv ({len(rows)} rows), runs.csv, bench.jsonl, meta.txt"
             + (f", {os.path.basename(png)}" if png else ""))
