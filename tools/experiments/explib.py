@@ -340,7 +340,7 @@ class Experiment:
         region["simulate_noncoherent"] = reg["simulate_noncoherent"]
         cfg = dict(region=region)
         cfg["host_defaults"] = dict(socket=os.path.join(self.scratch, f"p{idx}-{{host}}.sock"),
-                                    log_dir=os.path.join(self.scratch, f"p{idx}-log-{{host}}"))
+                                    log_dir=self.log_dir(idx, "{host}"))
         entries = []
         for h in hosts:
             e = dict(workers=h["workers"],
@@ -479,10 +479,12 @@ class Experiment:
             for i, (p, conf, nh, wph) in enumerate(plan):
                 per_run = []
                 for run in range(self.runs):
-                    # Every run on a fresh pod: tuples moved into the region, HWcc
-                    # use and TPC-C's growing tables do not carry over.
+                    # Every run on a fresh pod and an empty log (a server recovers
+                    # what its log directory holds): tuples moved into the region,
+                    # HWcc use and TPC-C's growing tables do not carry over.
+                    self.remove_logs(i, nh)
+                    up_conf = conf  # set first: a signal during up still brings it down
                     self.pod("up", "--conf", conf)
-                    up_conf = conf
                     before = self.pod_counters(conf, nh)
                     rc, j, line, err, wall = self.bench(conf, p)
                     after = self.pod_counters(conf, nh)
@@ -506,6 +508,7 @@ class Experiment:
                     run_rows.append(row)
                     down = self.pod("down", "--conf", conf, check=False)
                     up_conf = None
+                    self.remove_logs(i, nh)
                     if down.returncode != 0:
                         failures += 1
                         say(f"{tag}: the pod did not stop cleanly (tools/pod down exit "
@@ -547,6 +550,15 @@ class Experiment:
             say(f"== {failures} run(s) failed or did not pass --check (see above)")
             return 1
         return 0
+
+    def log_dir(self, idx, h):
+        return os.path.join(self.scratch, f"p{idx}-log-{h}")
+
+    def remove_logs(self, idx, nh):
+        """The durability logs of point idx's hosts (in the scratch directory; a
+        run writes up to hundreds of MB)."""
+        for h in range(nh):
+            shutil.rmtree(self.log_dir(idx, h), ignore_errors=True)
 
     def keep_logs(self, conf, i, nh):
         if not conf:
