@@ -446,13 +446,18 @@ class Experiment:
 
         # Configs first, all validated before anything runs.
         plan = []
-        for i, p in enumerate(points):
-            hosts = self.host_entries(p.hosts or len(self.base.hosts), oversubscribe=oversub)
-            conf = os.path.join(self.out, "configs", f"point{i:02d}.yaml")
-            with open(conf, "w") as f:
-                f.write(self.config_text(p, i, hosts))
-            self.validate(conf, p)
-            plan.append((p, conf, len(hosts), hosts[0]["workers"]))
+        try:
+            for i, p in enumerate(points):
+                hosts = self.host_entries(p.hosts or len(self.base.hosts), oversubscribe=oversub)
+                conf = os.path.join(self.out, "configs", f"point{i:02d}.yaml")
+                with open(conf, "w") as f:
+                    f.write(self.config_text(p, i, hosts))
+                self.validate(conf, p)
+                plan.append((p, conf, len(hosts), hosts[0]["workers"]))
+        except ExpError:
+            if not self.a.scratch:
+                shutil.rmtree(self.scratch, ignore_errors=True)
+            raise
 
         load0 = os.getloadavg()
         meta = [f"study: {self.name} ({self.title})",
