@@ -11,9 +11,6 @@ POD_PIDS=()
 bench_conf() {
   local conf
   conf=$(make_conf)
-  # [exp] conf/pod.yaml has a workloads: section of its own (make run's TPC-C):
-  # drop it from the copy so that the one below is the only one.
-  sed -i '/^workloads:/,/^[a-z]/{/^[a-z]/!d;/^workloads:/d}' "$conf"
   printf 'modules:\n  - %s\nworkloads:\n%s\n' "$PWD/build/test/modules/bench_corrupt.so" "$1" >>"$conf"
   echo "$conf"
 }

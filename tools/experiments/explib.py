@@ -699,7 +699,7 @@ def gnuplot_script(title, panels, png, mode, meta):
     n = len(panels)
     cols = min(n, 2)
     nrows = (n + cols - 1) // cols
-    w, h = 560 * cols, 400 * nrows + 40
+    w, h = max(560 * cols, 800), 400 * nrows + 40  # wide enough for the subtitle
     out = [f"set terminal pngcairo size {w},{h} font 'sans,9' noenhanced",
            f"set output {gq(png)}",
            "set datafile separator ','",
