@@ -132,8 +132,9 @@ tsan: deps
 	@$(MAKE) --no-print-directory $(patsubst %,build/test/tsan/%,$(TSAN_TESTS) $(TSAN_SERVER_TESTS)) $(TSAN_BINS) $(TEST_MODULES)
 	@PODDB_BIN=build/tsan/bin tests/run-tests --variant tsan $(patsubst %,build/test/tsan/%,$(TSAN_TESTS) $(TSAN_SERVER_TESTS)) -- $(TSAN_SCRIPTS)
 
+# The demo: the default pod with a small TPC-C, ~10 s, --check (tools/run-demo).
 run: deps
-	@$(MAKE) --no-print-directory all
+	@$(MAKE) --no-print-directory -j$$(nproc) all
 	@tools/run-demo
 
 # The figures of docs/benchmarks.md come from poddb-bench on the pod of

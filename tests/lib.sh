@@ -21,8 +21,11 @@ pass() { echo "ok: $*"; }
 # A copy of conf/pod.yaml (or $1) on a unique region path, sockets and log dirs.
 make_conf() {
   local src=${1:-conf/pod.yaml} out=$TMP/pod.yaml
+  # [exp] without conf/pod.yaml's workloads: section (make run's TPC-C): the
+  # tests expect the plain pod and add their own workloads.
   sed -e "s|/dev/shm/poddb-default|/dev/shm/$TEST_TAG-region|" \
-      -e "s|/tmp/poddb-default|$TMP/pod|g" "$src" >"$out"
+      -e "s|/tmp/poddb-default|$TMP/pod|g" \
+      -e '/^workloads:/,/^[a-z]/{/^[a-z]/!d;/^workloads:/d}' "$src" >"$out"
   echo "$out"
 }
 

@@ -1,0 +1,45 @@
+# tools/experiments: one study end to end in its tiny mode, two runs per point
+# (a fresh 2-host pod and an empty log for each, brought up and down with
+# tools/pod): the CSV has one row per point with a throughput and a passed
+# check, the plot is a PNG, no region is left.
+# A config key the server does not know is refused before anything runs.
+source tests/lib.sh
+export PODDB_RUN_DIR=$TMP/run PODDB_EXP_TAG=$TEST_TAG
+BIN_ABS=$(cd "$BIN" && pwd)
+out=$TMP/res
+tools/experiments/tpcc-remote --tiny --runs 2 --bin "$BIN_ABS" --scratch "$TMP/scratch" --out "$out" \
+  >"$TMP/out" 2>&1 || { cat "$TMP/out" >&2; fail "tpcc-remote --tiny exited with $?"; }
+grep -q "== results: $out" "$TMP/out" || fail "no results line: $(cat "$TMP/out")"
+python3 - "$out/results.csv" <<'PY' || fail "results.csv: $(cat "$out/results.csv")"
+import csv, sys
+rows = list(csv.DictReader(open(sys.argv[1])))
+assert [r["x_label"] for r in rows] == ["0/0", "60/90"], [r["x_label"] for r in rows]
+for r in rows:
+    assert r["study"] == "tpcc-remote" and r["workload"] == "tpcc" and r["hosts"] == "2", r
+    assert float(r["committed_per_s"]) > 0, r
+    assert r["check"] == "passed" and r["runs"] == "2", r
+    assert float(r["committed_min"]) <= float(r["committed_per_s"]) <= float(r["committed_max"]), r
+assert len(list(csv.DictReader(open(sys.argv[1].replace("results.csv", "runs.csv"))))) == 4
+assert float(rows[0]["remote_commits_per_s"]) == 0, rows[0]
+assert float(rows[1]["remote_commits_per_s"]) > 0, rows[1]
+PY
+pass "results.csv: one row per remote share, the median of 2 runs with a passed check"
+[ "$(head -c 8 "$out/tpcc-remote.png" | od -An -tx1 | tr -d ' \n')" = 89504e470d0a1a0a ] ||
+  fail "tpcc-remote.png is not a PNG"
+[ "$(wc -l <"$out/bench.jsonl")" = 4 ] || fail "bench.jsonl: $(cat "$out/bench.jsonl")"
+pass "tpcc-remote.png is a PNG, runs.csv and bench.jsonl have every run"
+left=$(ls /dev/shm | grep -F "$TEST_TAG" || true)
+[ -z "$left" ] || fail "regions left behind: $left"
+[ -z "$(find "$TMP/scratch/run" -name '*.pid')" ] || fail "pid files left behind"
+pass "every pod was brought down"
+
+set +e
+tools/experiments/tpcc-remote --tiny --bin "$BIN_ABS" --out "$TMP/res2" \
+  --set engine.no_such_knob=1 >"$TMP/out" 2>&1
+rc=$?
+set -e
+[ $rc = 1 ] || fail "an unknown engine key: exit $rc, expected 1: $(cat "$TMP/out")"
+grep -q "rejects the config.*engine.no_such_knob: unknown key" <(tr '\n' ' ' <"$TMP/out") ||
+  fail "an unknown engine key: unclear message: $(cat "$TMP/out")"
+[ ! -e "$TMP/res2/bench.jsonl" ] || fail "an unknown engine key: ran anyway"
+pass "an engine key the server does not know is refused before anything runs"
