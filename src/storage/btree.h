@@ -181,7 +181,6 @@ enum bt_race_where {
     BT_RACE_CHILD,     /* a child ref was read and checked, its version not yet read */
     BT_RACE_LEAF_READ, /* a leaf was read optimistically, not yet validated */
     BT_RACE_LOCKED,    /* a writer holds node locks in the middle of a change */
-    BT_RACE_HASH_HIT,  /* the row hash beside the tree found a row, not yet locked */
 };
 void bt_race_point(enum bt_race_where where) __attribute__((weak));
 

@@ -13,7 +13,6 @@ struct pod_row {
     uint32_t valid;         /* 1: committed and present. 0: being inserted, or deleted */
     uint64_t epoch_version; /* epoch << 32 | version of the last committed write */
     cxl_off shortcut;       /* the tuple's HWcc record while it is in CXL memory, else 0 */
-    struct pod_row *hnext;  /* next row of its bucket in the partition's row hash */
     _Alignas(8) unsigned char tuple[];
 };
 

@@ -18,17 +18,12 @@ void row_free(struct pod_row *r) { free(r); }
 
 bt_status table_index_insert(pod_table *t, uint32_t part, struct pod_row *row)
 {
-    struct pod_partition *pt = &t->parts[part];
-    bt_status st = bt_insert(&pt->tree, row_key(t, row), (uint64_t)(uintptr_t)row);
-    if (st == BT_OK) rowhash_add(&pt->rows, row);
-    return st;
+    return bt_insert(&t->parts[part].tree, row_key(t, row), (uint64_t)(uintptr_t)row);
 }
 
 void table_index_remove(pod_table *t, uint32_t part, struct pod_row *row)
 {
-    struct pod_partition *pt = &t->parts[part];
-    rowhash_del(&pt->rows, row);
-    bt_remove(&pt->tree, row_key(t, row), NULL);
+    bt_remove(&t->parts[part].tree, row_key(t, row), NULL);
 }
 
 uint32_t pod_part_be64(const void *key, uint32_t nparts, void *ctx)
@@ -109,7 +104,6 @@ pod_table *table_new(pod_db *db, uint32_t id, const pod_table_def *def, const bt
         struct pod_partition *pt = &t->parts[p];
         pt->owner = nhosts ? p % nhosts : 0;
         bt_config bc = {def->key_size, 0};
-        rowhash_init(&pt->rows, def->tuple_size, def->key_size);
         bt_status st = bt_create(&pt->tree, &pt->hdr, space, &bc);
         if (st != BT_OK) {
             snprintf(err, errlen, "table %s: index: %s", def->name, bt_status_name(st));
@@ -143,7 +137,6 @@ void table_free(pod_table *t)
             bt_scan_forward(&pt->tree, NULL, true, free_row_visit, NULL);
             bt_destroy(&pt->tree);
         }
-        rowhash_destroy(&pt->rows);
         row_free(pt->sentinel);
     }
     for (uint32_t i = 0; i < t->ncols; i++) free((char *)t->cols[i].name);

@@ -1,5 +1,4 @@
-/* Tables: a schema, and per partition a B+-tree from key to local row (the
- * index of record), a hash of the same rows for point lookups, and a
+/* Tables: a schema, and per partition a B+-tree from key to local row plus a
  * sentinel row that stands for "past the last key" in next-key locking. */
 #ifndef PODDB_STORAGE_TABLE_H
 #define PODDB_STORAGE_TABLE_H
@@ -7,12 +6,10 @@
 #include "poddb/proc.h"
 #include "storage/btree.h"
 #include "storage/row.h"
-#include "storage/rowhash.h"
 
 struct pod_partition {
     bt_header hdr;
     bt_tree tree;
-    struct row_hash rows;     /* the same rows by key, for point lookups (rowhash.h) */
     struct pod_row *sentinel; /* never in the tree; locked for gaps at the end */
     uint32_t owner;           /* host that owns the partition */
     struct pod_part_cxl *cxl; /* in a pod: the partition's CXL side (src/pod/pod.h) */
@@ -44,23 +41,23 @@ static inline unsigned char *row_key(const pod_table *t, struct pod_row *r)
 struct pod_row *row_alloc(const pod_table *t);
 void row_free(struct pod_row *r);
 
-/* The partition's row of key, or NULL: the hash first, then the tree
- * (hint: bt_lookup_at's, may be NULL). */
+/* The partition's index, in one place (a second index beside the tree, a
+ * row hash, was measured and did not pay: docs/performance.md). */
+
+/* The partition's row of key, or NULL (hint: bt_lookup_at's, may be NULL). */
 static inline struct pod_row *table_lookup(const pod_table *t, uint32_t part, const void *key,
                                            bt_hint *hint)
 {
-    struct pod_row *r = rowhash_find(&t->parts[part].rows, key);
     uint64_t v;
-    if (!r && bt_lookup_at(&t->parts[part].tree, key, &v, hint) == BT_OK)
-        r = (struct pod_row *)(uintptr_t)v;
-    return r;
+    return bt_lookup_at(&t->parts[part].tree, key, &v, hint) == BT_OK
+               ? (struct pod_row *)(uintptr_t)v
+               : NULL;
 }
 
-/* Put a row (its key already stored in it) into the partition's tree and
- * hash: BT_OK, BT_EXISTS or an index error. */
+/* Put a row (its key already stored in it) into the partition's index:
+ * BT_OK, BT_EXISTS or an index error. */
 bt_status table_index_insert(pod_table *t, uint32_t part, struct pod_row *row);
-/* Take the row of key out of the tree and the hash (before handing it to
- * EBR). */
+/* Take the row out of the partition's index (before handing it to EBR). */
 void table_index_remove(pod_table *t, uint32_t part, struct pod_row *row);
 
 /* For pod_db: create/free the table object (the db owns the list). */
