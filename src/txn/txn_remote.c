@@ -374,12 +374,15 @@ static int rscan_forward(struct rscan *s)
     /* x: the record before the current position (the head at the start). */
     bool x_known = false;
     cxl_record *x = NULL;
-    for (int restarts = 0; restarts < OP_RESTARTS; restarts++) {
+    /* Bounded by restarts (a step taken again), not by steps: a scan may
+     * visit any number of keys. */
+    for (int restarts = 0; restarts < OP_RESTARTS;) {
         const void *from = have_cur ? cur : NULL;
         if (!x_known) x = rec_or_sentinel(tx, s->pc, from ? ix_prev(tx, s->pc, from, !inclusive, NULL) : 0);
         if (!has_next(x)) {
             int rc = ask_range(s, from, inclusive, false);
             if (rc) return rc;
+            restarts++;
             continue;
         }
         cxl_off yoff = ix_next(tx, s->pc, from, inclusive, ykey);
@@ -390,16 +393,23 @@ static int rscan_forward(struct rscan *s)
         int rc = lock_rec(tx, s->t, s->part, s->pc, y, yoff ? ykey : NULL,
                           past ? HELD_READ : s->want,
                           past ? POD_CAUSE_NEXT_KEY : POD_CAUSE_READ_LOCK, &a);
-        if (rc == RESTART) continue;
+        if (rc == RESTART) {
+            restarts++;
+            continue;
+        }
         if (rc) return rc;
         /* Still complete, and still the next key? */
         if (!has_next(x) || ix_next(tx, s->pc, from, inclusive, NULL) != yoff) {
             txn_unlock_fresh(tx, a);
+            restarts++;
             continue;
         }
         if (past) return POD_OK;
         rc = rvisit(s, y, ykey);
-        if (rc == RESTART) continue;
+        if (rc == RESTART) {
+            restarts++;
+            continue;
+        }
         if (rc) return rc < 0 ? rc : POD_OK;
         memcpy(cur, ykey, ks);
         have_cur = true;
@@ -419,7 +429,9 @@ static int rscan_backward(struct rscan *s)
     bool have_cur = s->hi != NULL, inclusive = true; /* cur: the upper end still to visit */
     if (have_cur) memcpy(cur, s->hi, ks);
     bool top_locked = !phantom;
-    for (int restarts = 0; restarts < OP_RESTARTS; restarts++) {
+    /* Bounded by restarts (a step taken again), not by steps: a scan may
+     * visit any number of keys. */
+    for (int restarts = 0; restarts < OP_RESTARTS;) {
         const void *from = have_cur ? cur : NULL;
         /* x: the next CXL key down. The gap between x and the key above it
          * must be complete; that key's lock (ours: visited, or locked as the
@@ -429,6 +441,7 @@ static int rscan_backward(struct rscan *s)
         if (!has_next(x)) {
             int rc = ask_range(s, from, inclusive, true);
             if (rc) return rc;
+            restarts++;
             continue;
         }
         if (!top_locked) { /* the key after hi (or the end) covers the top gap */
@@ -436,18 +449,25 @@ static int rscan_backward(struct rscan *s)
             struct access *a;
             int rc = lock_rec(tx, s->t, s->part, s->pc, rec_or_sentinel(tx, s->pc, yoff),
                               yoff ? ykey : NULL, HELD_READ, POD_CAUSE_NEXT_KEY, &a);
-            if (rc == RESTART) continue;
+            if (rc == RESTART) {
+                restarts++;
+                continue;
+            }
             if (rc) return rc;
             if (!has_next(x) || ix_prev(tx, s->pc, from, inclusive, NULL) != xoff ||
                 (from && ix_next(tx, s->pc, from, false, NULL) != yoff)) {
                 txn_unlock_fresh(tx, a);
+                restarts++;
                 continue;
             }
             top_locked = true;
         }
         if (!xoff || (s->lo && memcmp(xkey, s->lo, ks) < 0)) return POD_OK;
         int rc = rvisit(s, x, xkey);
-        if (rc == RESTART) continue;
+        if (rc == RESTART) {
+            restarts++;
+            continue;
+        }
         if (rc) return rc < 0 ? rc : POD_OK;
         memcpy(cur, xkey, ks);
         have_cur = true;

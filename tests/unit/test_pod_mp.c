@@ -346,6 +346,36 @@ START_TEST(two_workers)
 }
 END_TEST
 
+/* A remote scan over more keys than an operation may restart (OP_RESTARTS,
+ * 1000): its bound counts restarts, not the keys it visits. Partition 1's
+ * events are inserted on its owner, host 1; host 0 scans them (forward,
+ * backward, forward) through CXL memory, moving the range in as it goes. */
+START_TEST(long_remote_scan)
+{
+    struct pod p;
+    pod_start(&p, 2, 1, "full", "");
+    pod_client *c[2] = {connect_to(&p, 0), connect_to(&p, 1)};
+    for (int h = 0; h < 2; h++) {
+        pod_value v[3] = {pod_v_i64(h), pod_v_i64(2), pod_v_i64(NACCT)};
+        pod_reply_free(must(c[h], "pb.load", v, 3));
+    }
+    enum { EVENTS = 1500 };
+    for (int i = 0; i < EVENTS; i++) {
+        pod_value v[2] = {pod_v_i64(1), pod_v_i64(i + 1)};
+        pod_reply_free(must(c[1], "pb.ins", v, 2));
+    }
+    pod_value part = pod_v_i64(1);
+    pod_reply *r = must(c[0], "pb.check", &part, 1);
+    for (int k = 0; k < 4; k++)
+        ck_assert_msg(col(r, 0, k) == EVENTS, "host 0's scan of partition 1: column %d is %lld, "
+                      "expected %d", k, (long long)col(r, 0, k), EVENTS);
+    pod_reply_free(r);
+    ck_assert_msg(stat_of(c[0], "remote_reads") > 0, "host 0 read nothing through CXL memory");
+    for (int h = 0; h < 2; h++) pod_client_close(c[h]);
+    pod_stop(&p);
+}
+END_TEST
+
 /* The ablation knobs (docs/pod.md): each setting keeps the bank exact and
  * the scans consistent. */
 static const char *const ablations[] = {"eviction: random", "shortcut_pointers: false",
@@ -369,6 +399,7 @@ int main(void)
     TCase *tw = tcase_create("workers");
     tcase_set_timeout(tw, 180);
     tcase_add_test(tw, two_workers);
+    tcase_add_test(tw, long_remote_scan);
     tcase_add_loop_test(tw, ablation, 0, 3);
     suite_add_tcase(s, tw);
     SRunner *sr = srunner_create(s);
