@@ -116,6 +116,9 @@ static int move_in(struct pod_worker *w, pod_table *t, uint32_t part, struct pod
     /* Write-locked until the lock state moves in: nobody who finds it in the
      * index can lock it before the row's own word is frozen. */
     rec_init_lock(rec, true, 0);
+    /* Requested right now: the first move-out pass must not take it back
+     * before the requester has used it (CLOCK gives it its second chance). */
+    rec_flag_set(rec, REC_CLOCK);
     /* Counted before anyone can find it (see pod_local_inserted). */
     pod_count(&pc->resident, 1);
     bt_status st = cxl_index_insert(pc->ix, w->id, key, off);
@@ -328,6 +331,7 @@ static int prep_insert(struct pod_worker *w, pod_table *t, uint32_t part,
         goto out;
     }
     rec_init_lock(pod_rec(ph, off), true, 0); /* the requester's write lock */
+    rec_flag_set(pod_rec(ph, off), REC_CLOCK); /* as a move-in: used right away */
     memcpy(row_key(t, nrow), rq->key, t->key_size);
     nrow->shortcut = off;
     nrow->lock = LOCK_MOVED;

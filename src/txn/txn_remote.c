@@ -374,8 +374,8 @@ static int rscan_forward(struct rscan *s)
     /* x: the record before the current position (the head at the start). */
     bool x_known = false;
     cxl_record *x = NULL;
-    /* Bounded by restarts (a step taken again), not by steps: a scan may
-     * visit any number of keys. */
+    /* Bounded by restarts of one step (a step taken again: a range moved in
+     * that move-out took back, a lock that raced), not by the keys visited. */
     for (int restarts = 0; restarts < OP_RESTARTS;) {
         const void *from = have_cur ? cur : NULL;
         if (!x_known) x = rec_or_sentinel(tx, s->pc, from ? ix_prev(tx, s->pc, from, !inclusive, NULL) : 0);
@@ -416,6 +416,7 @@ static int rscan_forward(struct rscan *s)
         inclusive = false;
         x = y; /* locked by us: it stays */
         x_known = true;
+        restarts = 0; /* a step done */
     }
     return txn_conflict(tx, POD_CAUSE_NEXT_KEY);
 }
@@ -429,8 +430,8 @@ static int rscan_backward(struct rscan *s)
     bool have_cur = s->hi != NULL, inclusive = true; /* cur: the upper end still to visit */
     if (have_cur) memcpy(cur, s->hi, ks);
     bool top_locked = !phantom;
-    /* Bounded by restarts (a step taken again), not by steps: a scan may
-     * visit any number of keys. */
+    /* Bounded by restarts of one step (a step taken again: a range moved in
+     * that move-out took back, a lock that raced), not by the keys visited. */
     for (int restarts = 0; restarts < OP_RESTARTS;) {
         const void *from = have_cur ? cur : NULL;
         /* x: the next CXL key down. The gap between x and the key above it
@@ -472,6 +473,7 @@ static int rscan_backward(struct rscan *s)
         memcpy(cur, xkey, ks);
         have_cur = true;
         inclusive = false;
+        restarts = 0; /* a step done */
     }
     return txn_conflict(tx, POD_CAUSE_NEXT_KEY);
 }
