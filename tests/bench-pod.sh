@@ -106,3 +106,34 @@ print(f"{what}: {d['remote_commits']} of {d['remote_calls']} remote calls commit
 PY
   pass "$1: cross-host calls committed"
 }
+
+# damage_during_run CONF HOST REPORT_RE CALL... -- BENCH_ARGS...: run
+# poddb-bench --conf CONF --check for 5 s in internal mode; once it prints its
+# first progress line (after the check's "before" snapshot, however slow the
+# machine), call CALL on HOST through the socket (which also shows a client call is served during
+# an internal run); --check must then fail loudly, its report matching
+# REPORT_RE.
+damage_during_run() {
+  local conf=$1 host=$2 report=$3
+  shift 3
+  local call=()
+  while [ "$1" != -- ]; do call+=("$1"); shift; done
+  shift
+  set +e
+  "$BENCH" --conf "$conf" --duration 5 --warmup 0 --check --json "$@" >"$TMP/bench.json" 2>"$TMP/bench.err" &
+  local bpid=$!
+  set -e
+  on_exit "kill -KILL $bpid"
+  for _ in $(seq 1 1200); do grep -q 'committed/s' "$TMP/bench.err" && break; sleep 0.05; done
+  grep -q 'committed/s' "$TMP/bench.err" || fail "the run did not start in 60 s: $(cat "$TMP/bench.err")"
+  "$CLI" --conf "$conf" --host "$host" -t 2000 call "${call[@]}" >/dev/null ||
+    fail "a client call during an internal run was not served"
+  set +e
+  wait $bpid
+  rc=$?
+  set -e
+  [ "$rc" = 1 ] || fail "--check after damage: exit $rc: $(cat "$TMP/bench.err")"
+  grep -q 'CHECK FAILED' "$TMP/bench.err" || fail "no loud failure: $(cat "$TMP/bench.err")"
+  grep -q "$report" "$TMP/bench.err" ||
+    fail "the report does not match '$report': $(cat "$TMP/bench.err")"
+}

@@ -221,30 +221,6 @@ static int want_plain_scalar(const struct ctx *c, const struct item *it)
     return 0;
 }
 
-static int get_int(const struct ctx *c, const struct item *it, int min, int max, int *out)
-{
-    if (want_plain_scalar(c, it) < 0) return -1;
-    const struct ynode *v = it->value;
-    int64_t n = 0;
-    switch (conf_parse_int(v->text, &n)) {
-    case CONF_INT_OK:
-        break;
-    case CONF_INT_SYNTAX:
-        return fail_node(c, v, it->path, "'%s' is not an integer (expected %s)", show(v).s,
-                         it->spec->expect);
-    case CONF_INT_LEADING_ZERO:
-        return fail_node(c, v, it->path,
-                         "'%s' has a leading zero (expected %s, written without leading zeros)",
-                         show(v).s, it->spec->expect);
-    case CONF_INT_OVERFLOW:
-        return fail_node(c, v, it->path, "%s is out of range (%d..%d)", show(v).s, min, max);
-    }
-    if (n < min || n > max)
-        return fail_node(c, v, it->path, "%s is out of range (%d..%d)", show(v).s, min, max);
-    *out = (int)n;
-    return 0;
-}
-
 /* A 64-bit integer in min..max. */
 static int get_i64(const struct ctx *c, const struct item *it, int64_t min, int64_t max,
                    int64_t *out)
@@ -270,6 +246,14 @@ static int get_i64(const struct ctx *c, const struct item *it, int64_t min, int6
         return fail_node(c, v, it->path, "%s is out of range (%lld..%lld)", show(v).s,
                          (long long)min, (long long)max);
     *out = n;
+    return 0;
+}
+
+static int get_int(const struct ctx *c, const struct item *it, int min, int max, int *out)
+{
+    int64_t n;
+    if (get_i64(c, it, min, max, &n) < 0) return -1;
+    *out = (int)n;
     return 0;
 }
 

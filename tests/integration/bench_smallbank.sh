@@ -29,27 +29,8 @@ expect_run "smallbank client mode (Zipfian 0.9)"
 expect_remote "smallbank client mode, $SMALLBANK_REMOTE_PCT% remote"
 
 # Money from nowhere during a run: the audit no longer adds up.
-set +e
-"$BENCH" --conf "$conf" --workload smallbank --duration 5 --warmup 0 --check --json \
-  --remote-pct "$SMALLBANK_REMOTE_PCT" >"$TMP/bench.json" 2>"$TMP/bench.err" &
-bpid=$!
-set -e
-on_exit "kill -KILL $bpid"
-# The damage must land inside the measured run (after the check's "before"
-# snapshot), so wait for the run's first progress line, however slow the machine.
-for _ in $(seq 1 1200); do grep -q 'committed/s' "$TMP/bench.err" && break; sleep 0.05; done
-grep -q 'committed/s' "$TMP/bench.err" || fail "the run did not start in 60 s: $(cat "$TMP/bench.err")"
-# A client call is served during an internal run (2 s timeout).
-"$CLI" --conf "$conf" --host 1 -t 2000 call test.corrupt_smallbank 9999 12345 >/dev/null ||
-  fail "a client call during an internal run was not served"
-set +e
-wait $bpid
-rc=$?
-set -e
-[ "$rc" = 1 ] || fail "--check after damage: exit $rc: $(cat "$TMP/bench.err")"
-grep -q 'CHECK FAILED' "$TMP/bench.err" || fail "no loud failure: $(cat "$TMP/bench.err")"
-grep -q 'money created by committed calls .*: DIFFERENT' "$TMP/bench.err" ||
-  fail "the report does not name the audit: $(cat "$TMP/bench.err")"
+damage_during_run "$conf" 1 'money created by committed calls .*: DIFFERENT' \
+  test.corrupt_smallbank 9999 12345 -- --workload smallbank --remote-pct "$SMALLBANK_REMOTE_PCT"
 pass "--check reports money that no committed call created and exits 1"
 
 stop_pod

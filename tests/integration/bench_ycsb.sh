@@ -46,27 +46,8 @@ pass "bad knobs are refused with exit 2"
 # A lost update: a counter changed during a run by something that is not a
 # committed read-modify-write of the run. --check compares the counters with
 # their sum before the run, so the damage must land inside the run.
-set +e
-"$BENCH" --conf "$conf" --workload ycsb --duration 5 --warmup 0 --check --json \
-  --multi-partition "$YCSB_MULTI_PARTITION_PCT" >"$TMP/bench.json" 2>"$TMP/bench.err" &
-bpid=$!
-set -e
-on_exit "kill -KILL $bpid"
-# The damage must land inside the measured run (after the check's "before"
-# snapshot), so wait for the run's first progress line, however slow the machine.
-for _ in $(seq 1 1200); do grep -q 'committed/s' "$TMP/bench.err" && break; sleep 0.05; done
-grep -q 'committed/s' "$TMP/bench.err" || fail "the run did not start in 60 s: $(cat "$TMP/bench.err")"
-# A client call is served during an internal run (2 s timeout).
-"$CLI" --conf "$conf" --host 0 -t 2000 call test.corrupt_ycsb 17 3 >/dev/null ||
-  fail "a client call during an internal run was not served"
-set +e
-wait $bpid
-rc=$?
-set -e
-[ "$rc" = 1 ] || fail "--check after damage: exit $rc: $(cat "$TMP/bench.err")"
-grep -q 'CHECK FAILED' "$TMP/bench.err" || fail "no loud failure: $(cat "$TMP/bench.err")"
-grep -q 'column counters grew by .*: DIFFERENT' "$TMP/bench.err" ||
-  fail "the report does not name the counters: $(cat "$TMP/bench.err")"
+damage_during_run "$conf" 0 'column counters grew by .*: DIFFERENT' \
+  test.corrupt_ycsb 17 3 -- --workload ycsb --multi-partition "$YCSB_MULTI_PARTITION_PCT"
 pass "--check reports counters changed outside the run's commits and exits 1"
 
 stop_pod
