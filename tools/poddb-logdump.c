@@ -67,7 +67,7 @@ static void hex(char *out, const unsigned char *k, size_t n)
 
 static const char *kind_name(uint8_t k)
 {
-    return k == LOG_PUT ? "PUT" : k == LOG_DELETE ? "DELETE" : "?";
+    return k == LOG_PUT ? "PUT" : k == LOG_DELETE ? "DELETE" : k == LOG_PATCH ? "PATCH" : "?";
 }
 
 static void print_record(const struct opts *o, const char *path, uint64_t idx,
@@ -100,6 +100,13 @@ static void print_record(const struct opts *o, const char *path, uint64_t idx,
         json_kv_u64(&w, "epoch", log_ev_epoch(r->epoch_version));
         json_kv_u64(&w, "version", log_ev_version(r->epoch_version));
         json_kv_u64(&w, "tuple_len", r->tuple_len);
+        if (r->kind == LOG_PATCH) {
+            struct log_patch pa = log_patch_parse(r->tuple, r->tuple_len);
+            json_kv_u64(&w, "base_epoch", log_ev_epoch(pa.base_ev));
+            json_kv_u64(&w, "base_version", log_ev_version(pa.base_ev));
+            json_kv_u64(&w, "patch_offset", pa.offset);
+            json_kv_u64(&w, "patch_len", pa.len);
+        }
         json_obj_end(&w);
         fputc('\n', stdout);
     } else {
@@ -109,8 +116,15 @@ static void print_record(const struct opts *o, const char *path, uint64_t idx,
         else if (r->key_len == 0) printf("(empty)");
         else if (r->key_len <= 32) printf("0x%s", h);
         else printf("0x%.64s... (%u bytes)", h, r->key_len);
-        printf("  ev %" PRIu32 ".%" PRIu32 "  tuple %" PRIu32 " bytes\n",
-               log_ev_epoch(r->epoch_version), log_ev_version(r->epoch_version), r->tuple_len);
+        printf("  ev %" PRIu32 ".%" PRIu32, log_ev_epoch(r->epoch_version),
+               log_ev_version(r->epoch_version));
+        if (r->kind == LOG_PATCH) {
+            struct log_patch pa = log_patch_parse(r->tuple, r->tuple_len);
+            printf("  from ev %" PRIu32 ".%" PRIu32 ": %" PRIu32 " bytes at offset %" PRIu32 "\n",
+                   log_ev_epoch(pa.base_ev), log_ev_version(pa.base_ev), pa.len, pa.offset);
+        } else {
+            printf("  tuple %" PRIu32 " bytes\n", r->tuple_len);
+        }
     }
     free(h);
 }

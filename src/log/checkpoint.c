@@ -40,7 +40,8 @@
 #include "util/log.h"
 
 #define CHECK_EVERY_NS (100ull * 1000 * 1000)
-#define ROWS_PER_CHUNK 256
+#define ROWS_PER_CHUNK 256 /* rows per EBR critical section */
+#define ROWS_PER_BATCH 16  /* rows gathered and prefetched together */
 #define FLUSH_BYTES (1u << 20)
 
 struct checkpointer {
@@ -53,6 +54,7 @@ struct checkpointer {
     uint64_t busy_waits;     /* atomic: naps for a row a writer held */
     uint64_t logged_at_last;
     unsigned char *tuple;    /* scratch for one tuple */
+    unsigned char keys[ROWS_PER_BATCH][BT_MAX_KEY_WIDTH]; /* the batch being read */
     size_t tuple_cap;
 };
 
@@ -95,38 +97,57 @@ static int scan_partition(struct checkpointer *c, pod_table *t, uint32_t p, stru
         pod_snapshot_enter(db, aw->id);
         int rc = 0;
         bool busy = false;
-        for (int i = 0; i < ROWS_PER_CHUNK; i++) {
-            uint64_t v, ev = 0;
-            /* From the start; the key read last again (it was busy); or the next. */
-            if (bt_next(&t->parts[p].tree, have_cur ? cur : NULL, !have_cur || again, cur, &v) !=
-                BT_OK) {
-                done = true;
-                break;
+        bt_hint hint = {0};
+        for (int chunk = 0; chunk < ROWS_PER_CHUNK / ROWS_PER_BATCH && !done && !busy && !rc;
+             chunk++) {
+            /* Gather a batch from the leaf (one descent per leaf with the hint)
+             * and prefetch its rows: each is a cache miss of its own, and
+             * reading them one after another would wait for each in turn. */
+            struct pod_row *batch[ROWS_PER_BATCH];
+            int n = 0;
+            for (; n < ROWS_PER_BATCH; n++) {
+                uint64_t v;
+                /* From the start; the key read last again (it was busy); or the next. */
+                const void *from = have_cur ? (n ? c->keys[n - 1] : cur) : NULL;
+                if (bt_next_at(&t->parts[p].tree, from, !have_cur || again, c->keys[n], &v,
+                               &hint) != BT_OK) {
+                    done = true;
+                    break;
+                }
+                have_cur = true;
+                again = false;
+                batch[n] = (struct pod_row *)(uintptr_t)v;
+                __builtin_prefetch(batch[n]);
             }
-            have_cur = true;
-            again = false;
-            struct pod_row *row = (struct pod_row *)(uintptr_t)v;
-            enum pod_snapshot_status st;
-            for (int tries = 0; (st = pod_row_snapshot(db, t, row, c->tuple, &ev)) == POD_SNAP_BUSY &&
-                                tries < 64;
-                 tries++)
-                pod_cpu_relax();
-            if (st == POD_SNAP_BUSY) {
-                again = busy = true;
-                break;
+            for (int i = 0; i < n; i++) {
+                uint64_t ev = 0;
+                enum pod_snapshot_status st;
+                for (int tries = 0;
+                     (st = pod_row_snapshot(db, t, batch[i], c->tuple, &ev)) == POD_SNAP_BUSY &&
+                     tries < 64;
+                     tries++)
+                    pod_cpu_relax();
+                if (st == POD_SNAP_BUSY) {
+                    memcpy(cur, c->keys[i], t->key_size); /* read it again after a nap */
+                    again = busy = true;
+                    done = false;
+                    break;
+                }
+                if (st == POD_SNAP_ERROR) {
+                    pod_err_set(err, "table %s partition %" PRIu32 ": a tuple in CXL memory does "
+                                "not fit the table", t->name, p);
+                    rc = -1;
+                    break;
+                }
+                if (i + 1 == n) memcpy(cur, c->keys[i], t->key_size);
+                if (st == POD_SNAP_ABSENT) continue;
+                struct log_record rec = {.table_id = t->id, .kind = LOG_PUT,
+                                         .key_len = (uint16_t)t->key_size,
+                                         .tuple_len = t->tuple_size, .epoch_version = ev,
+                                         .key = c->keys[i], .tuple = c->tuple};
+                if ((rc = seg_writer_append(w, &rec, err)) != 0) break;
+                (*rows)++;
             }
-            if (st == POD_SNAP_ERROR) {
-                pod_err_set(err, "table %s partition %" PRIu32 ": a tuple in CXL memory does not "
-                            "fit the table", t->name, p);
-                rc = -1;
-                break;
-            }
-            if (st == POD_SNAP_ABSENT) continue;
-            struct log_record rec = {.table_id = t->id, .kind = LOG_PUT,
-                                     .key_len = (uint16_t)t->key_size, .tuple_len = t->tuple_size,
-                                     .epoch_version = ev, .key = cur, .tuple = c->tuple};
-            if ((rc = seg_writer_append(w, &rec, err)) != 0) break;
-            (*rows)++;
         }
         pod_snapshot_exit(db, aw->id);
         pod_admin_end(db);

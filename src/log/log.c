@@ -282,6 +282,48 @@ void log_txn_write(pod_db *db, struct log_worker *lw, const pod_table *t, const 
     log_worker_append(lw, &rec);
 }
 
+/* [*lo, *hi): the bytes where a and b differ (*lo == *hi when none do). */
+static void diff_range(const unsigned char *a, const unsigned char *b, uint32_t n, uint32_t *lo,
+                       uint32_t *hi)
+{
+    uint32_t i = 0, j = n;
+    uint64_t x, y;
+    for (; i + 8 <= n; i += 8) {
+        memcpy(&x, a + i, 8);
+        memcpy(&y, b + i, 8);
+        if (x != y) break;
+    }
+    while (i < n && a[i] == b[i]) i++;
+    for (; j >= i + 8; j -= 8) {
+        memcpy(&x, a + j - 8, 8);
+        memcpy(&y, b + j - 8, 8);
+        if (x != y) break;
+    }
+    while (j > i && a[j - 1] == b[j - 1]) j--;
+    *lo = i;
+    *hi = j;
+}
+
+void log_txn_update(pod_db *db, struct log_worker *lw, const pod_table *t, const void *key,
+                    uint64_t ev, uint64_t base_ev, const void *before, const void *after)
+{
+    if (!db->log || !lw) return;
+    uint32_t lo, hi;
+    diff_range(before, after, t->tuple_size, &lo, &hi);
+    uint32_t len = LOG_PATCH_HEADER + (hi - lo);
+    unsigned char *p = len < t->tuple_size ? log_worker_scratch(lw, len) : NULL;
+    if (!p) { /* not smaller (or no memory for the patch): the whole tuple */
+        log_txn_write(db, lw, t, key, ev, after);
+        return;
+    }
+    log_patch_put_header(p, base_ev, lo);
+    memcpy(p + LOG_PATCH_HEADER, (const unsigned char *)after + lo, hi - lo);
+    struct log_record rec = {.table_id = t->id, .kind = LOG_PATCH,
+                             .key_len = (uint16_t)t->key_size, .tuple_len = len,
+                             .epoch_version = ev, .key = key, .tuple = p};
+    log_worker_append(lw, &rec);
+}
+
 void log_worker_idle_hook(pod_db *db, int worker_id)
 {
     struct log_worker *lw = log_txn_worker(db, worker_id);

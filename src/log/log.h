@@ -61,6 +61,7 @@ struct log_recovery_stats {
     uint64_t tombstones_removed, rows;
     uint64_t epoch_lo, epoch_hi; /* of the committed records */
     uint64_t torn_tails, corrupt_tails;
+    uint64_t patches_lost;      /* updates whose base version was lost (damaged segments) */
     uint64_t truncated_files, salvaged_records;
     double seconds;
 };

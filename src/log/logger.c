@@ -154,6 +154,21 @@ void log_worker_fini(struct log_worker *lw)
 {
     free(lw->cur);
     lw->cur = NULL;
+    free(lw->scratch);
+    lw->scratch = NULL;
+    lw->scratch_cap = 0;
+}
+
+unsigned char *log_worker_scratch(struct log_worker *lw, size_t n)
+{
+    if (n > lw->scratch_cap) {
+        size_t cap = n < 256 ? 256 : n;
+        unsigned char *p = realloc(lw->scratch, cap);
+        if (!p) return NULL;
+        lw->scratch = p;
+        lw->scratch_cap = cap;
+    }
+    return lw->scratch;
 }
 
 uint64_t log_worker_commit_epoch(struct log_worker *lw, const uint64_t *global_epoch)

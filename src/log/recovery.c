@@ -13,7 +13,9 @@
  *  3. Apply, each thread its own keys: the highest epoch-version wins
  *     (table_install); a delete leaves a tombstone so an older put met later
  *     cannot revive the key; segment records older than the checkpoint's
- *     start epoch are skipped (the checkpoint already reflects them). The
+ *     start epoch are skipped (the checkpoint already reflects them). Then
+ *     the patches (updates that logged only the bytes they changed), sorted
+ *     by key and epoch-version, each onto the version it was made from. The
  *     indexes are rebuilt as a side effect (they are never logged). Then the
  *     tombstones go.
  *  4. Cut the logs back to committed history: a segment holding records of
@@ -132,6 +134,15 @@ static pod_table *table_for(struct rec_ctx *x, const struct rfile *f, const stru
              r->tuple_len, t->name, t->key_size, t->tuple_size);
         return NULL;
     }
+    if (r->kind == LOG_PATCH) {
+        struct log_patch pa = log_patch_parse(r->tuple, r->tuple_len);
+        if (f->ckpt || pa.offset > t->tuple_size || pa.len > t->tuple_size - pa.offset) {
+            fail(x, "%s: a PATCH record of table %s %s", f->path, t->name,
+                 f->ckpt ? "in a checkpoint (which holds whole tuples only)"
+                         : "reaches past the end of its tuple");
+            return NULL;
+        }
+    }
     return t;
 }
 
@@ -214,18 +225,82 @@ static void read_file(struct rec_ctx *x, int self, struct rfile *f)
     seg_reader_close(r);
 }
 
+/* Patches in replay order: by key, and along each key's chain of versions. */
+static int patch_cmp(const void *pa, const void *pb)
+{
+    const struct rec_entry *a = *(const struct rec_entry *const *)pa;
+    const struct rec_entry *b = *(const struct rec_entry *const *)pb;
+    if (a->table_id != b->table_id) return a->table_id < b->table_id ? -1 : 1;
+    int c = memcmp(a->data, b->data, a->key_len);
+    if (c) return c;
+    return a->ev < b->ev ? -1 : a->ev > b->ev;
+}
+
+struct apply_counts {
+    uint64_t applied, older, before_ckpt, patches_lost, k;
+};
+
+/* Every EBR_BATCH records: leave the critical section for a moment (so that
+ * retired index nodes can go) and report progress. */
+static void apply_tick(struct rec_ctx *x, struct pod_worker *w, struct apply_counts *c)
+{
+    if (++c->k % EBR_BATCH) return;
+    ebr_exit(x->db->ebr, w->id);
+    add(&x->st->records_applied, c->applied);
+    c->applied = 0;
+    progress(x, "applying", false);
+    ebr_enter(x->db->ebr, w->id);
+}
+
+/* A patch applies to the version it was made from, so the patches of a key
+ * go after its whole values (the highest of which wins as usual), in order
+ * of epoch-version; one whose base version is missing (a record of the
+ * chain was lost in a damaged segment) is counted and left out. */
+static void apply_patches(struct rec_ctx *x, struct pod_worker *w, const struct rec_entry **p,
+                          size_t n, struct apply_counts *c)
+{
+    if (n == 0) return;
+    qsort(p, n, sizeof *p, patch_cmp);
+    for (size_t i = 0; i < n && !failed(x); i++) {
+        const struct rec_entry *e = p[i];
+        struct log_patch pa = log_patch_parse(e->data + e->key_len, e->tuple_len);
+        switch (table_patch(x->db->tables[e->table_id], e->data, e->ev, pa.base_ev, pa.offset,
+                            pa.bytes, pa.len)) {
+        case TABLE_INSTALLED: c->applied++; break;
+        case TABLE_NOT_NEWER: c->older++; break;
+        default: c->patches_lost++; break;
+        }
+        apply_tick(x, w, c);
+    }
+}
+
 /* Apply the records meant for replay thread self. */
 static void apply_mine(struct rec_ctx *x, struct pod_worker *w, struct rec_list *tombs)
 {
     int self = w->id;
-    uint64_t applied = 0, older = 0, before_ckpt = 0, k = 0;
+    struct apply_counts c = {0};
+    const struct rec_entry **patches = NULL;
+    size_t npatches = 0, cap = 0;
     ebr_enter(x->db->ebr, w->id);
     for (int src = 0; src < x->n && !failed(x); src++) {
         struct rec_iter it;
         for (const struct rec_entry *e = rec_first(&x->lists[src * x->n + self], &it); e;
              e = rec_next(&it)) {
             if (!e->from_ckpt && log_ev_epoch(e->ev) < x->Es) {
-                before_ckpt++;
+                c.before_ckpt++;
+                continue;
+            }
+            if (e->kind == LOG_PATCH) { /* after the whole values (the lists stay until the end) */
+                if (npatches == cap) {
+                    cap = cap ? 2 * cap : 4096;
+                    const struct rec_entry **np = realloc(patches, cap * sizeof *np);
+                    if (!np) {
+                        fail(x, "out of memory sorting the logged updates");
+                        break;
+                    }
+                    patches = np;
+                }
+                patches[npatches++] = e;
                 continue;
             }
             pod_table *t = x->db->tables[e->table_id];
@@ -235,25 +310,22 @@ static void apply_mine(struct rec_ctx *x, struct pod_worker *w, struct rec_list 
                 fail(x, "out of memory replaying table %s", t->name);
                 break;
             }
-            if (r == TABLE_NOT_NEWER) older++;
-            else applied++;
+            if (r == TABLE_NOT_NEWER) c.older++;
+            else c.applied++;
             if (r == TABLE_INSTALLED && !tuple && !rec_list_add_entry(tombs, e)) {
                 fail(x, "out of memory replaying table %s", t->name);
                 break;
             }
-            if (++k % EBR_BATCH == 0) {
-                ebr_exit(x->db->ebr, w->id);
-                add(&x->st->records_applied, applied);
-                applied = 0;
-                progress(x, "applying", false);
-                ebr_enter(x->db->ebr, w->id);
-            }
+            apply_tick(x, w, &c);
         }
     }
+    if (!failed(x)) apply_patches(x, w, patches, npatches, &c);
     ebr_exit(x->db->ebr, w->id);
-    add(&x->st->records_applied, applied);
-    add(&x->st->records_older, older);
-    add(&x->st->records_before_checkpoint, before_ckpt);
+    free(patches);
+    add(&x->st->records_applied, c.applied);
+    add(&x->st->records_older, c.older);
+    add(&x->st->records_before_checkpoint, c.before_ckpt);
+    add(&x->st->patches_lost, c.patches_lost);
 }
 
 static void drop_tombstones(struct rec_ctx *x, struct pod_worker *w, struct rec_list *tombs)
@@ -507,6 +579,10 @@ int log_host_recover(struct log_host *lh, struct log_recovery_stats *stp, pod_er
              st->records_applied, st->records_older, st->records_before_checkpoint,
              st->records_discarded, st->epoch_lo, st->epoch_hi, st->rows, st->torn_tails,
              st->corrupt_tails);
+    if (st->patches_lost)
+        pod_warn("recovery: %" PRIu64 " logged updates could not be replayed: the version they "
+                 "change was lost with a damaged segment (above); those rows keep the last value "
+                 "recovered before the loss", st->patches_lost);
     if (lh->o.pod_mode)
         pod_info("recovery: %" PRIu64 " records sent to their owners, %" PRIu64 " received",
                  st->records_sent, st->records_received);

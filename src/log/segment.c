@@ -300,9 +300,14 @@ int seg_writer_flush_block(struct seg_writer *w, pod_err *err)
 
 int seg_record_check(const struct log_record *rec, pod_err *err)
 {
-    if (rec->kind != LOG_PUT && rec->kind != LOG_DELETE) {
-        pod_err_set(err, "log record of table %" PRIu32 " has invalid kind %u (PUT=1, DELETE=2)",
-                    rec->table_id, rec->kind);
+    if (rec->kind != LOG_PUT && rec->kind != LOG_DELETE && rec->kind != LOG_PATCH) {
+        pod_err_set(err, "log record of table %" PRIu32 " has invalid kind %u (PUT=1, DELETE=2, "
+                    "PATCH=3)", rec->table_id, rec->kind);
+        return -1;
+    }
+    if (rec->kind == LOG_PATCH && rec->tuple_len < LOG_PATCH_HEADER) {
+        pod_err_set(err, "PATCH log record of table %" PRIu32 " has %" PRIu32 " bytes, less than "
+                    "its %u-byte header", rec->table_id, rec->tuple_len, LOG_PATCH_HEADER);
         return -1;
     }
     if (rec->kind == LOG_DELETE && rec->tuple_len != 0) {
@@ -321,6 +326,20 @@ int seg_record_check(const struct log_record *rec, pod_err *err)
         return -1;
     }
     return 0;
+}
+
+void log_patch_put_header(unsigned char *p, uint64_t base_ev, uint32_t offset)
+{
+    put64(p, base_ev);
+    put32(p + 8, offset);
+}
+
+struct log_patch log_patch_parse(const void *tuple, uint32_t tuple_len)
+{
+    const unsigned char *p = tuple;
+    return (struct log_patch){.base_ev = get64(p), .offset = get32(p + 8),
+                              .len = tuple_len - LOG_PATCH_HEADER,
+                              .bytes = p + LOG_PATCH_HEADER};
 }
 
 size_t seg_record_encode(unsigned char *p, const struct log_record *rec)
@@ -546,9 +565,9 @@ struct seg_reader *seg_reader_open(const char *path, pod_err *err)
         goto fail;
     }
     r->hdr.version = get32(b + 8);
-    if (r->hdr.version != SEG_VERSION) {
-        pod_err_set(err, "log segment %s has format version %" PRIu32 "; this build reads version %u",
-                    path, r->hdr.version, SEG_VERSION);
+    if (r->hdr.version < SEG_VERSION_OLDEST || r->hdr.version > SEG_VERSION) {
+        pod_err_set(err, "log segment %s has format version %" PRIu32 "; this build reads versions "
+                    "%u to %u", path, r->hdr.version, SEG_VERSION_OLDEST, SEG_VERSION);
         goto fail;
     }
     if (get32(b + 12) != SEG_HEADER_SIZE) {
@@ -699,8 +718,11 @@ static int load_block(struct seg_reader *r, pod_err *err)
         if (rl < SEG_RECORD_OVERHEAD || rl > avail) bad = "bad record length";
         else if ((uint64_t)SEG_RECORD_OVERHEAD + kl > rl) bad = "key longer than the record";
         else if (get32(p + rl - 4) != crc32c(0, p, rl - 4)) bad = "record CRC mismatch";
-        else if (kind != LOG_PUT && kind != LOG_DELETE) bad = "invalid record kind";
+        else if (kind != LOG_PUT && kind != LOG_DELETE && (kind != LOG_PATCH || r->hdr.version < 2))
+            bad = "invalid record kind";
         else if (kind == LOG_DELETE && rl != SEG_RECORD_OVERHEAD + kl) bad = "DELETE with a tuple";
+        else if (kind == LOG_PATCH && rl < SEG_RECORD_OVERHEAD + kl + LOG_PATCH_HEADER)
+            bad = "PATCH shorter than its header";
         else if (e < elo || e > ehi) bad = "record epoch outside the block's epoch range";
         if (bad) {
             set_tail(r, SEG_TAIL_CORRUPT, "%s in record %" PRIu32 " of %" PRIu32

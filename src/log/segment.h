@@ -22,7 +22,8 @@
 #include "util/err.h"
 
 #define SEG_MAGIC "PODDBLOG" /* 8 bytes, no NUL on disk */
-#define SEG_VERSION 1u
+#define SEG_VERSION 2u        /* written; 1 (no PATCH records) is still read */
+#define SEG_VERSION_OLDEST 1u
 #define SEG_HEADER_SIZE 64u
 #define SEG_BLOCK_MAGIC 0x4B4C4250u /* "PBLK" little-endian */
 #define SEG_BLOCK_HEADER_SIZE 32u
@@ -35,12 +36,14 @@
 /* "seg-<host>-<logger>-<seq 10 digits>.log" */
 #define SEG_NAME_MAX 64
 
-enum log_kind { LOG_PUT = 1, LOG_DELETE = 2 };
+enum log_kind { LOG_PUT = 1, LOG_DELETE = 2, LOG_PATCH = 3 };
 
 /* One value log record. For the writer key/tuple are read during append only;
  * from the reader they point into the reader's buffer and stay valid until the
  * next seg_reader_next or seg_reader_close. A DELETE has no tuple (tuple_len 0);
- * a PUT may have an empty one. */
+ * a PUT may have an empty one. A PATCH is an update that logs only the bytes
+ * it changed: its "tuple" is a patch (below) that turns the tuple's version
+ * base_ev into the record's epoch-version. */
 struct log_record {
     uint32_t table_id;
     uint8_t kind; /* enum log_kind */
@@ -57,6 +60,22 @@ static inline uint64_t log_ev_make(uint32_t epoch, uint32_t version)
 {
     return (uint64_t)epoch << 32 | version;
 }
+
+/* A PATCH record's tuple field: base_ev (8 bytes), offset (4), then the new
+ * bytes at that offset of the tuple (tuple_len - LOG_PATCH_HEADER of them). */
+#define LOG_PATCH_HEADER 12u
+
+struct log_patch {
+    uint64_t base_ev;  /* the epoch-version of the tuple the patch applies to */
+    uint32_t offset;   /* of the first changed byte */
+    uint32_t len;      /* changed bytes, from offset on */
+    const unsigned char *bytes;
+};
+
+/* Encode a patch's header at p (LOG_PATCH_HEADER bytes; the bytes follow it). */
+void log_patch_put_header(unsigned char *p, uint64_t base_ev, uint32_t offset);
+/* Parse a PATCH record's tuple field (tuple_len >= LOG_PATCH_HEADER). */
+struct log_patch log_patch_parse(const void *tuple, uint32_t tuple_len);
 
 /* The segment header's fields. */
 struct seg_header {
@@ -77,7 +96,8 @@ static inline size_t seg_record_size(uint32_t key_len, uint32_t tuple_len)
     return SEG_RECORD_OVERHEAD + (size_t)key_len + tuple_len;
 }
 /* 0, or -1 with err filled when rec cannot be written (kind, a DELETE with a
- * tuple, a tuple above SEG_MAX_TUPLE, a length without data). */
+ * tuple, a PATCH shorter than its header, a tuple above SEG_MAX_TUPLE, a
+ * length without data). */
 int seg_record_check(const struct log_record *rec, pod_err *err);
 /* Encode a checked record at p (seg_record_size bytes, CRC included); returns
  * its size. For callers that build block payloads themselves (the loggers'

@@ -4,6 +4,7 @@
  *   uint64_t epoch = log_commit_epoch(db, lw);                under the commit's locks
  *   ...for each written row, after its new epoch-version is set:
  *   log_txn_write(db, lw, table, key, ev, tuple);              tuple NULL: a delete
+ *   log_txn_update(db, lw, table, key, ev, base_ev, before, after);  an update
  *
  * Epoch-versions (Tigon §3.5): a row written again in its epoch gets version
  * + 1, in a new epoch version 0. A row that is inserted is a new object
@@ -33,6 +34,11 @@ uint64_t log_insert_ev_floor(pod_db *db);
  * (a delete still raises the insert floor when the host has a log layer). */
 void log_txn_write(pod_db *db, struct log_worker *lw, const pod_table *t, const void *key,
                    uint64_t ev, const void *tuple);
+/* Log a committed update of a row whose previous committed version was
+ * base_ev with value before: only the bytes that changed (a PATCH record),
+ * or the whole tuple when that is not smaller. No-op when lw is NULL. */
+void log_txn_update(pod_db *db, struct log_worker *lw, const pod_table *t, const void *key,
+                    uint64_t ev, uint64_t base_ev, const void *before, const void *after);
 /* The worker will not commit for a while (it waits for work, or exits): hand
  * its buffer over and stop holding back the durable epoch. */
 void log_worker_idle_hook(pod_db *db, int worker_id);

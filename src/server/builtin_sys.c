@@ -196,6 +196,7 @@ static int sys_log(pod_txn *tx, const pod_args *a, pod_result *res, void *ctx)
                r->seconds > 0 ? (double)r->records_read / r->seconds : 0.0);
         kv_row(res, &row, "recovery.torn_tails", "%llu", (unsigned long long)r->torn_tails);
         kv_row(res, &row, "recovery.corrupt_tails", "%llu", (unsigned long long)r->corrupt_tails);
+        kv_row(res, &row, "recovery.patches_lost", "%llu", (unsigned long long)r->patches_lost);
     }
     return POD_OK;
 }

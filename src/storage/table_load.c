@@ -30,6 +30,19 @@ enum table_install_result table_install(pod_table *t, const void *key, uint64_t 
     return TABLE_INSTALLED;
 }
 
+enum table_install_result table_patch(pod_table *t, const void *key, uint64_t ev,
+                                      uint64_t base_ev, uint32_t offset, const void *bytes,
+                                      uint32_t len)
+{
+    struct pod_row *row = table_lookup(t, table_partition_of(t, key), key, NULL);
+    if (!row) return TABLE_NO_BASE;
+    if (row->epoch_version >= ev) return TABLE_NOT_NEWER;
+    if (row->epoch_version != base_ev || !row_valid(row)) return TABLE_NO_BASE;
+    memcpy(row->tuple + offset, bytes, len);
+    row->epoch_version = ev;
+    return TABLE_INSTALLED;
+}
+
 static void row_free_cb(void *ctx, void *row)
 {
     (void)ctx;

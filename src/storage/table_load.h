@@ -16,6 +16,7 @@ enum table_install_result {
     TABLE_INSTALLED = 0, /* the row now carries ev (and tuple, or is a tombstone) */
     TABLE_NOT_NEWER,     /* the row already had an epoch-version >= ev: unchanged */
     TABLE_INSTALL_NOMEM,
+    TABLE_NO_BASE,       /* table_patch: the row is missing, deleted, or at another version */
 };
 
 /* key: t->key_size bytes; tuple: t->tuple_size bytes, or NULL for a delete,
@@ -23,6 +24,14 @@ enum table_install_result {
  * an older put of the key met later cannot bring it back. */
 enum table_install_result table_install(pod_table *t, const void *key, uint64_t ev,
                                         const void *tuple);
+
+/* Apply a logged update that changed len bytes at offset of the tuple whose
+ * epoch-version was base_ev, turning it into version ev. NOT_NEWER when the
+ * row is already at ev or later; NO_BASE when the row is not at base_ev (its
+ * version base_ev was never installed: a record of the chain is missing). */
+enum table_install_result table_patch(pod_table *t, const void *key, uint64_t ev,
+                                      uint64_t base_ev, uint32_t offset, const void *bytes,
+                                      uint32_t len);
 
 /* Remove key's row if it is a tombstone. 1 removed, 0 not (absent or valid). */
 int table_drop_tombstone(pod_table *t, const void *key);

@@ -801,11 +801,16 @@ void txn_commit(struct pod_txn *tx)
             log_txn_write(tx->db, lw, a->table, row_key(a->table, a->row),
                           a->row->epoch_version, NULL);
         } else if (a->flags & (ACC_INSERTED | ACC_UPDATED)) {
-            if (a->flags & ACC_INSERTED)
-                a->row->epoch_version = log_insert_ev_floor(tx->db);
-            a->row->epoch_version = txn_next_epoch_version(a->row->epoch_version, epoch);
-            log_txn_write(tx->db, lw, a->table, row_key(a->table, a->row),
-                          a->row->epoch_version, a->row->tuple);
+            uint64_t base = a->row->epoch_version;
+            const void *key = row_key(a->table, a->row);
+            if (a->flags & ACC_INSERTED) {
+                a->row->epoch_version = txn_next_epoch_version(log_insert_ev_floor(tx->db), epoch);
+                log_txn_write(tx->db, lw, a->table, key, a->row->epoch_version, a->row->tuple);
+            } else { /* the log needs only what changed since the before-image */
+                a->row->epoch_version = txn_next_epoch_version(base, epoch);
+                log_txn_update(tx->db, lw, a->table, key, a->row->epoch_version, base, a->undo,
+                               a->row->tuple);
+            }
             __atomic_store_n(&a->row->valid, 1, __ATOMIC_RELEASE);
             if (a->in_cxl) publish_moved(tx, a);
         }

@@ -623,11 +623,11 @@ START_TEST(bad_headers)
     ck_assert_ptr_nonnull(strstr(err.msg, "damaged header"));
     b[20] ^= 1;
 
-    put32le(b + 8, 2); /* a future version, CRC fixed up */
+    put32le(b + 8, SEG_VERSION + 1); /* a future version, CRC fixed up */
     put32le(b + 60, crc32c(0, b, 60));
     write_all(h, b, len);
     ck_assert_ptr_null(seg_reader_open(h, &err));
-    ck_assert_msg(strstr(err.msg, "format version 2") != NULL, "%s", err.msg);
+    ck_assert_msg(strstr(err.msg, "format version 3") != NULL, "%s", err.msg);
 
     snprintf(h, sizeof h, "%s/missing.log", dir);
     ck_assert_ptr_null(seg_reader_open(h, &err));
@@ -657,12 +657,67 @@ START_TEST(invalid_records_refused)
     r.tuple_len = 1;
     ck_assert_int_eq(seg_writer_append(w, &r, &err), -1);
     ck_assert_ptr_nonnull(strstr(err.msg, "DELETE"));
+    r.kind = LOG_PATCH;
+    r.tuple_len = LOG_PATCH_HEADER - 1;
+    ck_assert_int_eq(seg_writer_append(w, &r, &err), -1);
+    ck_assert_ptr_nonnull(strstr(err.msg, "less than its 12-byte header"));
     r.kind = LOG_PUT;
     r.tuple_len = SEG_MAX_TUPLE + 1;
     ck_assert_int_eq(seg_writer_append(w, &r, &err), -1);
     ck_assert_ptr_nonnull(strstr(err.msg, "exceeds the limit"));
     ck_assert_uint_eq(seg_writer_pending_records(w), 0);
     ck_assert_int_eq(seg_writer_close(w, &err), 0);
+}
+END_TEST
+
+/* A PATCH comes back as written; a segment of format version 1 (which had
+ * no patches) is still read, but a PATCH in it is damage. */
+START_TEST(patch_round_trip_and_version_1)
+{
+    const char *dir = make_tmp();
+    pod_err err = {{0}};
+    struct seg_writer *w = seg_writer_open(dir, 1, 0, 7, 1, &err);
+    ck_assert_ptr_nonnull(w);
+    unsigned char patch[LOG_PATCH_HEADER + 3];
+    log_patch_put_header(patch, log_ev_make(4, 2), 17);
+    memcpy(patch + LOG_PATCH_HEADER, "xyz", 3);
+    struct log_record r = {.table_id = 2, .kind = LOG_PATCH, .key = "kk", .key_len = 2,
+                           .tuple = patch, .tuple_len = sizeof patch,
+                           .epoch_version = log_ev_make(5, 0)};
+    ck_assert_int_eq(seg_writer_append(w, &r, &err), 0);
+    char path[512];
+    snprintf(path, sizeof path, "%s", seg_writer_path(w));
+    ck_assert_int_eq(seg_writer_close(w, &err), 0);
+    struct seg_reader *rd = seg_reader_open(path, &err);
+    ck_assert_msg(rd != NULL, "%s", err.msg);
+    ck_assert_uint_eq(seg_reader_header(rd)->version, SEG_VERSION);
+    struct log_record out;
+    ck_assert_int_eq(seg_reader_next(rd, &out, &err), 1);
+    ck_assert_uint_eq(out.kind, LOG_PATCH);
+    struct log_patch pa = log_patch_parse(out.tuple, out.tuple_len);
+    ck_assert_uint_eq(pa.base_ev, log_ev_make(4, 2));
+    ck_assert_uint_eq(pa.offset, 17);
+    ck_assert_uint_eq(pa.len, 3);
+    ck_assert_mem_eq(pa.bytes, "xyz", 3);
+    ck_assert_int_eq(seg_reader_next(rd, &out, &err), 0);
+    ck_assert_int_eq(seg_reader_tail_status(rd)->kind, SEG_TAIL_CLEAN);
+    seg_reader_close(rd);
+    /* The same file claiming version 1 (header CRC made right again). */
+    int fd = open(path, O_RDWR);
+    ck_assert_int_ge(fd, 0);
+    unsigned char h[SEG_HEADER_SIZE];
+    ck_assert_int_eq(pread(fd, h, sizeof h, 0), (ssize_t)sizeof h);
+    put32le(h + 8, 1);
+    put32le(h + 60, crc32c(0, h, 60));
+    ck_assert_int_eq(pwrite(fd, h, sizeof h, 0), (ssize_t)sizeof h);
+    close(fd);
+    rd = seg_reader_open(path, &err);
+    ck_assert_msg(rd != NULL, "%s", err.msg);
+    ck_assert_uint_eq(seg_reader_header(rd)->version, 1);
+    ck_assert_int_eq(seg_reader_next(rd, &out, &err), 0);
+    ck_assert_int_eq(seg_reader_tail_status(rd)->kind, SEG_TAIL_CORRUPT);
+    ck_assert_ptr_nonnull(strstr(seg_reader_tail_status(rd)->reason, "invalid record kind"));
+    seg_reader_close(rd);
 }
 END_TEST
 
@@ -866,6 +921,7 @@ int main(void)
     tcase_add_test(t, garbage_after_last_block);
     tcase_add_test(t, bad_headers);
     tcase_add_test(t, invalid_records_refused);
+    tcase_add_test(t, patch_round_trip_and_version_1);
     tcase_add_test(t, writer_open_errors);
     tcase_add_test(t, writer_write_error_and_retry);
     tcase_add_test(t, writer_open_write_error_leaves_nothing);

@@ -33,16 +33,18 @@
 
 struct rec {
     uint64_t key;
-    uint8_t kind;     /* LOG_PUT / LOG_DELETE */
+    uint8_t kind;     /* LOG_PUT / LOG_DELETE / LOG_PATCH */
     uint32_t epoch, version;
-    int64_t value;
+    int64_t value;    /* a PATCH sets the tuple's value field (its first 8 bytes) */
     bool new_block;   /* start a new block before this record */
+    uint32_t base_epoch, base_version; /* a PATCH's base version */
 };
 
-#define PUT(k, e, v, val) {k, LOG_PUT, e, v, val, false}
-#define DEL(k, e, v) {k, LOG_DELETE, e, v, 0, false}
-#define PUTB(k, e, v, val) {k, LOG_PUT, e, v, val, true}
-#define DELB(k, e, v) {k, LOG_DELETE, e, v, 0, true}
+#define PUT(k, e, v, val) {k, LOG_PUT, e, v, val, false, 0, 0}
+#define DEL(k, e, v) {k, LOG_DELETE, e, v, 0, false, 0, 0}
+#define PUTB(k, e, v, val) {k, LOG_PUT, e, v, val, true, 0, 0}
+#define DELB(k, e, v) {k, LOG_DELETE, e, v, 0, true, 0, 0}
+#define PATCH(k, e, v, be, bv, val) {k, LOG_PATCH, e, v, val, false, be, bv}
 
 static void write_records(struct seg_writer *w, const struct rec *r, int n)
 {
@@ -52,10 +54,16 @@ static void write_records(struct seg_writer *w, const struct rec *r, int n)
         unsigned char k[8];
         lf_key(k, r[i].key);
         struct lf_tuple tu = {r[i].value, (int64_t)r[i].key};
+        unsigned char patch[LOG_PATCH_HEADER + 8];
+        log_patch_put_header(patch, log_ev_make(r[i].base_epoch, r[i].base_version), 0);
+        memcpy(patch + LOG_PATCH_HEADER, &r[i].value, 8);
         struct log_record lr = {.table_id = 0, .kind = r[i].kind, .key_len = 8,
-                                .tuple_len = r[i].kind == LOG_PUT ? LF_TUPLE : 0,
+                                .tuple_len = r[i].kind == LOG_PUT     ? LF_TUPLE
+                                             : r[i].kind == LOG_PATCH ? sizeof patch
+                                                                      : 0,
                                 .epoch_version = log_ev_make(r[i].epoch, r[i].version),
-                                .key = k, .tuple = &tu};
+                                .key = k,
+                                .tuple = r[i].kind == LOG_PATCH ? (const void *)patch : &tu};
         ck_assert_msg(seg_writer_append(w, &lr, &err) == 0, "%s", err.msg);
     }
 }
@@ -213,6 +221,86 @@ START_TEST(test_highest_ev_wins)
     ck_assert_int_eq(lf_value(&f, 5), 555);
     ck_assert_uint_eq(st.records_read, 12);
     ck_assert_uint_eq(st.tombstones_removed, 2);
+    lf_close(&f);
+}
+END_TEST
+
+/* ---- updates logged as patches ------------------------------------------------------ */
+
+/* A patch goes onto the version it was made from, whatever order the
+ * loggers' files hold the chain in; a whole value or a delete newer than a
+ * patch wins over it; a patch whose base is missing is counted, not applied. */
+START_TEST(test_patches_replay_along_their_chain)
+{
+    char dir[POD_PATH_MAX];
+    lf_make_dir(dir, sizeof dir);
+    const struct rec l0[] = {
+        PATCH(1, 6, 0, 5, 1, 12),           /* the end of key 1's chain */
+        PUT(2, 5, 0, 20), PATCH(2, 5, 1, 5, 0, 21),
+        PATCH(3, 6, 0, 5, 0, 31),
+        PUT(4, 5, 0, 40), PATCH(4, 6, 1, 6, 0, 41), /* 6.0 of key 4 was never logged */
+        PATCH(5, 12, 0, 9, 0, 51),           /* uncommitted (D = 10): discarded */
+    };
+    const struct rec l1[] = {
+        PUT(1, 5, 0, 10),
+        PUT(2, 7, 0, 30),                    /* newer than key 2's patch */
+        PUT(3, 5, 0, 30), DEL(3, 7, 0),      /* deleted after its patch */
+        PUT(5, 9, 0, 50),
+    };
+    const struct rec l2[] = {PATCH(1, 5, 1, 5, 0, 11), PATCH(6, 5, 0, 4, 0, 60)}; /* 6: no row */
+    write_seg(dir, 0, 0, l0, (int)(sizeof l0 / sizeof *l0));
+    write_seg(dir, 1, 0, l1, (int)(sizeof l1 / sizeof *l1));
+    write_seg(dir, 2, 0, l2, (int)(sizeof l2 / sizeof *l2));
+    write_durable(dir, 10);
+    for (int workers = 1; workers <= 2; workers++) {
+        struct lf f;
+        struct log_recovery_stats st;
+        pod_err err;
+        ck_assert_msg(recover(&f, dir, workers, &st, &err, NULL) == 0, "%s", err.msg);
+        ck_assert_int_eq(lf_value(&f, 1), 12);
+        ck_assert_uint_eq(lf_row(&f, 1)->epoch_version, log_ev_make(6, 0));
+        ck_assert_int_eq(lf_value(&f, 2), 30);
+        ck_assert_int_eq(lf_value(&f, 3), INT64_MIN);
+        ck_assert_int_eq(lf_value(&f, 4), 40); /* kept at the last version it had */
+        ck_assert_int_eq(lf_value(&f, 5), 50);
+        ck_assert_int_eq(lf_value(&f, 6), INT64_MIN);
+        /* The rest of the tuple (the serial field) is the whole value's. */
+        ck_assert_int_eq(((const struct lf_tuple *)lf_row(&f, 1)->tuple)->serial, 1);
+        ck_assert_uint_eq(st.patches_lost, 2); /* key 4's and key 6's */
+        ck_assert_uint_eq(st.records_discarded, (workers == 1 ? 1u : 0u)); /* then cut off */
+        lf_close(&f);
+    }
+}
+END_TEST
+
+/* A patch after a checkpoint goes onto the checkpoint's value; one older
+ * than the checkpoint is skipped like any record the checkpoint reflects. */
+START_TEST(test_patch_onto_checkpoint)
+{
+    char dir[POD_PATH_MAX];
+    lf_make_dir(dir, sizeof dir);
+    pod_err err;
+    char name[SEG_NAME_MAX];
+    seg_format_ckpt_name(name, sizeof name, 0, 1, false);
+    struct seg_header h = {.host = 0, .logger = SEG_LOGGER_CHECKPOINT, .seq = 1, .first_epoch = 20};
+    struct seg_writer *w = seg_writer_open_named(dir, name, &h, &err);
+    ck_assert_msg(w != NULL, "%s", err.msg);
+    const struct rec ck[] = {PUT(1, 19, 2, 100)};
+    write_records(w, ck, 1);
+    ck_assert_int_eq(seg_writer_close(w, &err), 0);
+    const struct rec r[] = {
+        PATCH(1, 19, 2, 19, 1, 99),  /* reflected by the checkpoint */
+        PATCH(1, 21, 0, 19, 2, 101),
+        PATCH(1, 21, 1, 21, 0, 102),
+    };
+    write_seg(dir, 0, 0, r, 3);
+    write_durable(dir, 30);
+    struct lf f;
+    struct log_recovery_stats st;
+    ck_assert_msg(recover(&f, dir, 2, &st, &err, NULL) == 0, "%s", err.msg);
+    ck_assert_int_eq(lf_value(&f, 1), 102);
+    ck_assert_uint_eq(st.records_before_checkpoint, 1);
+    ck_assert_uint_eq(st.patches_lost, 0);
     lf_close(&f);
 }
 END_TEST
@@ -666,6 +754,8 @@ static Suite *recovery_suite(void)
     tcase_add_test(tc, test_new_life_starts_at_durable_epoch);
     tcase_add_test(tc, test_no_durable_record_discards_everything);
     tcase_add_test(tc, test_highest_ev_wins);
+    tcase_add_test(tc, test_patches_replay_along_their_chain);
+    tcase_add_test(tc, test_patch_onto_checkpoint);
     tcase_add_test(tc, test_torn_tail_keeps_what_is_before);
     tcase_add_test(tc, test_corrupt_record_ends_that_file);
     tcase_add_test(tc, test_checkpoint_and_log_tail);
