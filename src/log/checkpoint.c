@@ -1,7 +1,8 @@
 /* Checkpoints: what keeps recovery time and disk use bounded on a long run
  * (docs/durability.md, "Log housekeeping").
  *
- * After every `checkpoint_after` bytes of log, a thread writes every valid row
+ * After every `checkpoint_after` bytes of log (and at least twice the size of
+ * the last checkpoint: checkpoint_due), a thread writes every valid row
  * of the tables this host owns, with its epoch-version, into
  * ckpt-<host>-<seq>.tmp (the segment format; the header's logger field is
  * SEG_LOGGER_CHECKPOINT and first_epoch is Es, the epoch E when the scan
@@ -53,6 +54,7 @@ struct checkpointer {
     uint64_t count, epoch, removed; /* atomic */
     uint64_t busy_waits;     /* atomic: naps for a row a writer held */
     uint64_t logged_at_last;
+    uint64_t last_bytes;     /* size of the last checkpoint written */
     unsigned char *tuple;    /* scratch for one tuple */
     unsigned char keys[ROWS_PER_BATCH][BT_MAX_KEY_WIDTH]; /* the batch being read */
     size_t tuple_cap;
@@ -264,6 +266,7 @@ static int run_checkpoint(struct checkpointer *c)
         goto fail_file;
     }
     if (seg_fsync_dir(lh->dir, &err)) goto fail; /* the rename may not be durable: keep logs */
+    c->last_bytes = bytes;
     lh->ckpt_epoch = es;
     __atomic_store_n(&lh->o.region->ctl->checkpoint_epoch[lh->o.host].v, es, __ATOMIC_RELEASE);
     __atomic_store_n(&c->epoch, es, __ATOMIC_RELAXED);
@@ -286,6 +289,18 @@ fail:
     return -1;
 }
 
+/* Log bytes between checkpoints: checkpoint_after, and at least twice the
+ * size of the last checkpoint. A checkpoint rewrites all the live data, so
+ * when the data is larger than checkpoint_after, checkpointing after every
+ * checkpoint_after bytes of log would write more checkpoint than log; this
+ * way checkpoints cost at most half of what logging does, and recovery reads
+ * at most the data plus twice the data (or checkpoint_after) of log. */
+static uint64_t checkpoint_due(const struct checkpointer *c)
+{
+    uint64_t due = c->lh->o.checkpoint_after;
+    return c->last_bytes > due / 2 ? 2 * c->last_bytes : due;
+}
+
 static void *ckpt_main(void *arg)
 {
     struct checkpointer *c = arg;
@@ -300,7 +315,7 @@ static void *ckpt_main(void *arg)
         if (c->stop) break;
         pthread_mutex_unlock(&c->mu);
         uint64_t logged = logged_bytes(c->lh);
-        if (logged - c->logged_at_last >= c->lh->o.checkpoint_after) {
+        if (logged - c->logged_at_last >= checkpoint_due(c)) {
             c->logged_at_last = logged;
             run_checkpoint(c);
         }

@@ -103,7 +103,7 @@ static void *epoch_main(void *arg)
     struct log_epochs *le = arg;
     struct cxl_control *ctl = le->ctl;
     uint64_t next_tick = pod_mono_ns() + le->period_ns;
-    uint64_t persist_warned = 0;
+    uint64_t persist_warned = 0, e_seen = 0;
     pthread_mutex_lock(&le->mu);
     while (!le->stop) {
         pthread_mutex_unlock(&le->mu);
@@ -117,6 +117,11 @@ static void *epoch_main(void *arg)
             }
             next_tick += le->period_ns;
             if (next_tick <= now) next_tick = now + le->period_ns; /* we were descheduled */
+        }
+        uint64_t e_now = __atomic_load_n(&ctl->global_epoch.v, __ATOMIC_ACQUIRE);
+        if (e_now != e_seen) {
+            e_seen = e_now;
+            if (le->o.on_epoch) le->o.on_epoch(le->o.epoch_arg);
         }
         bool frozen;
         uint64_t d = pod_durable(le, now, &frozen);

@@ -38,7 +38,10 @@ struct log_epoch_options {
     struct durable_file *durable; /* NULL: this host does not log (persists nothing) */
     /* Called from the epoch thread after a new value was persisted. */
     void (*on_durable)(void *arg, uint64_t persisted);
-    void *arg;
+    /* Called from the epoch thread when it sees E grow (may be NULL): the
+     * loggers wait for it instead of polling E. */
+    void (*on_epoch)(void *epoch_arg);
+    void *arg, *epoch_arg;
 };
 
 struct log_epochs *log_epochs_start(const struct log_epoch_options *o, pod_err *err);

@@ -29,6 +29,16 @@ static void nudge_epochs(void *arg)
     if (lh->epochs) log_epochs_nudge(lh->epochs);
 }
 
+/* E grew: the loggers publish it when nothing of theirs is pending. */
+static void wake_loggers(void *arg)
+{
+    struct log_host *lh = arg;
+    pthread_mutex_lock(&lh->loggers_mu);
+    for (int l = 0; l < lh->nloggers; l++)
+        if (lh->loggers[l]) logger_wake(lh->loggers[l]);
+    pthread_mutex_unlock(&lh->loggers_mu);
+}
+
 struct log_host *log_host_open(const struct log_host_options *o, pod_err *err)
 {
     struct log_host *lh = calloc(1, sizeof *lh);
@@ -37,6 +47,7 @@ struct log_host *log_host_open(const struct log_host_options *o, pod_err *err)
         return NULL;
     }
     lh->o = *o;
+    pthread_mutex_init(&lh->loggers_mu, NULL);
     const struct pod_host_conf *hc = &o->conf->hosts[o->host];
     snprintf(lh->dir, sizeof lh->dir, "%s", hc->log_dir);
     lh->logging = hc->loggers > 0;
@@ -102,7 +113,8 @@ static int start_epochs(struct log_host *lh, void (*on_durable)(void *arg, uint6
     struct log_epoch_options eo = {
         .region = lh->o.region, .conf = lh->o.conf, .host = lh->o.host,
         .epoch_ms = lh->o.epoch_ms, .pod_mode = lh->o.pod_mode, .start_epoch = lh->start_epoch,
-        .durable = lh->durable, .on_durable = on_durable, .arg = arg};
+        .durable = lh->durable, .on_durable = on_durable, .on_epoch = wake_loggers,
+        .arg = arg, .epoch_arg = lh};
     return (lh->epochs = log_epochs_start(&eo, err)) ? 0 : -1;
 }
 
@@ -124,10 +136,10 @@ int log_host_start(struct log_host *lh, void (*on_durable)(void *arg, uint64_t p
         /* The epoch thread first: the loggers nudge it (it sees their words
          * as "nothing pending" until they start). */
         if (start_epochs(lh, on_durable, arg, err)) return -1;
+        /* The epoch thread wakes the loggers when E grows, and hand-overs
+         * do; the poll is a safety net, not the way they learn of E. */
         int epoch_ms = lh->o.epoch_ms > 0 ? lh->o.epoch_ms : lh->o.conf->engine.epoch_ms;
-        uint64_t poll_ns = (uint64_t)epoch_ms * 1000000ull / 4;
-        if (poll_ns < 100000) poll_ns = 100000;
-        if (poll_ns > 1000000) poll_ns = 1000000;
+        uint64_t poll_ns = (uint64_t)epoch_ms * 1000000ull;
         for (int l = 0; l < lh->nloggers; l++) {
             struct log_worker *mine[POD_MAX_WORKERS + 1];
             int n = 0;
@@ -137,8 +149,12 @@ int log_host_start(struct log_host *lh, void (*on_durable)(void *arg, uint64_t p
                 .first_seq = lh->next_seq[l], .global_epoch = lh->epoch_word,
                 .durable_word = &ctl->logger_durable[lh->o.host][l].v, .workers = mine,
                 .nworkers = n, .poll_ns = poll_ns, .on_progress = nudge_epochs, .arg = lh};
-            if (!(lh->loggers[l] = logger_start(&lo, err))) return -1;
-            for (int i = 0; i < n; i++) mine[i]->lg = lh->loggers[l];
+            struct logger *lg = logger_start(&lo, err);
+            if (!lg) return -1;
+            pthread_mutex_lock(&lh->loggers_mu);
+            lh->loggers[l] = lg;
+            pthread_mutex_unlock(&lh->loggers_mu);
+            for (int i = 0; i < n; i++) mine[i]->lg = lg;
         }
     }
     if (!lh->epochs && start_epochs(lh, on_durable, arg, err)) return -1;
@@ -216,9 +232,12 @@ void log_host_stop(struct log_host *lh)
                      (unsigned long long)(STOP_WAIT_NS / 1000000));
     }
     for (int l = 0; l < lh->nloggers; l++) {
-        if (!lh->loggers[l]) continue;
-        logger_stop(lh->loggers[l]); /* writes, syncs and publishes the rest */
+        struct logger *lg = lh->loggers[l];
+        if (!lg) continue;
+        pthread_mutex_lock(&lh->loggers_mu);
         lh->loggers[l] = NULL;
+        pthread_mutex_unlock(&lh->loggers_mu);
+        logger_stop(lg); /* writes, syncs and publishes the rest */
     }
     for (int i = 0; i < lh->nworkers; i++) lh->workers[i].lg = NULL;
     /* One more durable-epoch update covering the final flush, then nothing of
@@ -243,6 +262,7 @@ void log_host_free(struct log_host *lh)
     free(lh->workers);
     durable_file_close(lh->durable);
     logdir_free(&lh->listing);
+    pthread_mutex_destroy(&lh->loggers_mu);
     free(lh);
 }
 

@@ -3,6 +3,8 @@
 #ifndef PODDB_LOG_LOG_PRIV_H
 #define PODDB_LOG_LOG_PRIV_H
 
+#include <pthread.h>
+
 #include "log/durable_file.h"
 #include "log/epoch.h"
 #include "log/log.h"
@@ -19,6 +21,7 @@ struct log_host {
     int nworkers;               /* db workers + the admin worker */
     struct log_worker *workers; /* [nworkers], cache-line aligned */
     struct logger *loggers[POD_MAX_LOGGERS];
+    pthread_mutex_t loggers_mu; /* loggers[] against the epoch thread's wake-ups */
     struct log_epochs *epochs;
     struct durable_file *durable;
     struct durable_record drec; /* as read at open */

@@ -38,6 +38,7 @@ struct logger {
     int nbufs, max_bufs;             /* pooled buffers allocated (under mu) */
     int waiters;                     /* workers waiting for a buffer (under mu) */
     bool stop;
+    bool woken;                      /* logger_wake since it last looked (under mu) */
     /* the logger thread's own */
     struct seg_writer *w;
     uint64_t seq;
@@ -338,7 +339,7 @@ static void *logger_main(void *arg)
     bool last = false;
     while (!last) {
         pthread_mutex_lock(&lg->mu);
-        if (!lg->q_head && !lg->stop) {
+        if (!lg->q_head && !lg->stop && !lg->woken) {
             struct timespec ts;
             clock_gettime(CLOCK_MONOTONIC, &ts);
             uint64_t abs = (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec + lg->o.poll_ns;
@@ -347,6 +348,7 @@ static void *logger_main(void *arg)
             pthread_cond_timedwait(&lg->cv, &lg->mu, &ts);
         }
         last = lg->stop;
+        lg->woken = false;
         bool starved = lg->waiters > 0;
         pthread_mutex_unlock(&lg->mu);
         /* Order matters (logger.h): E, then the workers' epochs, then the queue. */
@@ -441,6 +443,14 @@ void logger_stop(struct logger *lg)
     pthread_cond_destroy(&lg->free_cv);
     free(lg->o.workers);
     free(lg);
+}
+
+void logger_wake(struct logger *lg)
+{
+    pthread_mutex_lock(&lg->mu);
+    lg->woken = true;
+    pthread_cond_signal(&lg->cv);
+    pthread_mutex_unlock(&lg->mu);
 }
 
 uint64_t logger_open_seq(const struct logger *lg)

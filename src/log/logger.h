@@ -55,7 +55,7 @@ struct logger_options {
     uint64_t *durable_word;      /* where to publish its durable epoch */
     struct log_worker **workers; /* the workers it serves */
     int nworkers;
-    uint64_t poll_ns;            /* how often it looks at E without a hand-over */
+    uint64_t poll_ns;            /* how often it looks at E without a hand-over or a wake-up */
     uint64_t segment_bytes;      /* 0: LOG_SEGMENT_BYTES */
     void (*on_progress)(void *arg); /* after it published a larger durable epoch */
     void *arg;
@@ -73,6 +73,8 @@ struct logger *logger_start(const struct logger_options *o, pod_err *err);
  * segment, join. */
 void logger_stop(struct logger *lg);
 void logger_get_stats(const struct logger *lg, struct logger_stats *out);
+/* Look at E and the workers now (the epoch thread saw E grow). */
+void logger_wake(struct logger *lg);
 /* Sequence number of the segment being written (or the next one): every
  * segment of this logger below it is closed. */
 uint64_t logger_open_seq(const struct logger *lg);
