@@ -177,6 +177,7 @@ struct seg_writer {
     char path[PATH_MAX];
     uint64_t size;   /* bytes in the file */
     uint64_t synced; /* bytes known durable */
+    uint64_t wb_start, wb_end; /* seg_writer_pace: the range whose writeback was started last */
     unsigned char *buf; /* block header space + payload */
     size_t cap;
     size_t len; /* payload bytes */
@@ -464,6 +465,33 @@ int seg_writer_sync(struct seg_writer *w, pod_err *err)
         return -1;
     }
     w->synced = w->size;
+    return 0;
+}
+
+int seg_writer_pace(struct seg_writer *w, uint64_t chunk, pod_err *err)
+{
+    if (check_broken(w, err)) return -1;
+    if (w->size - w->wb_end < chunk) return 0;
+    /* Wait for the range started last time, then start the new one: at most
+     * two chunks are dirty or in flight. An error here is a write error
+     * (the kernel reports it once, so the final fdatasync might not). */
+    int rc = 0;
+    if (w->wb_end > w->wb_start)
+        rc = sync_file_range(w->fd, (off64_t)w->wb_start, (off64_t)(w->wb_end - w->wb_start),
+                             SYNC_FILE_RANGE_WAIT_BEFORE | SYNC_FILE_RANGE_WRITE |
+                                 SYNC_FILE_RANGE_WAIT_AFTER);
+    if (rc == 0)
+        rc = sync_file_range(w->fd, (off64_t)w->wb_end, (off64_t)(w->size - w->wb_end),
+                             SYNC_FILE_RANGE_WRITE);
+    if (rc != 0) {
+        char msg[300];
+        snprintf(msg, sizeof msg, "writeback failed: %s", strerror(errno));
+        set_broken(w, msg);
+        pod_err_set(err, "cannot write %s back to disk: %s", w->path, strerror(errno));
+        return -1;
+    }
+    w->wb_start = w->wb_end;
+    w->wb_end = w->size;
     return 0;
 }
 

@@ -159,6 +159,14 @@ int seg_writer_write_block(struct seg_writer *w, const void *payload, size_t len
  * treat the segment's unsynced blocks as lost and continue in a new segment. */
 int seg_writer_sync(struct seg_writer *w, pod_err *err);
 
+/* For a large file written in one go (a checkpoint): once chunk bytes were
+ * written since the last call, wait until the previous chunk is on disk and
+ * start writing back the new one. This keeps the dirty page cache small, so
+ * that the final fdatasync — and, on a shared file system, the loggers'
+ * fdatasyncs meanwhile — do not wait behind the whole file. An error breaks
+ * the writer like a failed write. */
+int seg_writer_pace(struct seg_writer *w, uint64_t chunk, pod_err *err);
+
 /* Bytes in the file (header + written blocks): the caller rotates on this. */
 uint64_t seg_writer_size(const struct seg_writer *w);
 /* Bytes of the current, not yet written block (0 when empty; else header + payload). */

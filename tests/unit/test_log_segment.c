@@ -721,6 +721,46 @@ START_TEST(patch_round_trip_and_version_1)
 }
 END_TEST
 
+/* Writing back while writing (a checkpoint's pacing) leaves the file whole. */
+START_TEST(paced_writeback)
+{
+    const char *dir = make_tmp();
+    pod_err err = {{0}};
+    struct seg_writer *w = seg_writer_open(dir, 1, 0, 9, 1, &err);
+    ck_assert_ptr_nonnull(w);
+    static unsigned char tuple[4000];
+    long n = 0;
+    for (int b = 0; b < 40; b++) {
+        for (int i = 0; i < 64; i++, n++) {
+            memset(tuple, (int)(n & 0xff), sizeof tuple);
+            struct log_record r = {.table_id = 1, .kind = LOG_PUT, .key = &n, .key_len = sizeof n,
+                                   .tuple = tuple, .tuple_len = sizeof tuple,
+                                   .epoch_version = log_ev_make(2, (uint32_t)n)};
+            ck_assert_int_eq(seg_writer_append(w, &r, &err), 0);
+        }
+        ck_assert_int_eq(seg_writer_flush_block(w, &err), 0);
+        ck_assert_msg(seg_writer_pace(w, 1u << 20, &err) == 0, "%s", err.msg);
+    }
+    char path[512];
+    snprintf(path, sizeof path, "%s", seg_writer_path(w));
+    ck_assert_int_eq(seg_writer_close(w, &err), 0);
+    struct seg_reader *rd = seg_reader_open(path, &err);
+    ck_assert_msg(rd != NULL, "%s", err.msg);
+    struct log_record out;
+    long got = 0;
+    while (seg_reader_next(rd, &out, &err) == 1) {
+        long k;
+        memcpy(&k, out.key, sizeof k);
+        ck_assert_int_eq(k, got);
+        ck_assert_uint_eq(((const unsigned char *)out.tuple)[3999], (unsigned)(got & 0xff));
+        got++;
+    }
+    ck_assert_int_eq(got, n);
+    ck_assert_int_eq(seg_reader_tail_status(rd)->kind, SEG_TAIL_CLEAN);
+    seg_reader_close(rd);
+}
+END_TEST
+
 START_TEST(writer_open_errors)
 {
     const char *dir = make_tmp();
@@ -922,6 +962,7 @@ int main(void)
     tcase_add_test(t, bad_headers);
     tcase_add_test(t, invalid_records_refused);
     tcase_add_test(t, patch_round_trip_and_version_1);
+    tcase_add_test(t, paced_writeback);
     tcase_add_test(t, writer_open_errors);
     tcase_add_test(t, writer_write_error_and_retry);
     tcase_add_test(t, writer_open_write_error_leaves_nothing);
