@@ -217,7 +217,7 @@ static int sys_procs(pod_txn *tx, const pod_args *a, pod_result *res, void *ctx)
     return POD_OK;
 }
 
-/* sys.tables -> rows [name, key_size, tuple_size, partitions, keys]. */
+/* sys.tables -> rows [name, key_size, tuple_size, partitions, keys, index_bytes]. */
 static int sys_tables(pod_txn *tx, const pod_args *a, pod_result *res, void *ctx)
 {
     (void)a;
@@ -225,10 +225,12 @@ static int sys_tables(pod_txn *tx, const pod_args *a, pod_result *res, void *ctx
     pod_db *db = pod_txn_db(tx);
     for (uint32_t i = 0; i < db->ntables; i++) {
         const pod_table *t = db->tables[i];
-        uint64_t keys = 0;
+        uint64_t keys = 0, bytes = 0;
         for (uint32_t p = 0; p < t->nparts; p++) {
             bt_stats st;
-            if (bt_get_stats(&t->parts[p].tree, &st) == BT_OK) keys += st.keys;
+            if (bt_get_stats(&t->parts[p].tree, &st) != BT_OK) continue;
+            keys += st.keys;
+            bytes += st.bytes;
         }
         if (i) pod_result_row(res);
         pod_result_str(res, t->name);
@@ -236,6 +238,7 @@ static int sys_tables(pod_txn *tx, const pod_args *a, pod_result *res, void *ctx
         pod_result_i64(res, t->tuple_size);
         pod_result_i64(res, t->nparts);
         pod_result_i64(res, (int64_t)keys);
+        pod_result_i64(res, (int64_t)bytes);
     }
     return POD_OK;
 }
