@@ -510,7 +510,7 @@ int cxl_reply_post(struct cxl_region *r, int to_host, unsigned to_worker, const 
     return CXL_RING_OK;
 }
 
-#define SPIN_NS (100ull * 1000)        /* busy-poll this long */
+#define SPIN_NS (20ull * 1000)        /* busy-poll this long */
 #define YIELD_NS (1000ull * 1000)      /* then yield the CPU until this long */
 #define NAP_NS (20 * 1000)             /* then sleep this long between checks */
 #define ALIVE_FIRST_NS (1000ull * 1000)
