@@ -8,7 +8,7 @@ set -euo pipefail
 
 usage() {
     cat <<'EOF'
-usage: tools/experiments/targets.sh [--duration S] [--quick] [--bin DIR] [--keep DIR] [--help]
+usage: tools/experiments/targets.sh [--duration S] [--repeat N] [--quick] [--bin DIR] [--keep DIR] [--help]
 
 Measures the targets of docs/performance.md on 2 hosts x 1 worker (CPUs 0
 and 1): TPC-C 10/15 and 60/90 (1 warehouse per host), YCSB with 1,000,000
@@ -18,6 +18,9 @@ concurrency control and logging together (engine.locking false and loggers 0
 vs both on), HWcc bytes per CXL-resident tuple and resident set vs data.
 
   --duration S   seconds per throughput run (default 10; 1 s warmup first)
+  --repeat N     take every throughput figure and the move-in round trip N
+                 times (runs of a pair alternate) and use the median (default
+                 1); single runs on a 2-core VM vary by about 10%
   --quick        3-second runs and 200,000 YCSB tuples (a smoke run, not the
                  targets' setting; says so in the output)
   --bin DIR      programs (default build/bin)
@@ -35,9 +38,11 @@ DUR=10
 YCSB_TUPLES=1000000
 QUICK=0
 KEEP=
+REPEAT=1
 while [ $# -gt 0 ]; do
     case $1 in
     --duration) DUR=$2; shift 2 ;;
+    --repeat) REPEAT=$2; shift 2 ;;
     --quick) QUICK=1; DUR=3; YCSB_TUPLES=200000; shift ;;
     --bin) BIN=$2; shift 2 ;;
     --keep) KEEP=$2; shift 2 ;;
@@ -46,6 +51,7 @@ while [ $# -gt 0 ]; do
     esac
 done
 case $DUR in '' | *[!0-9]*) echo "targets.sh: --duration wants whole seconds" >&2; exit 2 ;; esac
+case $REPEAT in '' | 0 | *[!0-9]*) echo "targets.sh: --repeat wants a positive whole number" >&2; exit 2 ;; esac
 for p in poddb-server poddb-bench poddb-cli poddb-region poddb-moveinbench; do
     [ -x "$BIN/$p" ] || { echo "targets.sh: $BIN/$p not found: run make" >&2; exit 2; }
 done
@@ -114,6 +120,16 @@ bench() {
     python3 -c 'import json,sys; print(round(json.loads(open(sys.argv[1]).read().strip().splitlines()[-1])["committed_per_s"]))' "$WORK/$name.json"
 }
 
+# median V...: the median of the values (the lower middle one of an even count)
+median() { printf '%s\n' "$@" | sort -g | awk '{v[NR]=$1} END {print v[int((NR+1)/2)]}'; }
+# runs NAME V...: note every value behind a median in the results
+runs() {
+    local name=$1
+    shift
+    [ "$REPEAT" -gt 1 ] && echo "  runs of $name: $*" >>"$WORK/runs.txt"
+    true
+}
+
 RESULTS=$WORK/results.txt
 : >"$RESULTS"
 FAILED=0
@@ -127,14 +143,19 @@ le() { python3 -c "import sys; print('yes' if float(sys.argv[1]) <= float(sys.ar
 ratio() { python3 -c "import sys; print('%.2f' % (float(sys.argv[1]) / float(sys.argv[2])))" "$1" "$2"; }
 
 echo "machine: $(nproc) CPUs, $(awk '/MemTotal/ {printf "%.0f GiB", $2/1048576}' /proc/meminfo), $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //')"
-echo "pod: 2 hosts x 1 worker on CPUs 0 and 1, internal mode, ${DUR} s runs after 1 s warmup"
+echo "pod: 2 hosts x 1 worker on CPUs 0 and 1, internal mode, ${DUR} s runs after 1 s warmup$([ "$REPEAT" -gt 1 ] && echo ", median of $REPEAT")"
 [ $QUICK = 1 ] && echo "--quick: short runs and $YCSB_TUPLES YCSB tuples: NOT the targets' setting"
 
 echo "TPC-C, logging on" >&2
 up "$(make_conf on 1 true $YCSB_TUPLES)"
 "$BIN/poddb-bench" --conf "$CONF" --workload tpcc --remote 0/0 --duration 1 --warmup 0 >/dev/null 2>&1 # load
-T1015=$(bench tpcc-10-15 --workload tpcc --remote 10/15)
-T6090=$(bench tpcc-60-90 --workload tpcc --remote 60/90)
+A=(); B=()
+for r in $(seq "$REPEAT"); do
+    A+=("$(bench tpcc-10-15-$r --workload tpcc --remote 10/15)")
+    B+=("$(bench tpcc-60-90-$r --workload tpcc --remote 60/90)")
+done
+T1015=$(median "${A[@]}"); runs tpcc-10-15 "${A[@]}"
+T6090=$(median "${B[@]}"); runs tpcc-60-90 "${B[@]}"
 # Resident set vs data, on the loaded TPC-C pod
 RSS_RATIO=$(python3 - "$CONF" "$BIN" "$(ls -d /tmp/poddb-run-$(id -u)/poddb-$TAG-* 2>/dev/null | head -1)" <<'EOF'
 import subprocess, sys, os
@@ -158,28 +179,42 @@ down
 echo "TPC-C, logging off" >&2
 up "$(make_conf off 0 true $YCSB_TUPLES)"
 "$BIN/poddb-bench" --conf "$CONF" --workload tpcc --remote 0/0 --duration 1 --warmup 0 >/dev/null 2>&1
-T1015_NOLOG=$(bench tpcc-10-15-nolog --workload tpcc --remote 10/15)
+A=()
+for r in $(seq "$REPEAT"); do A+=("$(bench tpcc-10-15-nolog-$r --workload tpcc --remote 10/15)"); done
+T1015_NOLOG=$(median "${A[@]}"); runs tpcc-10-15-nolog "${A[@]}"
 down
 
 echo "TPC-C, locking and logging off (benchmark-only mode)" >&2
 up "$(make_conf bare 0 false $YCSB_TUPLES)"
 "$BIN/poddb-bench" --conf "$CONF" --workload tpcc --remote 0/0 --duration 1 --warmup 0 >/dev/null 2>&1
-T1015_BARE=$(bench tpcc-10-15-bare --workload tpcc --remote 10/15)
+A=()
+for r in $(seq "$REPEAT"); do A+=("$(bench tpcc-10-15-bare-$r --workload tpcc --remote 10/15)"); done
+T1015_BARE=$(median "${A[@]}"); runs tpcc-10-15-bare "${A[@]}"
 down
 
 echo "YCSB, logging on" >&2
 up "$(make_conf ycsb 1 true $YCSB_TUPLES)"
 "$BIN/poddb-bench" --conf "$CONF" --workload ycsb --duration 1 --warmup 0 >/dev/null 2>&1 # load
-Y10=$(bench ycsb-10 --workload ycsb --read-pct 50 --multi-partition 10)
-Y100=$(bench ycsb-100 --workload ycsb --read-pct 50 --multi-partition 100)
+A=(); B=()
+for r in $(seq "$REPEAT"); do
+    A+=("$(bench ycsb-10-$r --workload ycsb --read-pct 50 --multi-partition 10)")
+    B+=("$(bench ycsb-100-$r --workload ycsb --read-pct 50 --multi-partition 100)")
+done
+Y10=$(median "${A[@]}"); runs ycsb-10 "${A[@]}"
+Y100=$(median "${B[@]}"); runs ycsb-100 "${B[@]}"
 HWCC=$("$BIN/poddb-region" inspect --conf "$CONF" --json |
     python3 -c 'import json,sys; print("%.1f" % json.load(sys.stdin)["resident"]["hwcc_bytes_per_tuple"])')
 down
 
 echo "move-in round trip" >&2
-"$BIN/poddb-moveinbench" --bin "$BIN" >"$WORK/movein.txt" 2>&1 || { tail -5 "$WORK/movein.txt" >&2; exit 2; }
-MED=$(awk '/median/ {for (i=1;i<=NF;i++) if ($i ~ /^median/) {print $(i+1); exit}}' "$WORK/movein.txt")
-P99=$(awk '/p99/ {for (i=1;i<=NF;i++) if ($i ~ /^p99/) {print $(i+1); exit}}' "$WORK/movein.txt")
+A=(); B=()
+for r in $(seq "$REPEAT"); do
+    "$BIN/poddb-moveinbench" --bin "$BIN" >"$WORK/movein-$r.txt" 2>&1 || { tail -5 "$WORK/movein-$r.txt" >&2; exit 2; }
+    A+=("$(awk '/median/ {for (i=1;i<=NF;i++) if ($i ~ /^median/) {print $(i+1); exit}}' "$WORK/movein-$r.txt")")
+    B+=("$(awk '/p99/ {for (i=1;i<=NF;i++) if ($i ~ /^p99/) {print $(i+1); exit}}' "$WORK/movein-$r.txt")")
+done
+MED=$(median "${A[@]}"); runs movein-median-us "${A[@]}"
+P99=$(median "${B[@]}"); runs movein-p99-us "${B[@]}"
 
 echo
 printf '%-62s %-22s %s\n' "target" "measured" "met"
@@ -193,4 +228,5 @@ row "logging costs <= 10% (TPC-C 10/15 on / off)" "$(ratio "$T1015" "$T1015_NOLO
 row "locking + logging cost <= 35% (on / both off)" "$(ratio "$T1015" "$T1015_BARE") of $T1015_BARE/s" "$(ge "$(ratio "$T1015" "$T1015_BARE")" 0.65)"
 row "HWcc bytes per CXL-resident tuple <= 48 (after YCSB)" "$HWCC B" "$(le "$HWCC" 48)"
 row "resident set <= 1.5x data (TPC-C, worst host)" "${RSS_RATIO}x" "$(le "$RSS_RATIO" 1.5)"
+[ -f "$WORK/runs.txt" ] && { echo; cat "$WORK/runs.txt"; }
 exit $FAILED
