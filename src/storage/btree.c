@@ -507,6 +507,62 @@ static inline bool tree_usable(const bt_tree *t)
 
 /* ---- public: lookup -------------------------------------------------------- */
 
+/* Group prefetching: all descents advance one level per round, so the cache
+ * misses of a level are taken together instead of one key after another.
+ * Every node is read under the optimistic protocol (a lane whose node
+ * changed under it just stops), so a lane only ever follows a child pointer
+ * read from a validated node; the caller's EBR section keeps those nodes
+ * readable. A value is a hint, valid when its leaf was. */
+void bt_prefetch(const bt_tree *const *trees, const void *const *keys, unsigned n,
+                 uint64_t *values)
+{
+    struct lane {
+        const bt_tree *t;
+        char *node;
+        search_key sk;
+    } lane[BT_PREFETCH_MAX];
+    if (n > BT_PREFETCH_MAX) n = BT_PREFETCH_MAX;
+    unsigned live = 0;
+    for (unsigned i = 0; i < n; i++) {
+        values[i] = 0;
+        struct lane *l = &lane[i];
+        l->t = trees[i];
+        l->node = NULL;
+        if (!tree_usable(l->t) || !keys[i]) continue;
+        search_key_set(l->t, &l->sk, keys[i]);
+        l->node = node_at(l->t, load_word(&l->t->hdr->root));
+        prefetch_node(l->t, l->node);
+        live++;
+    }
+    while (live) {
+        for (unsigned i = 0; i < n; i++) {
+            struct lane *l = &lane[i];
+            if (!l->node) continue;
+            const bt_tree *t = l->t;
+            char *node = l->node;
+            uint64_t v;
+            l->node = NULL;
+            live--;
+            if (!read_lock(node, &v)) continue;
+            uint64_t meta = load_word(meta_word(node));
+            unsigned count = meta_count(t, meta);
+            if (meta_level(meta) == 0) {
+                unsigned pos = key_bound(t, node, count, &l->sk, false);
+                if (pos < count && compare_slot(t, key_slot(t, node, pos), &l->sk) == 0) {
+                    uint64_t val = load_word(leaf_value(t, node, pos));
+                    if (validate(node, v)) values[i] = val;
+                }
+                continue;
+            }
+            uint64_t next = load_word(child_ref(t, node, key_bound(t, node, count, &l->sk, true)));
+            if (!validate(node, v)) continue;
+            l->node = node_at(t, next);
+            prefetch_node(t, l->node);
+            live++;
+        }
+    }
+}
+
 /* ---- hints: answers from a remembered leaf ------------------------------------ */
 
 /* The hinted leaf at its remembered version, or NULL. */

@@ -136,6 +136,16 @@ bt_status bt_next_at(const bt_tree *t, const void *key, bool inclusive, void *ke
 bt_status bt_prev_at(const bt_tree *t, const void *key, bool inclusive, void *key_out,
                      uint64_t *value, bt_hint *hint);
 
+/* Look up n keys (at most BT_PREFETCH_MAX; keys[i] in trees[i]) together,
+ * descending all of them one level at a time, so that their cache misses
+ * overlap: values[i] is key i's value, or 0 when it was not found or its
+ * descent met a concurrent change. For prefetching what a transaction will
+ * read next — a value is a hint, not an answer. Call inside the EBR section
+ * that protects the trees' nodes. */
+#define BT_PREFETCH_MAX 16
+void bt_prefetch(const bt_tree *const *trees, const void *const *keys, unsigned n,
+                 uint64_t *values);
+
 /* Called once per entry of a scan, in scan order. key points to key_width
  * bytes valid only during the call. Return true to go on, false to stop. No
  * lock is held during the call: it may itself use the tree. */

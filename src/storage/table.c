@@ -16,6 +16,27 @@ struct pod_row *row_alloc(const pod_table *t)
 
 void row_free(struct pod_row *r) { free(r); }
 
+#define PREFETCH_ROW_BYTES 512u /* the row's lock word and the start of its tuple */
+
+void table_prefetch(const pod_table *t, const uint32_t *parts, const void *const *keys,
+                    unsigned n)
+{
+    const bt_tree *trees[BT_PREFETCH_MAX];
+    uint64_t rows[BT_PREFETCH_MAX];
+    for (unsigned done = 0; done < n; done += BT_PREFETCH_MAX) {
+        unsigned m = n - done < BT_PREFETCH_MAX ? n - done : BT_PREFETCH_MAX;
+        for (unsigned i = 0; i < m; i++) trees[i] = &t->parts[parts[done + i]].tree;
+        bt_prefetch(trees, keys + done, m, rows);
+        size_t bytes = sizeof(struct pod_row) + t->tuple_size;
+        if (bytes > PREFETCH_ROW_BYTES) bytes = PREFETCH_ROW_BYTES;
+        for (unsigned i = 0; i < m; i++) {
+            const char *r = (const char *)(uintptr_t)rows[i];
+            if (!r) continue;
+            for (size_t off = 0; off < bytes; off += 64) __builtin_prefetch(r + off);
+        }
+    }
+}
+
 bt_status table_index_insert(pod_table *t, uint32_t part, struct pod_row *row)
 {
     return bt_insert(&t->parts[part].tree, row_key(t, row), (uint64_t)(uintptr_t)row);

@@ -54,6 +54,12 @@ static inline struct pod_row *table_lookup(const pod_table *t, uint32_t part, co
                : NULL;
 }
 
+/* Bring the index paths and rows of n keys (keys[i] in partition parts[i])
+ * into the cache together (bt_prefetch); a hint for what a transaction reads
+ * next. Inside the caller's EBR section. */
+void table_prefetch(const pod_table *t, const uint32_t *parts, const void *const *keys,
+                    unsigned n);
+
 /* Put a row (its key already stored in it) into the partition's index:
  * BT_OK, BT_EXISTS or an index error. */
 bt_status table_index_insert(pod_table *t, uint32_t part, struct pod_row *row);

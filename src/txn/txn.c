@@ -469,6 +469,29 @@ static int get_impl(struct pod_txn *tx, pod_table *t, const void *key, void *out
     return POD_OK;
 }
 
+int pod_prefetch(pod_txn *tx, pod_table *t, const void *keys, uint32_t n)
+{
+    int rc = check_op(tx, t, keys);
+    if (rc) return rc;
+    const unsigned char *k = keys;
+    uint32_t parts[BT_PREFETCH_MAX];
+    const void *mine[BT_PREFETCH_MAX];
+    unsigned m = 0;
+    for (uint32_t i = 0; i < n; i++) {
+        const void *key = k + (size_t)i * t->key_size;
+        uint32_t part = table_partition_of(t, key);
+        if (txn_is_remote(tx, t, part)) continue; /* nothing of it is in this host's DRAM */
+        parts[m] = part;
+        mine[m++] = key;
+        if (m == BT_PREFETCH_MAX || i + 1 == n) {
+            table_prefetch(t, parts, mine, m);
+            m = 0;
+        }
+    }
+    if (m) table_prefetch(t, parts, mine, m);
+    return POD_OK;
+}
+
 int pod_get(pod_txn *tx, pod_table *t, const void *key, void *tuple_out)
 {
     return get_impl(tx, t, key, tuple_out, HELD_READ);

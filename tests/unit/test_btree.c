@@ -628,6 +628,54 @@ START_TEST(empty_tree_and_upsert)
 }
 END_TEST
 
+/* bt_prefetch: the same answers as lookups, over two trees of different
+ * depths and key widths, with missing keys and more keys than one batch. */
+START_TEST(prefetch_answers_like_lookups)
+{
+    bt_local_space ls;
+    bt_local_space_init(&ls);
+    bt_header h8, h12, hempty;
+    bt_tree t8, t12, empty;
+    CHECK_EQ(bt_create(&t8, &h8, &ls.space, &(bt_config){.key_width = 8}), BT_OK);
+    CHECK_EQ(bt_create(&t12, &h12, &ls.space, &(bt_config){.key_width = 12, .node_size = 128}),
+             BT_OK);
+    CHECK_EQ(bt_create(&empty, &hempty, &ls.space, &(bt_config){.key_width = 8}), BT_OK);
+    for (uint64_t i = 0; i < 20000; i += 2) {
+        uint8_t k[12] = {0};
+        for (int b = 0; b < 8; b++) k[b] = (uint8_t)(i >> (56 - 8 * b));
+        CHECK_EQ(bt_insert(&t8, k, i + 1), BT_OK);
+        if (i < 3000) CHECK_EQ(bt_insert(&t12, k, 100000 + i), BT_OK);
+    }
+    uint8_t keys[BT_PREFETCH_MAX][12];
+    const void *kp[BT_PREFETCH_MAX];
+    const bt_tree *tp[BT_PREFETCH_MAX];
+    uint64_t vals[BT_PREFETCH_MAX];
+    uint64_t rng = 7;
+    for (int round = 0; round < 500; round++) {
+        unsigned n = 1 + (unsigned)(round % BT_PREFETCH_MAX);
+        for (unsigned i = 0; i < n; i++) {
+            rng = rng * 6364136223846793005ull + 1442695040888963407ull;
+            uint64_t k = (rng >> 33) % 21000;
+            memset(keys[i], 0, sizeof keys[i]);
+            for (int b = 0; b < 8; b++) keys[i][b] = (uint8_t)(k >> (56 - 8 * b));
+            unsigned which = (unsigned)(rng >> 20) % 3;
+            tp[i] = which == 0 ? &t8 : which == 1 ? &t12 : &empty;
+            kp[i] = keys[i];
+        }
+        bt_prefetch(tp, kp, n, vals);
+        for (unsigned i = 0; i < n; i++) {
+            uint64_t v = 0;
+            bool found = bt_lookup(tp[i], kp[i], &v) == BT_OK;
+            CHECK_EQ(vals[i], found ? v : 0);
+        }
+    }
+    bt_destroy(&t8);
+    bt_destroy(&t12);
+    bt_destroy(&empty);
+    bt_local_space_fini(&ls);
+}
+END_TEST
+
 /* ---- geometry and bad input ------------------------------------------------------------- */
 
 START_TEST(geometry_and_bad_input)
@@ -904,6 +952,7 @@ int main(void)
     tcase_add_loop_test(tc, ordered_loads_delete_all_reinsert, 0,
                         sizeof ordered_configs / sizeof ordered_configs[0]);
     tcase_add_test(tc, empty_tree_and_upsert);
+    tcase_add_test(tc, prefetch_answers_like_lookups);
     tcase_add_test(tc, geometry_and_bad_input);
     tcase_add_loop_test(tc, nomem_leaves_tree_intact, 0,
                         sizeof random_configs / sizeof random_configs[0]);

@@ -202,6 +202,15 @@ static bool writer_lookup(writer *w, size_t i)
     if (st != (w->present[i] ? BT_OK : BT_NOT_FOUND) || (st == BT_OK && v != value_of(w->ids[i])))
         return flag_failure("writer %d: lookup of own key %llu gave %s", w->index,
                     (unsigned long long)w->ids[i], bt_status_name(st));
+    /* The batched lookup under the same concurrent writers: the value, or
+     * 0 when a change on the path made it give up. */
+    const bt_tree *tp[1] = {&tree};
+    const void *kp[1] = {k};
+    uint64_t pv;
+    bt_prefetch(tp, kp, 1, &pv);
+    if (pv != 0 && (!w->present[i] || pv != value_of(w->ids[i])))
+        return flag_failure("writer %d: bt_prefetch of own key %llu gave a wrong value", w->index,
+                    (unsigned long long)w->ids[i]);
     return true;
 }
 
