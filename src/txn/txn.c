@@ -474,21 +474,24 @@ int pod_prefetch(pod_txn *tx, pod_table *t, const void *keys, uint32_t n)
     int rc = check_op(tx, t, keys);
     if (rc) return rc;
     const unsigned char *k = keys;
-    uint32_t parts[BT_PREFETCH_MAX];
-    const void *mine[BT_PREFETCH_MAX];
-    unsigned m = 0;
+    /* This host's rows, and other hosts' tuples that are in CXL memory. */
+    uint32_t parts[2][BT_PREFETCH_MAX];
+    const void *batch[2][BT_PREFETCH_MAX];
+    unsigned m[2] = {0, 0};
     for (uint32_t i = 0; i < n; i++) {
         const void *key = k + (size_t)i * t->key_size;
         uint32_t part = table_partition_of(t, key);
-        if (txn_is_remote(tx, t, part)) continue; /* nothing of it is in this host's DRAM */
-        parts[m] = part;
-        mine[m++] = key;
-        if (m == BT_PREFETCH_MAX || i + 1 == n) {
-            table_prefetch(t, parts, mine, m);
-            m = 0;
-        }
+        int r = txn_is_remote(tx, t, part);
+        parts[r][m[r]] = part;
+        batch[r][m[r]++] = key;
+        if (m[r] == BT_PREFETCH_MAX || i + 1 == n)
+            for (int b = 0; b < 2; b++) {
+                if (!m[b]) continue;
+                if (b) remote_prefetch(tx, t, parts[b], batch[b], m[b]);
+                else table_prefetch(t, parts[b], batch[b], m[b]);
+                m[b] = 0;
+            }
     }
-    if (m) table_prefetch(t, parts, mine, m);
     return POD_OK;
 }
 

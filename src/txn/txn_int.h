@@ -106,6 +106,11 @@ enum remote_find { REMOTE_FOUND, REMOTE_MISSING };
  * POD_OK with *res, or a negative status. */
 int remote_find(struct pod_txn *tx, pod_table *t, uint32_t part, const void *key, uint8_t want,
                 enum remote_find *res, struct access **acc);
+/* pod_prefetch's part for keys of other hosts' partitions (parts[i] of
+ * keys[i], at most BT_PREFETCH_MAX): their CXL index paths and records,
+ * where they are in CXL memory. A hint: never fails the transaction. */
+void remote_prefetch(struct pod_txn *tx, pod_table *t, const uint32_t *parts,
+                     const void *const *keys, unsigned n);
 int remote_insert(struct pod_txn *tx, pod_table *t, uint32_t part, const void *key,
                   const void *tuple);
 int remote_scan(struct pod_txn *tx, pod_table *t, uint32_t part, const void *lo, const void *hi,

@@ -65,6 +65,26 @@ static cxl_off ix_lookup(struct pod_txn *tx, const struct pod_part_cxl *pc, cons
     return cxl_index_lookup(pc->ix, tx->w->id, key, &v) == BT_OK ? v : CXL_NULL;
 }
 
+void remote_prefetch(struct pod_txn *tx, pod_table *t, const uint32_t *parts,
+                     const void *const *keys, unsigned n)
+{
+    const bt_tree *trees[BT_PREFETCH_MAX];
+    const void *mine[BT_PREFETCH_MAX];
+    uint64_t offs[BT_PREFETCH_MAX];
+    unsigned m = 0;
+    for (unsigned i = 0; i < n && m < BT_PREFETCH_MAX; i++) {
+        pod_err e;
+        struct pod_part_cxl *pc = pod_part(host_of(tx), t, parts[i], tx->w->id, &e);
+        if (!pc) continue; /* the real access reports it */
+        trees[m] = cxl_index_tree(pc->ix);
+        mine[m++] = keys[i];
+    }
+    if (!m) return;
+    bt_prefetch(trees, mine, m, offs);
+    for (unsigned i = 0; i < m; i++)
+        if (offs[i]) __builtin_prefetch(pod_rec(host_of(tx), offs[i]));
+}
+
 /* The next CXL key after key (>= with inclusive; key NULL: the first):
  * offset and key, or CXL_NULL for "past the last". */
 static cxl_off ix_next(struct pod_txn *tx, const struct pod_part_cxl *pc, const void *key,
