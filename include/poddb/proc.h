@@ -168,11 +168,12 @@ int pod_insert(pod_txn *tx, pod_table *t, const void *key, const void *tuple);
 int pod_delete(pod_txn *tx, pod_table *t, const void *key);
 
 /* A hint: the transaction is about to read these n keys of t (n * key_size
- * bytes, one after another). Their index paths and rows on this host are
- * looked up together and brought into the cache, so that the reads that
- * follow do not each wait for memory in turn. Takes no lock and reads
- * nothing into the transaction; keys of other hosts' partitions are skipped.
- * POD_OK, or a negative status for a bad table or NULL keys. */
+ * bytes, one after another). Their index paths and rows (for other hosts'
+ * partitions: CXL index paths and records, where the tuples are in CXL
+ * memory) are looked up together and brought into the cache, so that the
+ * reads that follow do not each wait for memory in turn. Takes no lock and
+ * reads nothing into the transaction. POD_OK, or a negative status for a bad
+ * table or NULL keys. */
 int pod_prefetch(pod_txn *tx, pod_table *t, const void *keys, uint32_t n);
 
 /* Called per row of a scan, in order, with a shared lock held on the row.
