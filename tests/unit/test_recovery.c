@@ -77,6 +77,21 @@ static void write_seg(const char *dir, uint32_t logger, uint64_t seq, const stru
     ck_assert_int_eq(seg_writer_close(w, &err), 0);
 }
 
+/* A checkpoint file ckpt-0-<seq>.log (.tmp: unfinished) with start epoch es. */
+static void write_ckpt(const char *dir, uint64_t seq, bool tmp, uint64_t es, const struct rec *r,
+                       int n)
+{
+    pod_err err;
+    char name[SEG_NAME_MAX];
+    seg_format_ckpt_name(name, sizeof name, 0, seq, tmp);
+    struct seg_header h = {.host = 0, .logger = SEG_LOGGER_CHECKPOINT, .seq = seq,
+                           .first_epoch = es};
+    struct seg_writer *w = seg_writer_open_named(dir, name, &h, &err);
+    ck_assert_msg(w != NULL, "%s", err.msg);
+    write_records(w, r, n);
+    ck_assert_int_eq(seg_writer_close(w, &err), 0);
+}
+
 static void write_durable(const char *dir, uint64_t epoch)
 {
     pod_err err;
@@ -280,14 +295,8 @@ START_TEST(test_patch_onto_checkpoint)
     char dir[POD_PATH_MAX];
     lf_make_dir(dir, sizeof dir);
     pod_err err;
-    char name[SEG_NAME_MAX];
-    seg_format_ckpt_name(name, sizeof name, 0, 1, false);
-    struct seg_header h = {.host = 0, .logger = SEG_LOGGER_CHECKPOINT, .seq = 1, .first_epoch = 20};
-    struct seg_writer *w = seg_writer_open_named(dir, name, &h, &err);
-    ck_assert_msg(w != NULL, "%s", err.msg);
     const struct rec ck[] = {PUT(1, 19, 2, 100)};
-    write_records(w, ck, 1);
-    ck_assert_int_eq(seg_writer_close(w, &err), 0);
+    write_ckpt(dir, 1, false, 20, ck, 1);
     const struct rec r[] = {
         PATCH(1, 19, 2, 19, 1, 99),  /* reflected by the checkpoint */
         PATCH(1, 21, 0, 19, 2, 101),
@@ -378,14 +387,8 @@ START_TEST(test_checkpoint_and_log_tail)
     char dir[POD_PATH_MAX];
     lf_make_dir(dir, sizeof dir);
     pod_err err;
-    char name[SEG_NAME_MAX];
-    seg_format_ckpt_name(name, sizeof name, 0, 3, false);
-    struct seg_header h = {.host = 0, .logger = SEG_LOGGER_CHECKPOINT, .seq = 3, .first_epoch = 20};
-    struct seg_writer *w = seg_writer_open_named(dir, name, &h, &err);
-    ck_assert_msg(w != NULL, "%s", err.msg);
     const struct rec ck[] = {PUT(1, 15, 0, 1), PUT(2, 18, 0, 2)};
-    write_records(w, ck, 2);
-    ck_assert_int_eq(seg_writer_close(w, &err), 0);
+    write_ckpt(dir, 3, false, 20, ck, 2);
     const struct rec r[] = {
         PUT(1, 10, 0, -1),  /* older than the checkpoint start: skipped */
         PUT(3, 19, 0, -3),  /* idem (the checkpoint reflects epochs below 20) */
@@ -395,12 +398,8 @@ START_TEST(test_checkpoint_and_log_tail)
     write_seg(dir, 0, 0, r, 4);
     write_durable(dir, 30);
     /* an unfinished checkpoint is ignored */
-    seg_format_ckpt_name(name, sizeof name, 0, 4, true);
-    h.seq = 4;
-    w = seg_writer_open_named(dir, name, &h, &err);
     const struct rec junk[] = {PUT(9, 22, 0, 9)};
-    write_records(w, junk, 1);
-    ck_assert_int_eq(seg_writer_close(w, &err), 0);
+    write_ckpt(dir, 4, true, 20, junk, 1);
     struct lf f;
     struct log_recovery_stats st;
     ck_assert_msg(recover(&f, dir, 2, &st, &err, NULL) == 0, "%s", err.msg);
