@@ -23,17 +23,16 @@ void table_prefetch(const pod_table *t, const uint32_t *parts, const void *const
 {
     const bt_tree *trees[BT_PREFETCH_MAX];
     uint64_t rows[BT_PREFETCH_MAX];
-    for (unsigned done = 0; done < n; done += BT_PREFETCH_MAX) {
-        unsigned m = n - done < BT_PREFETCH_MAX ? n - done : BT_PREFETCH_MAX;
-        for (unsigned i = 0; i < m; i++) trees[i] = &t->parts[parts[done + i]].tree;
-        bt_prefetch(trees, keys + done, m, rows);
-        size_t bytes = sizeof(struct pod_row) + t->tuple_size;
-        if (bytes > PREFETCH_ROW_BYTES) bytes = PREFETCH_ROW_BYTES;
-        for (unsigned i = 0; i < m; i++) {
-            const char *r = (const char *)(uintptr_t)rows[i];
-            if (!r) continue;
-            for (size_t off = 0; off < bytes; off += 64) __builtin_prefetch(r + off);
-        }
+    if (n == 0) return;
+    if (n > BT_PREFETCH_MAX) n = BT_PREFETCH_MAX;
+    for (unsigned i = 0; i < n; i++) trees[i] = &t->parts[parts[i]].tree;
+    bt_prefetch(trees, keys, n, rows);
+    size_t bytes = sizeof(struct pod_row) + t->tuple_size;
+    if (bytes > PREFETCH_ROW_BYTES) bytes = PREFETCH_ROW_BYTES;
+    for (unsigned i = 0; i < n; i++) {
+        const char *r = (const char *)(uintptr_t)rows[i];
+        if (!r) continue;
+        for (size_t off = 0; off < bytes; off += 64) __builtin_prefetch(r + off);
     }
 }
 

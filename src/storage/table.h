@@ -54,9 +54,9 @@ static inline struct pod_row *table_lookup(const pod_table *t, uint32_t part, co
                : NULL;
 }
 
-/* Bring the index paths and rows of n keys (keys[i] in partition parts[i])
- * into the cache together (bt_prefetch); a hint for what a transaction reads
- * next. Inside the caller's EBR section. */
+/* Bring the index paths and rows of n keys (keys[i] in partition parts[i],
+ * n <= BT_PREFETCH_MAX) into the cache together (bt_prefetch); a hint for
+ * what a transaction reads next. Inside the caller's EBR section. */
 void table_prefetch(const pod_table *t, const uint32_t *parts, const void *const *keys,
                     unsigned n);
 

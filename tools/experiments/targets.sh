@@ -130,6 +130,16 @@ runs() {
     true
 }
 
+# repeated NAME ARGS...: REPEAT runs of one figure (NAME-1, NAME-2, ...);
+# prints their median and notes the runs
+repeated() {
+    local name=$1 v=() r
+    shift
+    for r in $(seq "$REPEAT"); do v+=("$(bench "$name-$r" "$@")"); done
+    runs "$name" "${v[@]}"
+    median "${v[@]}"
+}
+
 RESULTS=$WORK/results.txt
 : >"$RESULTS"
 FAILED=0
@@ -179,17 +189,13 @@ down
 echo "TPC-C, logging off" >&2
 up "$(make_conf off 0 true $YCSB_TUPLES)"
 "$BIN/poddb-bench" --conf "$CONF" --workload tpcc --remote 0/0 --duration 1 --warmup 0 >/dev/null 2>&1
-A=()
-for r in $(seq "$REPEAT"); do A+=("$(bench tpcc-10-15-nolog-$r --workload tpcc --remote 10/15)"); done
-T1015_NOLOG=$(median "${A[@]}"); runs tpcc-10-15-nolog "${A[@]}"
+T1015_NOLOG=$(repeated tpcc-10-15-nolog --workload tpcc --remote 10/15)
 down
 
 echo "TPC-C, locking and logging off (benchmark-only mode)" >&2
 up "$(make_conf bare 0 false $YCSB_TUPLES)"
 "$BIN/poddb-bench" --conf "$CONF" --workload tpcc --remote 0/0 --duration 1 --warmup 0 >/dev/null 2>&1
-A=()
-for r in $(seq "$REPEAT"); do A+=("$(bench tpcc-10-15-bare-$r --workload tpcc --remote 10/15)"); done
-T1015_BARE=$(median "${A[@]}"); runs tpcc-10-15-bare "${A[@]}"
+T1015_BARE=$(repeated tpcc-10-15-bare --workload tpcc --remote 10/15)
 down
 
 echo "YCSB, logging on" >&2
