@@ -587,6 +587,59 @@ START_TEST(ordered_loads_delete_all_reinsert)
 }
 END_TEST
 
+/* Composite keys (district, order), loaded in order, then new orders of all
+ * districts in turn: each district's run goes in the middle of the tree,
+ * before the next district's keys. The run splits keep its leaves full. */
+static void district_key(uint64_t d, uint64_t o, uint8_t *k)
+{
+    for (int i = 0; i < 8; i++) {
+        k[i] = (uint8_t)(d >> (56 - 8 * i));
+        k[8 + i] = (uint8_t)(o >> (56 - 8 * i));
+    }
+}
+
+START_TEST(runs_inside_the_tree_fill_leaves)
+{
+    const unsigned districts = 10, loaded = 1000, added = 3000;
+    bt_local_space ls;
+    bt_local_space_init(&ls);
+    bt_header hdr;
+    bt_tree t;
+    CHECK_EQ(bt_create(&t, &hdr, &ls.space, &(bt_config){.key_width = 16}), BT_OK);
+    ref_map m;
+    ref_init(&m, 16, (size_t)districts * (loaded + added));
+    uint8_t k[16];
+    for (uint64_t d = 0; d < districts; d++)
+        for (uint64_t o = 0; o < loaded; o++) {
+            district_key(d, o, k);
+            CHECK_EQ(bt_insert(&t, k, d << 32 | o), BT_OK);
+            CHECK(ref_insert(&m, k, d << 32 | o));
+        }
+    for (uint64_t o = loaded; o < loaded + added; o++)
+        for (uint64_t d = 0; d < districts; d++) {
+            district_key(d, o, k);
+            CHECK_EQ(bt_insert(&t, k, d << 32 | o), BT_OK);
+            CHECK(ref_insert(&m, k, d << 32 | o));
+        }
+    check_whole(&t, &m);
+    /* Full leaves but for one partial leaf per district boundary (a middle
+     * split would leave the added part of every district half empty). */
+    bt_stats s;
+    CHECK_EQ(bt_get_stats(&t, &s), BT_OK);
+    uint64_t dense = (m.n + t.leaf_cap - 2) / (t.leaf_cap - 1);
+    CHECK_MSG(s.leaves <= dense + 2 * districts + s.height, "%llu leaves for %zu keys (cap %u)",
+              (unsigned long long)s.leaves, m.n, t.leaf_cap);
+    for (size_t i = 0; i < m.n; i++) {
+        uint64_t v = 0;
+        CHECK_EQ(bt_lookup(&t, m.e[i]->key, &v), BT_OK);
+        CHECK_EQ(v, m.e[i]->val);
+    }
+    bt_destroy(&t);
+    bt_local_space_fini(&ls);
+    ref_free(&m);
+}
+END_TEST
+
 START_TEST(empty_tree_and_upsert)
 {
     bt_local_space ls;
@@ -951,6 +1004,7 @@ int main(void)
     tcase_add_loop_test(tc, random_ops_other_widths, 0, 6);
     tcase_add_loop_test(tc, ordered_loads_delete_all_reinsert, 0,
                         sizeof ordered_configs / sizeof ordered_configs[0]);
+    tcase_add_test(tc, runs_inside_the_tree_fill_leaves);
     tcase_add_test(tc, empty_tree_and_upsert);
     tcase_add_test(tc, prefetch_answers_like_lookups);
     tcase_add_test(tc, geometry_and_bad_input);
