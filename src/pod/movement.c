@@ -272,7 +272,8 @@ static int move_chain(struct pod_worker *w, pod_table *t, uint32_t part,
     return status;
 }
 
-void pod_unlink_moved(struct pod_worker *w, pod_table *t, uint32_t part, struct pod_row *row)
+void pod_unlink_moved(struct pod_worker *w, pod_table *t, uint32_t part, const void *key,
+                      struct pod_row *row)
 {
     struct pod_host *ph = w->db->pod;
     struct pod_part_cxl *pc = t->parts[part].cxl;
@@ -280,11 +281,10 @@ void pod_unlink_moved(struct pod_worker *w, pod_table *t, uint32_t part, struct 
      * move this row: its record is write-locked). */
     while (!pod_row_latch_try(row)) pod_cpu_relax();
     cxl_record *rec = rowlock_record(ph->r, row);
-    const unsigned char *key = row_key(t, row);
     rec_row_write(ph->r, ph->coh, rec, NULL, t->tuple_size, 0, row->epoch_version);
     pod_forget_record(w, pc, key, rec);
     __atomic_store_n(&row->valid, 0, __ATOMIC_RELEASE);
-    table_index_remove(t, part, row);
+    table_index_remove(t, part, key);
     ebr_retire(w->db->ebr, w->id, row, row_free_cb, NULL);
     /* The latch and the record's write lock are never released: the row and
      * the record are dead, and whoever still finds them fails to lock them. */
@@ -332,10 +332,9 @@ static int prep_insert(struct pod_worker *w, pod_table *t, uint32_t part,
     }
     rec_init_lock(pod_rec(ph, off), true, 0); /* the requester's write lock */
     rec_flag_set(pod_rec(ph, off), REC_CLOCK); /* as a move-in: used right away */
-    memcpy(row_key(t, nrow), rq->key, t->key_size);
     nrow->shortcut = off;
     nrow->lock = LOCK_MOVED;
-    if (table_index_insert(t, part, nrow) != BT_OK) {
+    if (table_index_insert(t, part, rq->key, nrow) != BT_OK) {
         rec_destroy(ph->r, off);
         row_free(nrow);
         status = POD_RS_BUSY; /* inserted meanwhile by the owner */
@@ -345,7 +344,7 @@ static int prep_insert(struct pod_worker *w, pod_table *t, uint32_t part,
     pod_count(&pc->resident, 1); /* before anyone can find it (see pod_local_inserted) */
     if (cxl_index_insert(pc->ix, w->id, rq->key, off) != BT_OK) {
         __atomic_fetch_sub(&pc->resident, 1, __ATOMIC_RELAXED);
-        table_index_remove(t, part, nrow);
+        table_index_remove(t, part, rq->key);
         ebr_retire(w->db->ebr, w->id, nrow, row_free_cb, NULL);
         rec_destroy(ph->r, off);
         status = POD_RS_NOMEM;
@@ -368,7 +367,7 @@ static void unlink_req(struct pod_worker *w, pod_table *t, uint32_t part,
                   t->name, part, (unsigned long long)rq->rec);
         return;
     }
-    pod_unlink_moved(w, t, part, row);
+    pod_unlink_moved(w, t, part, rq->key, row);
 }
 
 static void reply(struct pod_worker *w, const struct cxl_msg *m, int status, cxl_off rec,

@@ -138,7 +138,8 @@ void pod_handle(struct pod_worker *w, const struct cxl_msg *m);
 /* Owner: remove a moved row whose record this thread holds write-locked
  * (a committed delete, an undone insert): record invalid, out of the CXL
  * index and the local index, both retired. The lock is never released. */
-void pod_unlink_moved(struct pod_worker *w, pod_table *t, uint32_t part, struct pod_row *row);
+void pod_unlink_moved(struct pod_worker *w, pod_table *t, uint32_t part, const void *key,
+                      struct pod_row *row);
 /* Owner: a key was inserted into the local index (under an exclusive lock on
  * its next key): the gap before it is no longer known to be complete. */
 void pod_local_inserted(struct pod_worker *w, pod_table *t, uint32_t part, const void *key);

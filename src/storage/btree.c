@@ -47,7 +47,8 @@
  * multiple of 8 bytes with zeros so whole words can be compared as
  * big-endian numbers, which is memcmp order):
  *   word 0   version
- *   word 1   meta: entry count (low 32 bits), level (high 32; 0 = leaf)
+ *   word 1   meta: entry count (bits 0-15), a leaf's run (16-31: see
+ *            meta_run_slot), level (high 32; 0 = leaf)
  *   leaf:    keys[leaf_cap][key_stride], values[leaf_cap]
  *   inner:   separators[inner_cap][key_stride], children[inner_cap + 1]
  * Inner child i holds the keys k with sep[i-1] <= k < sep[i]. */

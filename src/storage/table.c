@@ -12,7 +12,7 @@ struct pod_row *row_alloc(const pod_table *t)
      * only up to its size class, while 64-byte alignment of a class that is
      * not a multiple of 64 costs a larger class (a 136-byte row took 256
      * bytes). Only one host's workers touch its rows. */
-    return calloc(1, sizeof(struct pod_row) + t->tuple_size + t->key_size);
+    return calloc(1, sizeof(struct pod_row) + t->tuple_size);
 }
 
 void row_free(struct pod_row *r) { free(r); }
@@ -37,14 +37,14 @@ void table_prefetch(const pod_table *t, const uint32_t *parts, const void *const
     }
 }
 
-bt_status table_index_insert(pod_table *t, uint32_t part, struct pod_row *row)
+bt_status table_index_insert(pod_table *t, uint32_t part, const void *key, struct pod_row *row)
 {
-    return bt_insert(&t->parts[part].tree, row_key(t, row), (uint64_t)(uintptr_t)row);
+    return bt_insert(&t->parts[part].tree, key, (uint64_t)(uintptr_t)row);
 }
 
-void table_index_remove(pod_table *t, uint32_t part, struct pod_row *row)
+void table_index_remove(pod_table *t, uint32_t part, const void *key)
 {
-    bt_remove(&t->parts[part].tree, row_key(t, row), NULL);
+    bt_remove(&t->parts[part].tree, key, NULL);
 }
 
 uint32_t pod_part_be64(const void *key, uint32_t nparts, void *ctx)

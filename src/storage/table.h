@@ -31,13 +31,9 @@ static inline uint32_t table_partition_of(const pod_table *t, const void *key)
     return t->partition ? t->partition(key, t->nparts, t->partition_ctx) % t->nparts : 0;
 }
 
-/* A row's key is stored right after its tuple, for removing it from the index. */
-static inline unsigned char *row_key(const pod_table *t, struct pod_row *r)
-{
-    return r->tuple + t->tuple_size;
-}
-
-/* A row with a zeroed tuple and key, unlocked, invalid. NULL when out of memory. */
+/* A row with a zeroed tuple, unlocked, invalid. NULL when out of memory.
+ * The row does not hold its key: the index does, and whoever works on a
+ * row came to it by its key (a transaction keeps it in its access set). */
 struct pod_row *row_alloc(const pod_table *t);
 void row_free(struct pod_row *r);
 
@@ -62,9 +58,9 @@ void table_prefetch(const pod_table *t, const uint32_t *parts, const void *const
 
 /* Put a row (its key already stored in it) into the partition's index:
  * BT_OK, BT_EXISTS or an index error. */
-bt_status table_index_insert(pod_table *t, uint32_t part, struct pod_row *row);
+bt_status table_index_insert(pod_table *t, uint32_t part, const void *key, struct pod_row *row);
 /* Take the row out of the partition's index (before handing it to EBR). */
-void table_index_remove(pod_table *t, uint32_t part, struct pod_row *row);
+void table_index_remove(pod_table *t, uint32_t part, const void *key);
 
 /* For pod_db: create/free the table object (the db owns the list). */
 pod_table *table_new(pod_db *db, uint32_t id, const pod_table_def *def, const bt_space *space,

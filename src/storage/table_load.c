@@ -19,10 +19,9 @@ enum table_install_result table_install(pod_table *t, const void *key, uint64_t 
     }
     if (!(row = row_alloc(t))) return TABLE_INSTALL_NOMEM;
     if (tuple) memcpy(row->tuple, tuple, t->tuple_size);
-    memcpy(row_key(t, row), key, t->key_size);
     row->epoch_version = ev;
     row->valid = tuple ? 1u : 0u;
-    bt_status st = table_index_insert(t, part, row);
+    bt_status st = table_index_insert(t, part, key, row);
     if (st != BT_OK) { /* BT_EXISTS cannot happen: one thread per key */
         row_free(row);
         return TABLE_INSTALL_NOMEM;
@@ -54,7 +53,7 @@ int table_drop_tombstone(pod_table *t, const void *key)
     uint32_t part = table_partition_of(t, key);
     struct pod_row *row = table_lookup(t, part, key, NULL);
     if (!row || row_valid(row)) return 0;
-    table_index_remove(t, part, row);
+    table_index_remove(t, part, key);
     struct pod_worker *w = pod_current_worker();
     if (w && w->db == t->db) ebr_retire(t->db->ebr, w->id, row, row_free_cb, NULL);
     else row_free(row);

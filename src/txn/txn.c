@@ -203,8 +203,17 @@ struct access *txn_find_access(struct pod_txn *tx, const void *id)
 #define find_access txn_find_access
 
 struct access *txn_add_access(struct pod_txn *tx, struct pod_row *row, cxl_record *rec,
-                              pod_table *t, uint32_t part, uint8_t held)
+                              pod_table *t, uint32_t part, uint8_t held, const void *key)
 {
+    void *k = NULL;
+    if (key) {
+        if (!(k = txn_undo_alloc(tx, t->key_size))) {
+            tx->status = POD_E_NOMEM;
+            pod_txn_fail(tx, POD_E_NOMEM, "out of memory for a key");
+            return NULL;
+        }
+        memcpy(k, key, t->key_size);
+    }
     if (tx->nacc == tx->cap) {
         struct access *n = realloc(tx->acc, 2 * tx->cap * sizeof *n);
         if (!n) {
@@ -216,7 +225,7 @@ struct access *txn_add_access(struct pod_txn *tx, struct pod_row *row, cxl_recor
         tx->cap *= 2;
     }
     struct access *a = &tx->acc[tx->nacc++];
-    *a = (struct access){.row = row, .rec = rec, .table = t, .part = part, .held = held};
+    *a = (struct access){.row = row, .rec = rec, .table = t, .part = part, .held = held, .key = k};
     if (tx->hvalid) {
         if (4 * tx->nacc <= tx->hcap) hidx_put(tx, tx->nacc - 1);
         else tx->hvalid = false; /* rebuilt bigger at the next lookup */
@@ -230,14 +239,14 @@ struct access *txn_add_access(struct pod_txn *tx, struct pod_row *row, cxl_recor
  * row's shortcut, or with engine.shortcut_pointers off (an ablation) the
  * partition's CXL index, searched for the row's key. */
 static inline struct rowlock_at row_at(const struct pod_txn *tx, pod_table *t, uint32_t part,
-                                       struct pod_row *row)
+                                       struct pod_row *row, const void *key)
 {
     struct pod_host *ph = tx->db->pod;
     struct rowlock_at at = {txn_region(tx), NULL, NULL, tx->w->id};
     /* (A sentinel's record is in no index: its shortcut is the only way.) */
     if (ph && !ph->conf->engine.shortcut_pointers && row != t->parts[part].sentinel) {
         at.ix = t->parts[part].cxl->ix;
-        at.key = row_key(t, row);
+        at.key = key;
     }
     return at;
 }
@@ -245,7 +254,7 @@ static inline struct rowlock_at row_at(const struct pod_txn *tx, pod_table *t, u
 /* The record of a local row we hold locked while it is in CXL memory. */
 static cxl_record *moved_record(const struct pod_txn *tx, struct access *a)
 {
-    struct rowlock_at at = row_at(tx, a->table, a->part, a->row);
+    struct rowlock_at at = row_at(tx, a->table, a->part, a->row, a->key);
     cxl_record *rec = rowlock_find(&at, a->row);
     /* Locked by us, the row cannot leave CXL memory: the index has it. */
     return rec ? rec : rowlock_record(at.r, a->row);
@@ -253,8 +262,10 @@ static cxl_record *moved_record(const struct pod_txn *tx, struct access *a)
 
 /* Take (or keep) a lock of mode `want` on a local row for the rest of the
  * transaction. *acc gets the access entry. POD_OK or POD_CONFLICT. */
+/* Lock the row of key (NULL: the partition's sentinel) in mode want. */
 static int lock_row(struct pod_txn *tx, pod_table *t, uint32_t part, struct pod_row *row,
-                    uint8_t want, enum pod_abort_cause read_cause, struct access **acc)
+                    const void *key, uint8_t want, enum pod_abort_cause read_cause,
+                    struct access **acc)
 {
     const struct cxl_region *r = txn_region(tx);
     struct access *a = find_access(tx, row);
@@ -264,7 +275,7 @@ static int lock_row(struct pod_txn *tx, pod_table *t, uint32_t part, struct pod_
     }
     if (tx->db->opt.no_locking) { /* benchmark-only: track the access, touch no lock word */
         if (a) a->held = want;
-        else if (!(a = txn_add_access(tx, row, NULL, t, part, want))) return POD_E_NOMEM;
+        else if (!(a = txn_add_access(tx, row, NULL, t, part, want, key))) return POD_E_NOMEM;
         *acc = a;
         return POD_OK;
     }
@@ -275,13 +286,13 @@ static int lock_row(struct pod_txn *tx, pod_table *t, uint32_t part, struct pod_
         return POD_OK;
     }
     bool in_cxl;
-    struct rowlock_at at = row_at(tx, t, part, row);
+    struct rowlock_at at = row_at(tx, t, part, row, key);
     if (!rowlock_try_at(&at, row, want, &in_cxl))
         return conflict(tx, want == HELD_WRITE ? POD_CAUSE_WRITE_LOCK : read_cause);
     if (a) {
         a->held = want;
         a->in_cxl = in_cxl;
-    } else if (!(a = txn_add_access(tx, row, NULL, t, part, want))) {
+    } else if (!(a = txn_add_access(tx, row, NULL, t, part, want, key))) {
         rowlock_release(r, row, want, in_cxl);
         return POD_E_NOMEM;
     } else {
@@ -393,7 +404,7 @@ static int lock_gap_after(struct pod_txn *tx, pod_table *t, uint32_t part, const
         bool end1, end2;
         struct pod_row *r = next_row(t, part, key, inclusive, k1, &end1, hint);
         struct access *a;
-        int rc = lock_row(tx, t, part, r, want, POD_CAUSE_NEXT_KEY, &a);
+        int rc = lock_row(tx, t, part, r, end1 ? NULL : k1, want, POD_CAUSE_NEXT_KEY, &a);
         if (rc) {
             if (rc == POD_CONFLICT) tx->cause = POD_CAUSE_NEXT_KEY;
             return rc;
@@ -434,7 +445,7 @@ static int find_locked(struct pod_txn *tx, pod_table *t, const void *key, uint8_
                 *res = MISSING; /* our own delete: the key is gone for us */
                 return POD_OK;
             }
-            int rc = lock_row(tx, t, part, row, want, POD_CAUSE_READ_LOCK, &a);
+            int rc = lock_row(tx, t, part, row, key, want, POD_CAUSE_READ_LOCK, &a);
             if (rc) return rc;
             if (local_valid(tx, a)) {
                 *res = FOUND;
@@ -575,7 +586,8 @@ int pod_insert(pod_txn *tx, pod_table *t, const void *key, const void *tuple)
                 return write_row(tx, t, a, tuple);
             }
             /* Present: a shared lock makes "exists" hold until commit. */
-            if ((rc = lock_row(tx, t, part, row, HELD_READ, POD_CAUSE_READ_LOCK, &a))) return rc;
+            if ((rc = lock_row(tx, t, part, row, key, HELD_READ, POD_CAUSE_READ_LOCK, &a)))
+                return rc;
             if (local_valid(tx, a)) return POD_EXISTS;
             unlock_fresh(tx, a);
             continue;
@@ -599,7 +611,8 @@ int pod_insert(pod_txn *tx, pod_table *t, const void *key, const void *tuple)
                 if (!rowlock_upgrade(reg, nr, &had->in_cxl)) return conflict(tx, POD_CAUSE_NEXT_KEY);
                 downgrade = had;
             } else if (held == HELD_NONE) {
-                if ((rc = lock_row(tx, t, part, nr, HELD_WRITE, POD_CAUSE_NEXT_KEY, &gap))) {
+                if ((rc = lock_row(tx, t, part, nr, end ? NULL : k1, HELD_WRITE,
+                                   POD_CAUSE_NEXT_KEY, &gap))) {
                     tx->cause = POD_CAUSE_NEXT_KEY;
                     return rc;
                 }
@@ -620,9 +633,8 @@ int pod_insert(pod_txn *tx, pod_table *t, const void *key, const void *tuple)
             return pod_txn_fail(tx, POD_E_NOMEM, "%s: out of memory for a row", t->name);
         }
         memcpy(row->tuple, tuple, t->tuple_size);
-        memcpy(row_key(t, row), key, t->key_size);
         row->lock = tx->db->opt.no_locking ? 0 : LOCK_W;
-        bt_status st = table_index_insert(t, part, row);
+        bt_status st = table_index_insert(t, part, key, row);
         /* Still under the gap's lock: CXL memory must stop claiming the gap. */
         if (st == BT_OK && tx->db->pod) pod_local_inserted(tx->w, t, part, key);
         if (gap_fresh) unlock_fresh(tx, gap);
@@ -633,9 +645,9 @@ int pod_insert(pod_txn *tx, pod_table *t, const void *key, const void *tuple)
             tx->status = POD_E_NOMEM;
             return pod_txn_fail(tx, POD_E_NOMEM, "%s: index: %s", t->name, bt_status_name(st));
         }
-        struct access *a = txn_add_access(tx, row, NULL, t, part, HELD_WRITE);
+        struct access *a = txn_add_access(tx, row, NULL, t, part, HELD_WRITE, key);
         if (!a) { /* cannot track it: take it out again */
-            table_index_remove(t, part, row);
+            table_index_remove(t, part, key);
             ebr_retire(tx->db->ebr, tx->w->id, row, row_free_cb, NULL);
             return POD_E_NOMEM;
         }
@@ -686,8 +698,8 @@ static int scan_forward(struct scan_state *s)
         /* Past the range: lock the next key, which covers the last gap. */
         uint8_t mode = past ? HELD_READ : s->want;
         struct access *a;
-        int rc = lock_row(tx, t, s->part, r, mode, past ? POD_CAUSE_NEXT_KEY : POD_CAUSE_READ_LOCK,
-                          &a);
+        int rc = lock_row(tx, t, s->part, r, end ? NULL : k1, mode,
+                          past ? POD_CAUSE_NEXT_KEY : POD_CAUSE_READ_LOCK, &a);
         if (rc) return rc;
         if (phantom) {
             bool end2;
@@ -732,7 +744,7 @@ static int scan_backward(struct scan_state *s)
         if (rc) return rc;
     } else if (tx->db->opt.phantom_protection) {
         struct access *a;
-        int rc = lock_row(tx, t, s->part, t->parts[s->part].sentinel, HELD_READ,
+        int rc = lock_row(tx, t, s->part, t->parts[s->part].sentinel, NULL, HELD_READ,
                           POD_CAUSE_NEXT_KEY, &a);
         if (rc) return rc;
     }
@@ -743,7 +755,7 @@ static int scan_backward(struct scan_state *s)
         struct pod_row *r = prev_row(t, s->part, have_cur ? cur : NULL, inclusive, k1, &s->hint);
         if (!r || (s->lo && memcmp(k1, s->lo, t->key_size) < 0)) return POD_OK;
         struct access *a;
-        int rc = lock_row(tx, t, s->part, r, s->want, POD_CAUSE_READ_LOCK, &a);
+        int rc = lock_row(tx, t, s->part, r, k1, s->want, POD_CAUSE_READ_LOCK, &a);
         if (rc) return rc;
         if (!local_valid(tx, a)) {
             unlock_fresh(tx, a);
@@ -789,11 +801,11 @@ int pod_scan(pod_txn *tx, pod_table *t, const void *lo, const void *hi, uint32_t
 static void remove_row(struct pod_txn *tx, struct access *a)
 {
     if (a->in_cxl) {
-        pod_unlink_moved(tx->w, a->table, a->part, a->row);
+        pod_unlink_moved(tx->w, a->table, a->part, a->key, a->row);
         a->held = HELD_NONE; /* dead: the lock is never released */
         return;
     }
-    table_index_remove(a->table, a->part, a->row);
+    table_index_remove(a->table, a->part, a->key);
     ebr_retire(tx->db->ebr, tx->w->id, a->row, row_free_cb, NULL);
 }
 
@@ -824,11 +836,10 @@ void txn_commit(struct pod_txn *tx)
         if (a->flags & ACC_DELETED) {
             __atomic_store_n(&a->row->valid, 0, __ATOMIC_RELEASE);
             a->row->epoch_version = txn_next_epoch_version(a->row->epoch_version, epoch);
-            log_txn_write(tx->db, lw, a->table, row_key(a->table, a->row),
-                          a->row->epoch_version, NULL);
+            log_txn_write(tx->db, lw, a->table, a->key, a->row->epoch_version, NULL);
         } else if (a->flags & (ACC_INSERTED | ACC_UPDATED)) {
             uint64_t base = a->row->epoch_version;
-            const void *key = row_key(a->table, a->row);
+            const void *key = a->key;
             if (a->flags & ACC_INSERTED) {
                 a->row->epoch_version = txn_next_epoch_version(log_insert_ev_floor(tx->db), epoch);
                 log_txn_write(tx->db, lw, a->table, key, a->row->epoch_version, a->row->tuple);

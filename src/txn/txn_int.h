@@ -39,7 +39,7 @@ struct access {
     bool in_cxl;         /* local: the lock was taken in the row's CXL record */
     void *undo;          /* local: before-image */
     void *copy;          /* remote: the tuple; local: a CXL-only tuple read under a shared lock */
-    const void *key;     /* remote: the key (for an unlink) */
+    const void *key;     /* a copy: for the log, the index, the CXL index; NULL: a sentinel */
     uint64_t ev;         /* remote: the epoch-version read */
 };
 
@@ -85,9 +85,10 @@ static inline void txn_serve_inbox(struct pod_txn *tx)
 int txn_conflict(struct pod_txn *tx, enum pod_abort_cause cause);
 void *txn_undo_alloc(struct pod_txn *tx, size_t n);
 struct access *txn_find_access(struct pod_txn *tx, const void *id);
-/* A new access; NULL (status set to POD_E_NOMEM) when out of memory. */
+/* A new access with a copy of key (NULL for a sentinel); NULL (status set
+ * to POD_E_NOMEM) when out of memory. The caller still holds the lock. */
 struct access *txn_add_access(struct pod_txn *tx, struct pod_row *row, cxl_record *rec,
-                              pod_table *t, uint32_t part, uint8_t held);
+                              pod_table *t, uint32_t part, uint8_t held, const void *key);
 /* Give back the newest access if this operation just took it for nothing. */
 void txn_unlock_fresh(struct pod_txn *tx, struct access *a);
 uint64_t txn_next_epoch_version(uint64_t ev, uint64_t epoch);

@@ -131,20 +131,10 @@ static int lock_rec(struct pod_txn *tx, pod_table *t, uint32_t part, struct pod_
     if (a) {
         a->held = want;
     } else {
-        if (!(a = txn_add_access(tx, NULL, rec, t, part, want))) {
+        if (!(a = txn_add_access(tx, NULL, rec, t, part, want, key))) {
             if (want == HELD_WRITE) rec_release_write(rec);
             else rec_release_read(rec);
             return POD_E_NOMEM;
-        }
-        if (key) {
-            void *k = txn_undo_alloc(tx, t->key_size);
-            if (!k) {
-                txn_unlock_fresh(tx, a);
-                tx->status = POD_E_NOMEM;
-                return pod_txn_fail(tx, POD_E_NOMEM, "out of memory for a key");
-            }
-            memcpy(k, key, t->key_size);
-            a->key = k;
         }
     }
     if (rec != pc->sentinel) rec_flag_set(rec, REC_CLOCK); /* recently used by a non-owner */
@@ -317,20 +307,15 @@ int remote_insert(struct pod_txn *tx, pod_table *t, uint32_t part, const void *k
         if (rs < 0) return reply_status(tx, rs, &e, POD_CAUSE_NEXT_KEY);
         /* The owner made an invalid tuple, write-locked for us. */
         struct access *a = txn_add_access(tx, NULL, pod_rec(host_of(tx), rec_off), t, part,
-                                          HELD_WRITE);
-        void *copy = txn_undo_alloc(tx, t->tuple_size), *k = txn_undo_alloc(tx, t->key_size);
-        if (!a || !copy || !k) {
-            if (a) {
-                a->flags = ACC_INSERTED;
-                a->key = k;
-            }
+                                          HELD_WRITE, key);
+        void *copy = a ? txn_undo_alloc(tx, t->tuple_size) : NULL;
+        if (!copy) {
+            if (a) a->flags = ACC_INSERTED; /* the abort unlinks it */
             tx->status = POD_E_NOMEM;
             return pod_txn_fail(tx, POD_E_NOMEM, "out of memory for an insert");
         }
         memcpy(copy, tuple, t->tuple_size);
-        memcpy(k, key, t->key_size);
         a->copy = copy;
-        a->key = k;
         a->flags = ACC_INSERTED | ACC_LOADED;
         pod_count(&host_of(tx)->st.remote_writes, 1);
         return POD_OK;
