@@ -254,6 +254,17 @@ int remote_find(struct pod_txn *tx, pod_table *t, uint32_t part, const void *key
     return txn_conflict(tx, POD_CAUSE_REMOTE_BUSY);
 }
 
+/* Has the owner take the write-locked record of key out of its indexes; the
+ * owner takes the write lock over and never releases it. */
+static void unlink_record(struct pod_txn *tx, pod_table *t, uint32_t part, const void *key,
+                          cxl_record *rec)
+{
+    pod_err e;
+    if (pod_send_unlink(tx->w, owner_of(t, part), t, part, key, cxl_off_in(host_of(tx)->r, rec),
+                        &e))
+        pod_error("%s: %s (the tuple stays locked)", t->name, e.msg);
+}
+
 int remote_insert(struct pod_txn *tx, pod_table *t, uint32_t part, const void *key,
                   const void *tuple)
 {
@@ -306,11 +317,12 @@ int remote_insert(struct pod_txn *tx, pod_table *t, uint32_t part, const void *k
         if (rs == POD_RS_EXISTS) continue; /* moved in: lock it above */
         if (rs < 0) return reply_status(tx, rs, &e, POD_CAUSE_NEXT_KEY);
         /* The owner made an invalid tuple, write-locked for us. */
-        struct access *a = txn_add_access(tx, NULL, pod_rec(host_of(tx), rec_off), t, part,
-                                          HELD_WRITE, key);
+        cxl_record *rec = pod_rec(host_of(tx), rec_off);
+        struct access *a = txn_add_access(tx, NULL, rec, t, part, HELD_WRITE, key);
         void *copy = a ? txn_undo_alloc(tx, t->tuple_size) : NULL;
         if (!copy) {
             if (a) a->flags = ACC_INSERTED; /* the abort unlinks it */
+            else unlink_record(tx, t, part, key, rec); /* untracked: unlink it now */
             tx->status = POD_E_NOMEM;
             return pod_txn_fail(tx, POD_E_NOMEM, "out of memory for an insert");
         }
@@ -496,11 +508,8 @@ int remote_scan(struct pod_txn *tx, pod_table *t, uint32_t part, const void *lo,
 
 static void unlink(struct pod_txn *tx, struct access *a)
 {
-    pod_err e;
-    if (pod_send_unlink(tx->w, owner_of(a->table, a->part), a->table, a->part, a->key,
-                        cxl_off_in(host_of(tx)->r, a->rec), &e))
-        pod_error("%s: %s (the tuple stays locked)", a->table->name, e.msg);
-    a->held = HELD_NONE; /* the owner takes the write lock over: it is never released */
+    unlink_record(tx, a->table, a->part, a->key, a->rec);
+    a->held = HELD_NONE;
 }
 
 void remote_commit(struct pod_txn *tx, struct access *a, uint64_t epoch)
