@@ -129,7 +129,7 @@ static int move_in(struct pod_worker *w, pod_table *t, uint32_t part, struct pod
         goto undo_read;
     }
     __atomic_store_n(&row->shortcut, off, __ATOMIC_RELEASE);
-    uint64_t v = __atomic_load_n(&row->lock, __ATOMIC_RELAXED);
+    uint32_t v = __atomic_load_n(&row->lock, __ATOMIC_RELAXED);
     while (!__atomic_compare_exchange_n(&row->lock, &v, v | LOCK_MOVED, true, __ATOMIC_ACQ_REL,
                                         __ATOMIC_RELAXED)) {
     }

@@ -117,7 +117,7 @@ void pod_req_init(struct pod_req_msg *rq, const pod_table *t, uint32_t part, con
  * transaction. */
 static inline bool pod_row_latch_try(struct pod_row *row)
 {
-    uint32_t z = 0;
+    uint16_t z = 0;
     return __atomic_compare_exchange_n(&row->latch, &z, 1, false, __ATOMIC_ACQUIRE,
                                        __ATOMIC_RELAXED);
 }

@@ -71,7 +71,7 @@ static inline bool rowlock_try_at(const struct rowlock_at *at, struct pod_row *r
             *in_cxl = false;
             return true;
         }
-        uint64_t v = __atomic_load_n(&row->lock, __ATOMIC_ACQUIRE);
+        uint32_t v = __atomic_load_n(&row->lock, __ATOMIC_ACQUIRE);
         if (!(v & LOCK_MOVED) || !r) {
             /* A plain conflict, unless the word changed under us (retry). */
             if (v & LOCK_W) return false;

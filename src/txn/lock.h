@@ -1,7 +1,7 @@
 /* The 2PL lock word of a local row, NO_WAIT: every attempt either succeeds at
  * once or fails, and a failed attempt aborts the transaction (Tigon §3.4).
- * Bit 63 is the exclusive (write) lock; the low bits count shared (read)
- * holders. Bit 62 (LOCK_MOVED) says the row's lock lives in the HWcc record of
+ * Bit 31 is the exclusive (write) lock; the low bits count shared (read)
+ * holders. Bit 30 (LOCK_MOVED) says the row's lock lives in the HWcc record of
  * its CXL copy (row->shortcut) instead: the owner set it when it moved the row
  * into CXL memory, copying the lock state there, and from then on the word is
  * frozen (every attempt below fails; src/pod/rowlock.h goes to the record)
@@ -12,43 +12,43 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#define LOCK_W (1ull << 63)
-#define LOCK_MOVED (1ull << 62)
+#define LOCK_W (1u << 31)
+#define LOCK_MOVED (1u << 30)
 #define LOCK_READERS (LOCK_MOVED - 1)
 
-static inline bool lock_try_read(uint64_t *w)
+static inline bool lock_try_read(uint32_t *w)
 {
-    uint64_t v = __atomic_load_n(w, __ATOMIC_RELAXED);
+    uint32_t v = __atomic_load_n(w, __ATOMIC_RELAXED);
     while (!(v & (LOCK_W | LOCK_MOVED)))
         if (__atomic_compare_exchange_n(w, &v, v + 1, true, __ATOMIC_ACQUIRE, __ATOMIC_RELAXED))
             return true;
     return false;
 }
 
-static inline bool lock_try_write(uint64_t *w)
+static inline bool lock_try_write(uint32_t *w)
 {
-    uint64_t v = 0;
+    uint32_t v = 0;
     return __atomic_compare_exchange_n(w, &v, LOCK_W, false, __ATOMIC_ACQUIRE, __ATOMIC_RELAXED);
 }
 
 /* Shared -> exclusive; only the sole reader can upgrade. */
-static inline bool lock_try_upgrade(uint64_t *w)
+static inline bool lock_try_upgrade(uint32_t *w)
 {
-    uint64_t v = 1;
+    uint32_t v = 1;
     return __atomic_compare_exchange_n(w, &v, LOCK_W, false, __ATOMIC_ACQUIRE, __ATOMIC_RELAXED);
 }
 
 /* Returns the word before the release: if it had LOCK_MOVED, the lock had
  * been moved to CXL meanwhile and must be released there (the frozen count is
  * never read again, so decrementing it is harmless). */
-static inline uint64_t lock_release_read(uint64_t *w)
+static inline uint32_t lock_release_read(uint32_t *w)
 {
     return __atomic_fetch_sub(w, 1, __ATOMIC_RELEASE);
 }
-static inline void lock_release_write(uint64_t *w) { __atomic_store_n(w, 0, __ATOMIC_RELEASE); }
+static inline void lock_release_write(uint32_t *w) { __atomic_store_n(w, 0, __ATOMIC_RELEASE); }
 
 /* Exclusive -> shared (the caller held the exclusive lock; a write-locked
  * row is never moved, so the word is still LOCK_W). */
-static inline void lock_downgrade(uint64_t *w) { __atomic_store_n(w, 1, __ATOMIC_RELEASE); }
+static inline void lock_downgrade(uint32_t *w) { __atomic_store_n(w, 1, __ATOMIC_RELEASE); }
 
 #endif
