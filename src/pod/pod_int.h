@@ -135,7 +135,7 @@ void pod_forget_record(struct pod_worker *w, struct pod_part_cxl *pc, const void
 
 /* Handle one request addressed to this host. */
 void pod_handle(struct pod_worker *w, const struct cxl_msg *m);
-/* Owner: remove a moved row whose record this thread holds write-locked
+/* Owner: remove the moved row of key whose record this thread holds write-locked
  * (a committed delete, an undone insert): record invalid, out of the CXL
  * index and the local index, both retired. The lock is never released. */
 void pod_unlink_moved(struct pod_worker *w, pod_table *t, uint32_t part, const void *key,

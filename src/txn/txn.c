@@ -260,9 +260,9 @@ static cxl_record *moved_record(const struct pod_txn *tx, struct access *a)
     return rec ? rec : rowlock_record(at.r, a->row);
 }
 
-/* Take (or keep) a lock of mode `want` on a local row for the rest of the
- * transaction. *acc gets the access entry. POD_OK or POD_CONFLICT. */
-/* Lock the row of key (NULL: the partition's sentinel) in mode want. */
+/* Take (or keep) a lock of mode `want` on the local row of key (NULL: the
+ * partition's sentinel) for the rest of the transaction. *acc gets the
+ * access entry, which keeps a copy of the key. POD_OK or POD_CONFLICT. */
 static int lock_row(struct pod_txn *tx, pod_table *t, uint32_t part, struct pod_row *row,
                     const void *key, uint8_t want, enum pod_abort_cause read_cause,
                     struct access **acc)
