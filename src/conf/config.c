@@ -540,11 +540,12 @@ static const struct key_spec host_keys[H_NKEYS] = {
                                        "(default: none)"},
 };
 
-enum { E_EPOCH_MS, E_MOVEOUT_THRESHOLD, E_COHERENCE, E_PHANTOM_PROTECTION, E_CHECKPOINT_AFTER,
+enum { E_EPOCH_MS, E_MOVEOUT_THRESHOLD, E_MOVEBACK_RATE, E_COHERENCE, E_PHANTOM_PROTECTION, E_CHECKPOINT_AFTER,
        E_REPLY_BEFORE_DURABLE, E_EVICTION, E_SHORTCUT_POINTERS, E_DIRTY_TRACKING, E_LOCKING, E_NKEYS };
 static const struct key_spec engine_keys[E_NKEYS] = {
     [E_EPOCH_MS] = {"epoch_ms", false, "an integer in 1..10000"},
     [E_MOVEOUT_THRESHOLD] = {"moveout_threshold", false, "a number in (0, 1], like 0.9"},
+    [E_MOVEBACK_RATE] = {"moveback_rate", false, "an integer in 0..10000000 (records a second)"},
     [E_COHERENCE] = {"coherence", false, "one of: full, non-temporal, no-shared-reader, "
                                          "hwcc-only"},
     [E_PHANTOM_PROTECTION] = {"phantom_protection", false, "true, false, yes, no, on or off"},
@@ -564,6 +565,7 @@ static void set_defaults(struct pod_config *cfg)
     cfg->region.simulate_noncoherent = false;
     cfg->engine.epoch_ms = 10;
     cfg->engine.moveout_threshold = 0.9;
+    cfg->engine.moveback_rate = 0;
     cfg->engine.coherence = POD_COH_FULL;
     cfg->engine.phantom_protection = true;
     cfg->engine.locking = true;
@@ -752,6 +754,9 @@ static int load_engine(const struct ctx *c, const struct item *section, struct p
         return -1;
     if (it[E_MOVEOUT_THRESHOLD].value &&
         get_fraction(c, &it[E_MOVEOUT_THRESHOLD], &cfg->engine.moveout_threshold) < 0)
+        return -1;
+    if (it[E_MOVEBACK_RATE].value &&
+        get_u32(c, &it[E_MOVEBACK_RATE], 0, 10000000, &cfg->engine.moveback_rate) < 0)
         return -1;
     if (it[E_COHERENCE].value) {
         if (get_enum(c, &it[E_COHERENCE], coherence_names, NCOHERENCE, &coherence) < 0) return -1;

@@ -118,6 +118,8 @@ struct pod_config {
     struct {
         int epoch_ms;              /* 1..10000, default 10 */
         double moveout_threshold;  /* fraction of a host's HWcc quota, (0,1], default 0.9 */
+        uint32_t moveback_rate;    /* below the threshold: CXL-resident records the CLOCK hand
+                                    * looks at per second per host; 0 = none (default) */
         enum pod_coherence coherence;
         bool phantom_protection;   /* default true */
         uint64_t checkpoint_after; /* log bytes between checkpoints; 0 = never; default 256 MiB */

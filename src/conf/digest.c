@@ -15,7 +15,7 @@
 #define FNV64_PRIME 0x100000001b3ULL
 
 /* Bump when the serialization changes, so old and new builds never agree by accident. */
-#define DIGEST_FORMAT "poddb-config-digest-v3"
+#define DIGEST_FORMAT "poddb-config-digest-v4"
 
 static void put_bytes(uint64_t *h, const void *data, size_t n)
 {
@@ -154,6 +154,8 @@ uint64_t pod_config_digest(const struct pod_config *c)
     put_i64(&h, c->engine.epoch_ms);
     put_field(&h, "engine.moveout_threshold");
     put_double(&h, c->engine.moveout_threshold);
+    put_field(&h, "engine.moveback_rate");
+    put_u64(&h, c->engine.moveback_rate);
     put_field(&h, "engine.coherence");
     put_i64(&h, (int64_t)c->engine.coherence);
     put_field(&h, "engine.phantom_protection");

@@ -2,7 +2,11 @@
  * HWcc use passes the configured threshold, a worker walks its partitions'
  * CXL indexes with a hand per partition; a record whose clock bit is set
  * (another host used it since the last pass) gets a second chance, any other
- * one that nobody has locked goes back to DRAM. The SWcc row is marked
+ * one that nobody has locked goes back to DRAM. Below the threshold the same
+ * hand goes on slowly (engine.moveback_rate records a second), so a tuple no
+ * other host touched for a whole pass goes back too: Tigon moves tuples only
+ * under memory pressure, and a workload that stopped sharing would pay for
+ * CXL memory on its local accesses for good. The SWcc row is marked
  * invalid before the index entry goes, and the record stays write-locked
  * until cross-host EBR frees it, so a host holding a stale pointer fails to
  * lock it and looks the key up again. */
@@ -171,6 +175,59 @@ static void maybe_compact(struct pod_worker *w, struct pod_part_cxl *pc)
         pod_count(&w->db->pod->st.compactions, 1);
 }
 
+static uint32_t nparts_total(const pod_db *db)
+{
+    uint32_t n = 0;
+    for (uint32_t i = 0; i < db->ntables; i++) n += db->tables[i]->nparts;
+    return n;
+}
+
+/* The next partition of this host with tuples in CXL memory, from the
+ * hand's partition cursor (moveout_lock held); false after a whole round of
+ * the partitions without one. */
+static bool next_resident_part(struct pod_host *ph, pod_db *db, pod_table **tp, uint32_t *partp)
+{
+    for (uint32_t step = 0, n = nparts_total(db); step < n; step++) {
+        if (ph->moveout_table >= db->ntables) ph->moveout_table = 0;
+        pod_table *t = db->tables[ph->moveout_table];
+        uint32_t part = ph->moveout_part;
+        if (++ph->moveout_part >= t->nparts) {
+            ph->moveout_part = 0;
+            ph->moveout_table++;
+        }
+        if (part >= t->nparts || t->parts[part].owner != (uint32_t)ph->host) continue;
+        if (!__atomic_load_n(&t->parts[part].cxl->resident, __ATOMIC_RELAXED)) continue;
+        *tp = t;
+        *partp = part;
+        return true;
+    }
+    return false;
+}
+
+void pod_moveback(struct pod_worker *w)
+{
+    struct pod_host *ph = w->db->pod;
+    uint32_t rate = ph->conf->engine.moveback_rate;
+    /* Random eviction does not know which tuples are cold. */
+    if (!rate || ph->conf->engine.eviction != POD_EVICT_CLOCK) return;
+    uint64_t now = pod_mono_ns();
+    if (now < __atomic_load_n(&ph->moveback_next, __ATOMIC_RELAXED)) return;
+    if (pthread_mutex_trylock(&ph->moveout_lock) != 0) return;
+    __atomic_store_n(&ph->moveback_next, now + (uint64_t)BATCH * 1000000000ull / rate,
+                     __ATOMIC_RELAXED);
+    pod_table *t;
+    uint32_t part;
+    if (next_resident_part(ph, w->db, &t, &part)) {
+        ebr_enter(w->db->ebr, w->id);
+        bool wrapped;
+        sweep(w, t, part, &wrapped);
+        maybe_compact(w, t->parts[part].cxl);
+        ebr_exit(w->db->ebr, w->id);
+        xebr_collect(ph->x, w->id);
+    }
+    pthread_mutex_unlock(&ph->moveout_lock);
+}
+
 void pod_moveout(struct pod_worker *w, bool force)
 {
     struct pod_host *ph = w->db->pod;
@@ -184,19 +241,11 @@ void pod_moveout(struct pod_worker *w, bool force)
     int budget = force ? 4 * BATCH : 16 * BATCH; /* entries looked at per call: bounded work */
     int moved = 0;
     ebr_enter(db->ebr, w->id);
-    uint32_t nparts_total = 0;
-    for (uint32_t i = 0; i < db->ntables; i++) nparts_total += db->tables[i]->nparts;
-    for (uint32_t step = 0; step < 2 * nparts_total && budget > 0; step++) {
-        if (ph->moveout_table >= db->ntables) ph->moveout_table = 0;
-        pod_table *t = db->tables[ph->moveout_table];
-        uint32_t part = ph->moveout_part;
-        if (++ph->moveout_part >= t->nparts) {
-            ph->moveout_part = 0;
-            ph->moveout_table++;
-        }
-        if (part >= t->nparts || t->parts[part].owner != (uint32_t)ph->host) continue;
+    pod_table *t;
+    uint32_t part;
+    for (uint32_t step = 0, n = 2 * nparts_total(db);
+         step < n && budget > 0 && next_resident_part(ph, db, &t, &part); step++) {
         struct pod_part_cxl *pc = t->parts[part].cxl;
-        if (!__atomic_load_n(&pc->resident, __ATOMIC_RELAXED)) continue;
         bool wrapped = false, random = ph->conf->engine.eviction == POD_EVICT_RANDOM;
         while (budget > 0 && !wrapped) {
             if (random) {

@@ -312,6 +312,7 @@ int pod_between(struct pod_worker *w)
     struct cxl_usage u;
     cxl_usage_get(ph->r, ph->host, CXL_HWCC, &u);
     if (u.used > ph->moveout_at) pod_moveout(w, false);
+    else pod_moveback(w);
     return n;
 }
 

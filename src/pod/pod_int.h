@@ -79,6 +79,7 @@ struct pod_host {
     uint64_t moveout_idle_until; /* a pass that moved nothing: no unforced pass before this
                                   * (pod_mono_ns), or every idle poll would rescan locked tuples */
     uint32_t moveout_table, moveout_part; /* the CLOCK hand: which partition next */
+    uint64_t moveback_next;     /* below the threshold: the hand's next step (pod_mono_ns) */
     struct pod_host_stats st;
 };
 
@@ -146,5 +147,8 @@ void pod_local_inserted(struct pod_worker *w, pod_table *t, uint32_t part, const
 
 /* ---- move-out (moveout.c) ---- */
 void pod_moveout(struct pod_worker *w, bool force);
+/* Below the threshold: one step of the CLOCK hand when engine.moveback_rate
+ * says it is due, so tuples no other host uses go back to DRAM. */
+void pod_moveback(struct pod_worker *w);
 
 #endif

@@ -136,6 +136,7 @@ static int sys_config(pod_txn *tx, const pod_args *a, pod_result *res, void *ctx
     kv_row(res, &row, "host.log_dir", "%s", h->log_dir);
     kv_row(res, &row, "engine.epoch_ms", "%d", c->engine.epoch_ms);
     kv_row(res, &row, "engine.moveout_threshold", "%g", c->engine.moveout_threshold);
+    kv_row(res, &row, "engine.moveback_rate", "%u", c->engine.moveback_rate);
     kv_row(res, &row, "engine.coherence", "%s", pod_coherence_name(c->engine.coherence));
     kv_row(res, &row, "engine.phantom_protection", "%s",
            c->engine.phantom_protection ? "true" : "false");

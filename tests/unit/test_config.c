@@ -107,6 +107,7 @@ START_TEST(test_default_pod_file)
     }
     ck_assert_int_eq(cfg.engine.epoch_ms, 10);
     ck_assert(cfg.engine.moveout_threshold == 0.9);
+    ck_assert_uint_eq(cfg.engine.moveback_rate, 0);
     ck_assert_int_eq(cfg.engine.coherence, POD_COH_FULL);
     ck_assert(cfg.engine.phantom_protection);
     ck_assert_str_eq(cfg.source, repo_file("conf/pod.yaml"));
@@ -249,6 +250,7 @@ START_TEST(test_every_key)
         "engine:\n"
         "  epoch_ms: 10000\n"
         "  moveout_threshold: 1\n"
+        "  moveback_rate: 5000\n"
         "  coherence: no-shared-reader\n"
         "  phantom_protection: off\n"
         "  checkpoint_after: 1GiB\n"
@@ -280,6 +282,7 @@ START_TEST(test_every_key)
     ck_assert_str_eq(c->hosts[1].socket_path, "/run/b.sock");
     ck_assert_int_eq(c->engine.epoch_ms, 10000);
     ck_assert(c->engine.moveout_threshold == 1.0);
+    ck_assert_uint_eq(c->engine.moveback_rate, 5000);
     ck_assert_int_eq(c->engine.coherence, POD_COH_NO_SHARED_READER);
     ck_assert(!c->engine.phantom_protection);
     ck_assert_uint_eq(c->engine.checkpoint_after, 1ULL << 30);
@@ -758,7 +761,7 @@ static const struct bad_case {
      "log_dir, tcp_port)"},
     {"misspelt engine key", REGION_OK HOSTS_OK "engine:\n  epoch: 5\n",
      "11:3: engine.epoch: unknown key (expected one of: epoch_ms, moveout_threshold, "
-     "coherence, phantom_protection, checkpoint_after, reply_before_durable, eviction, "
+     "moveback_rate, coherence, phantom_protection, checkpoint_after, reply_before_durable, eviction, "
      "shortcut_pointers, dirty_tracking, locking)"},
     {"misspelt host_defaults key", REGION_OK "host_defaults:\n  worker: 1\n" HOSTS_OK,
      "7:3: host_defaults.worker: unknown key"},
@@ -782,6 +785,8 @@ static const struct bad_case {
      "11:28: tables[0].value_sise: unknown key"},
     {"modules is a mapping", REGION_OK HOSTS_OK "modules:\n  a: b\n",
      "11:3: modules: is a mapping (expected a sequence of paths"},
+    {"move-back rate out of range", REGION_OK HOSTS_OK "engine:\n  moveback_rate: -1\n",
+     "11:18: engine.moveback_rate: -1 is out of range (0..10000000)"},
     {"tcp port out of range", REGION_OK DEFAULTS_OK "hosts:\n  - tcp_port: 70000\n",
      "11:15: hosts[0].tcp_port: 70000 is out of range (1..65535)"},
     {"duplicate tcp port", REGION_OK DEFAULTS_OK "hosts:\n  - tcp_port: 7000\n  - tcp_port: 7000\n",

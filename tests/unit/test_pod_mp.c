@@ -38,7 +38,10 @@ static const char *modules_dir(void)
     return m && *m ? m : "build/test/modules";
 }
 
-/* engine: extra lines of the engine section (each "  key: value\n"), or "". */
+/* A threshold that makes move-out run all the time. */
+#define LOW_THRESHOLD "  moveout_threshold: 0.01\n"
+
+/* engine: the lines of the engine section after coherence (each "  key: value\n"). */
 static void pod_start(struct pod *p, int nhosts, int workers, const char *coherence,
                       const char *engine)
 {
@@ -64,7 +67,7 @@ static void pod_start(struct pod *p, int nhosts, int workers, const char *cohere
             p->region, workers, p->dir, p->dir);
     for (int h = 0; h < nhosts; h++) fprintf(f, "  - {}\n");
     fprintf(f, "modules:\n  - %s/podbank.so\n", mod);
-    fprintf(f, "engine:\n  coherence: %s\n  moveout_threshold: 0.01\n%s", coherence, engine);
+    fprintf(f, "engine:\n  coherence: %s\n%s", coherence, engine);
     ck_assert(fclose(f) == 0);
     char dir[sizeof p->dir];
     memcpy(dir, p->dir, sizeof dir); /* not an argument that aliases the destination */
@@ -255,9 +258,9 @@ static int64_t stat_of(pod_client *c, const char *name)
 static void run_pod_with(int nhosts, int workers, const char *coherence, const char *engine)
 {
     struct pod p;
-    char extra[128] = "", key[64] = "", want[64] = "";
+    char extra[160] = LOW_THRESHOLD, key[64] = "", want[64] = "";
     if (engine) {
-        snprintf(extra, sizeof extra, "  %s\n", engine);
+        snprintf(extra, sizeof extra, LOW_THRESHOLD "  %s\n", engine);
         ck_assert(sscanf(engine, "%63[^:]: %63s", key, want) == 2);
     }
     pod_start(&p, nhosts, workers, coherence, extra);
@@ -353,7 +356,7 @@ END_TEST
 START_TEST(long_remote_scan)
 {
     struct pod p;
-    pod_start(&p, 2, 1, "full", "");
+    pod_start(&p, 2, 1, "full", LOW_THRESHOLD);
     pod_client *c[2] = {connect_to(&p, 0), connect_to(&p, 1)};
     for (int h = 0; h < 2; h++) {
         pod_value v[3] = {pod_v_i64(h), pod_v_i64(2), pod_v_i64(NACCT)};
@@ -371,6 +374,48 @@ START_TEST(long_remote_scan)
                       "expected %d", k, (long long)col(r, 0, k), EVENTS);
     pod_reply_free(r);
     ck_assert_msg(stat_of(c[0], "remote_reads") > 0, "host 0 read nothing through CXL memory");
+    for (int h = 0; h < 2; h++) pod_client_close(c[h]);
+    pod_stop(&p);
+}
+END_TEST
+
+/* Below the move-out threshold, tuples no other host uses any more go back
+ * to DRAM at engine.moveback_rate (docs/pod.md); at rate 0 they stay in CXL
+ * memory. Host 0 reads every account once, which moves host 1's in. */
+START_TEST(cold_tuples_move_back)
+{
+    static const char *const engines[] = {"  moveout_threshold: 1\n  moveback_rate: 0\n",
+                                          "  moveout_threshold: 1\n  moveback_rate: 1000000\n"};
+    struct pod p;
+    pod_start(&p, 2, 1, "full", engines[_i]);
+    pod_client *c[2] = {connect_to(&p, 0), connect_to(&p, 1)};
+    for (int h = 0; h < 2; h++) {
+        pod_value v[3] = {pod_v_i64(h), pod_v_i64(2), pod_v_i64(NACCT)};
+        pod_reply_free(must(c[h], "pb.load", v, 3));
+    }
+    pod_value n = pod_v_i64(NACCT);
+    pod_reply *r = must(c[0], "pb.total", &n, 1);
+    ck_assert_int_eq(col(r, 0, 0), (int64_t)NACCT * BALANCE);
+    pod_reply_free(r);
+    int64_t in = stat_of(c[1], "moved_in");
+    ck_assert_msg(in > 0, "host 0's reads moved nothing of host 1's into CXL memory");
+    uint64_t deadline = sh_now_ms() + (_i ? 30000 : 1000);
+    while (sh_now_ms() < deadline && stat_of(c[1], "resident") > 0) sh_sleep_ms(20);
+    int64_t resident = stat_of(c[1], "resident"), out = stat_of(c[1], "moved_out");
+    if (_i == 0)
+        ck_assert_msg(resident == in && out == 0,
+                      "rate 0: %lld of %lld tuples left CXL memory below the threshold",
+                      (long long)(in - resident), (long long)in);
+    else
+        ck_assert_msg(resident == 0 && out == in,
+                      "rate 1000000: %lld of %lld tuples still in CXL memory after 30 s "
+                      "(%lld moved out)", (long long)resident, (long long)in, (long long)out);
+    /* Back in DRAM, the accounts still add up, read from both hosts. */
+    for (int h = 0; h < 2; h++) {
+        r = must(c[h], "pb.total", &n, 1);
+        ck_assert_int_eq(col(r, 0, 0), (int64_t)NACCT * BALANCE);
+        pod_reply_free(r);
+    }
     for (int h = 0; h < 2; h++) pod_client_close(c[h]);
     pod_stop(&p);
 }
@@ -400,6 +445,7 @@ int main(void)
     tcase_set_timeout(tw, 180);
     tcase_add_test(tw, two_workers);
     tcase_add_test(tw, long_remote_scan);
+    tcase_add_loop_test(tw, cold_tuples_move_back, 0, 2);
     tcase_add_loop_test(tw, ablation, 0, 3);
     suite_add_tcase(s, tw);
     SRunner *sr = srunner_create(s);
