@@ -2,11 +2,12 @@
  * HWcc use passes the configured threshold, a worker walks its partitions'
  * CXL indexes with a hand per partition; a record whose clock bit is set
  * (another host used it since the last pass) gets a second chance, any other
- * one that nobody has locked goes back to DRAM. Below the threshold the same
- * hand goes on slowly (engine.moveback_rate records a second), so a tuple no
- * other host touched for a whole pass goes back too: Tigon moves tuples only
- * under memory pressure, and a workload that stopped sharing would pay for
- * CXL memory on its local accesses for good. The SWcc row is marked
+ * one that nobody has locked goes back to DRAM. With engine.moveback_rate
+ * set (it is off by default, as in Tigon, where tuples move only under
+ * memory pressure) the same hand goes on slowly below the threshold, so a
+ * tuple no other host touched for a whole pass goes back too: a workload
+ * that stopped sharing would otherwise pay for CXL memory on its local
+ * accesses for good. The SWcc row is marked
  * invalid before the index entry goes, and the record stays write-locked
  * until cross-host EBR frees it, so a host holding a stale pointer fails to
  * lock it and looks the key up again. */
