@@ -47,42 +47,11 @@ done
 for v in "$RATE" "$IDLE" "$DUR" "$MP_RUNS"; do
     case $v in '' | *[!0-9]*) echo "moveback.sh: options want whole numbers (got '$v')" >&2; exit 2 ;; esac
 done
-for p in poddb-server poddb-bench poddb-cli; do
-    [ -x "$BIN/$p" ] || { echo "moveback.sh: $BIN/$p not found: run make" >&2; exit 2; }
-done
-
-WORK=$(mktemp -d /tmp/poddb-moveback.XXXXXX)
-TAG=moveback-$$
-CONF=$WORK/pod.yaml
-cleanup() {
-    PODDB_BIN=$BIN "$ROOT/tools/pod" down --conf "$CONF" >/dev/null 2>&1 || true
-    rm -rf "$WORK" "/dev/shm/poddb-$TAG"
-}
-trap cleanup EXIT
-trap 'exit 2' INT TERM
-
-cat >"$CONF" <<EOF
-region:
-  path: /dev/shm/poddb-$TAG
-  kind: shm
-  size: 4GiB
-  hwcc_budget: 256MiB
-host_defaults:
-  workers: 1
-  loggers: 1
-  socket: $WORK/h{host}.sock
-  log_dir: $WORK/log-{host}
-hosts:
-  - cpus: "0"
-  - cpus: "1"
-engine:
-  moveback_rate: $RATE
-workloads:
-  ycsb:
-    tuples: 1000000
-    theta: 0.7
-EOF
-PODDB_BIN=$BIN "$ROOT/tools/pod" up --conf "$CONF" >"$WORK/up.txt" 2>&1 || { cat "$WORK/up.txt" >&2; exit 2; }
+NAME=moveback
+# shellcheck source=tools/experiments/pod2.sh
+. "$ROOT/tools/experiments/pod2.sh"
+need_programs poddb-server poddb-bench poddb-cli
+up "$(make_conf pod 1 1000000 "moveback_rate: $RATE")"
 echo "loading 2 x 1,000,000 tuples" >&2
 "$BIN/poddb-bench" --conf "$CONF" --workload ycsb --duration 1 --warmup 0 -q >/dev/null
 

@@ -52,64 +52,13 @@ while [ $# -gt 0 ]; do
 done
 case $DUR in '' | *[!0-9]*) echo "targets.sh: --duration wants whole seconds" >&2; exit 2 ;; esac
 case $REPEAT in '' | 0 | *[!0-9]*) echo "targets.sh: --repeat wants a positive whole number" >&2; exit 2 ;; esac
-for p in poddb-server poddb-bench poddb-cli poddb-region poddb-moveinbench; do
-    [ -x "$BIN/$p" ] || { echo "targets.sh: $BIN/$p not found: run make" >&2; exit 2; }
-done
+NAME=targets
+# shellcheck source=tools/experiments/pod2.sh
+. "$ROOT/tools/experiments/pod2.sh"
+need_programs poddb-server poddb-bench poddb-cli poddb-region poddb-moveinbench
 [ -f "$ROOT/build/test/modules/moveinbench.so" ] ||
     { echo "targets.sh: the move-in benchmark's module is missing: make build/test/modules/moveinbench.so" >&2; exit 2; }
 [ "$(nproc)" -ge 2 ] || { echo "targets.sh: needs 2 CPUs (0 and 1); this machine has $(nproc)" >&2; exit 2; }
-
-WORK=$(mktemp -d /tmp/poddb-targets.XXXXXX)
-TAG=targets-$$
-CONF=
-cleanup() {
-    [ -n "$CONF" ] && PODDB_BIN=$BIN "$ROOT/tools/pod" down --conf "$CONF" >/dev/null 2>&1 || true
-    if [ -n "$KEEP" ]; then mkdir -p "$KEEP" && cp -r "$WORK"/. "$KEEP"/; fi
-    rm -rf "$WORK" "/dev/shm/poddb-$TAG"
-}
-trap cleanup EXIT
-trap 'exit 2' INT TERM
-
-# A config: $1 name, $2 loggers, $3 engine.locking, $4 YCSB tuples
-make_conf() {
-    local f=$WORK/$1.yaml
-    cat >"$f" <<EOF
-region:
-  path: /dev/shm/poddb-$TAG
-  kind: shm
-  size: 4GiB
-  hwcc_budget: 256MiB
-host_defaults:
-  workers: 1
-  loggers: $2
-  socket: $WORK/$1-{host}.sock
-  log_dir: $WORK/$1-log-{host}
-hosts:
-  - cpus: "0"
-  - cpus: "1"
-engine:
-  epoch_ms: 10
-  locking: $3
-workloads:
-  tpcc:
-    warehouses: 2
-  ycsb:
-    tuples: $4
-    theta: 0.7
-EOF
-    echo "$f"
-}
-
-up() {
-    CONF=$1
-    rm -rf "$WORK"/*-log-*
-    PODDB_BIN=$BIN "$ROOT/tools/pod" up --conf "$CONF" >"$WORK/pod-up.txt" 2>&1 ||
-        { cat "$WORK/pod-up.txt" >&2; exit 2; }
-}
-down() {
-    PODDB_BIN=$BIN "$ROOT/tools/pod" down --conf "$CONF" >/dev/null 2>&1 || true
-    CONF=
-}
 
 # bench NAME ARGS...: one run, its JSON line in $WORK/NAME.json; prints committed/s
 bench() {
@@ -157,7 +106,7 @@ echo "pod: 2 hosts x 1 worker on CPUs 0 and 1, internal mode, ${DUR} s runs afte
 [ $QUICK = 1 ] && echo "--quick: short runs and $YCSB_TUPLES YCSB tuples: NOT the targets' setting"
 
 echo "TPC-C, logging on" >&2
-up "$(make_conf on 1 true $YCSB_TUPLES)"
+up "$(make_conf on 1 "$YCSB_TUPLES" "locking: true")"
 "$BIN/poddb-bench" --conf "$CONF" --workload tpcc --remote 0/0 --duration 1 --warmup 0 >/dev/null 2>&1 # load
 A=(); B=()
 for r in $(seq "$REPEAT"); do
@@ -190,19 +139,19 @@ EOF
 down
 
 echo "TPC-C, logging off" >&2
-up "$(make_conf off 0 true $YCSB_TUPLES)"
+up "$(make_conf off 0 "$YCSB_TUPLES" "locking: true")"
 "$BIN/poddb-bench" --conf "$CONF" --workload tpcc --remote 0/0 --duration 1 --warmup 0 >/dev/null 2>&1
 T1015_NOLOG=$(repeated tpcc-10-15-nolog --workload tpcc --remote 10/15)
 down
 
 echo "TPC-C, locking and logging off (benchmark-only mode)" >&2
-up "$(make_conf bare 0 false $YCSB_TUPLES)"
+up "$(make_conf bare 0 "$YCSB_TUPLES" "locking: false")"
 "$BIN/poddb-bench" --conf "$CONF" --workload tpcc --remote 0/0 --duration 1 --warmup 0 >/dev/null 2>&1
 T1015_BARE=$(repeated tpcc-10-15-bare --workload tpcc --remote 10/15)
 down
 
 echo "YCSB, logging on" >&2
-up "$(make_conf ycsb 1 true $YCSB_TUPLES)"
+up "$(make_conf ycsb 1 "$YCSB_TUPLES" "locking: true")"
 "$BIN/poddb-bench" --conf "$CONF" --workload ycsb --duration 1 --warmup 0 >/dev/null 2>&1 # load
 A=(); B=()
 for r in $(seq "$REPEAT"); do
