@@ -168,6 +168,8 @@ static void print_segment(const struct opts *o, const char *path, const struct s
         json_kv_str(&w, "path", path);
         json_kv_u64(&w, "host", h->host);
         json_kv_bool(&w, "checkpoint", ckpt);
+        json_kv_bool(&w, "delta", (h->ckpt_flags & SEG_CKPT_DELTA) != 0);
+        json_kv_u64(&w, "since_epoch", h->since_epoch);
         json_kv_u64(&w, "logger", h->logger);
         json_kv_u64(&w, "seq", h->seq);
         json_kv_u64(&w, "version", h->version);
@@ -191,11 +193,13 @@ static void print_segment(const struct opts *o, const char *path, const struct s
         fputc('\n', stdout);
         return;
     }
-    if (ckpt)
-        printf("%s  host %" PRIu32 "  CHECKPOINT  seq %" PRIu64 "  start epoch %" PRIu64
-               "  size %" PRIu64 "  blocks %" PRIu64 "  records %" PRIu64, path, h->host, h->seq,
-               h->first_epoch, st->file_size, st->blocks, st->records);
-    else
+    if (ckpt) {
+        printf("%s  host %" PRIu32 "  CHECKPOINT", path, h->host);
+        if (h->ckpt_flags & SEG_CKPT_DELTA) printf(" delta since %" PRIu64, h->since_epoch);
+        printf("  seq %" PRIu64 "  start epoch %" PRIu64 "  size %" PRIu64 "  blocks %" PRIu64
+               "  records %" PRIu64, h->seq, h->first_epoch, st->file_size, st->blocks,
+               st->records);
+    } else
         printf("%s  host %" PRIu32 "  logger %" PRIu32 "  seq %" PRIu64 "  size %" PRIu64
                "  blocks %" PRIu64 "  records %" PRIu64, path, h->host, h->logger, h->seq,
                st->file_size, st->blocks, st->records);

@@ -50,6 +50,7 @@
  * a second or two on ext4, and YCSB fell to a quarter meanwhile. */
 #define WRITEBACK_BYTES (4u << 20)
 #define CKPT_NICE 10 /* the thread's nice value (ckpt_main) */
+#define DELETED_HEADER 12u /* table id, epoch-version: struct log_deleted's entries */
 
 struct checkpointer {
     struct log_host *lh;
@@ -57,10 +58,16 @@ struct checkpointer {
     pthread_mutex_t mu;
     pthread_cond_t cv;
     bool stop;               /* under mu; also read atomically by the scan */
-    uint64_t count, epoch, removed; /* atomic */
+    uint64_t count, epoch, removed, deltas; /* atomic; deltas: since the last full one */
     uint64_t busy_waits;     /* atomic: naps for a row a writer held */
     uint64_t logged_at_last;
-    uint64_t last_bytes;     /* size of the last checkpoint written */
+    uint64_t full_bytes;     /* what a full checkpoint would take now (estimated after a delta) */
+    uint64_t chain_bytes;    /* sizes of the deltas written since the last full one */
+    uint64_t delta_bytes;    /* size of the last delta (0 after a full one) */
+    uint64_t last_es;        /* start epoch of the last checkpoint written (0: none yet) */
+    bool force_full;         /* the deleted keys since last_es are not all known */
+    unsigned char *del_buf;  /* the deleted keys taken from lh->deleted (or its spare) */
+    size_t del_len, del_cap;
     unsigned char *tuple;    /* scratch for one tuple */
     unsigned char keys[ROWS_PER_BATCH][BT_MAX_KEY_WIDTH]; /* the batch being read */
     size_t tuple_cap;
@@ -90,8 +97,8 @@ static uint64_t logged_bytes(const struct log_host *lh)
  * back neither reclamation nor the admin worker), naps and looks the key up
  * again: a row that was deleted meanwhile (its lock is never released) is
  * then no longer in the tree. */
-static int scan_partition(struct checkpointer *c, pod_table *t, uint32_t p, struct seg_writer *w,
-                          uint64_t *rows, pod_err *err)
+static int scan_partition(struct checkpointer *c, pod_table *t, uint32_t p, uint64_t min_ev,
+                          struct seg_writer *w, uint64_t *rows, uint64_t *older, pod_err *err)
 {
     pod_db *db = c->lh->o.db;
     unsigned char cur[BT_MAX_KEY_WIDTH];
@@ -131,7 +138,8 @@ static int scan_partition(struct checkpointer *c, pod_table *t, uint32_t p, stru
                 uint64_t ev = 0;
                 enum pod_snapshot_status st;
                 for (int tries = 0;
-                     (st = pod_row_snapshot(db, t, batch[i], c->tuple, &ev)) == POD_SNAP_BUSY &&
+                     (st = pod_row_snapshot(db, t, batch[i], min_ev, c->tuple, &ev)) ==
+                         POD_SNAP_BUSY &&
                      tries < 64;
                      tries++)
                     pod_cpu_relax();
@@ -149,6 +157,10 @@ static int scan_partition(struct checkpointer *c, pod_table *t, uint32_t p, stru
                 }
                 if (i + 1 == n) memcpy(cur, c->keys[i], t->key_size);
                 if (st == POD_SNAP_ABSENT) continue;
+                if (st == POD_SNAP_OLDER) { /* in the checkpoints before this delta */
+                    (*older)++;
+                    continue;
+                }
                 struct log_record rec = {.table_id = t->id, .kind = LOG_PUT,
                                          .key_len = (uint16_t)t->key_size,
                                          .tuple_len = t->tuple_size, .epoch_version = ev,
@@ -165,6 +177,75 @@ static int scan_partition(struct checkpointer *c, pod_table *t, uint32_t p, stru
             struct timespec nap = {0, 20000};
             nanosleep(&nap, NULL);
         }
+        if (seg_writer_pending(w) >= FLUSH_BYTES &&
+            (seg_writer_flush_block(w, err) != 0 || seg_writer_pace(w, WRITEBACK_BYTES, err) != 0))
+            return -1;
+    }
+    return 0;
+}
+
+/* ---- deleted keys ------------------------------------------------------------ */
+
+void log_deleted_note(struct log_deleted *d, const pod_table *t, const void *key, uint64_t ev)
+{
+    size_t need = DELETED_HEADER + t->key_size;
+    pthread_mutex_lock(&d->mu);
+    if (d->len + need > d->cap) {
+        size_t cap = d->cap ? 2 * d->cap : 64 * 1024;
+        while (cap < d->len + need) cap *= 2;
+        unsigned char *nb = realloc(d->buf, cap);
+        if (!nb) {
+            d->lost = true; /* the next checkpoints are full ones (take_deleted) */
+            pthread_mutex_unlock(&d->mu);
+            return;
+        }
+        d->buf = nb;
+        d->cap = cap;
+    }
+    unsigned char *p = d->buf + d->len;
+    memcpy(p, &t->id, 4);
+    memcpy(p + 4, &ev, 8);
+    memcpy(p + DELETED_HEADER, key, t->key_size);
+    d->len += need;
+    pthread_mutex_unlock(&d->mu);
+}
+
+/* Take the list (the checkpointer's empty spare buffer takes its place). */
+static bool take_deleted(struct checkpointer *c)
+{
+    struct log_deleted *d = &c->lh->deleted;
+    pthread_mutex_lock(&d->mu);
+    unsigned char *b = d->buf;
+    size_t cap = d->cap;
+    d->buf = c->del_buf;
+    d->cap = c->del_cap;
+    c->del_buf = b;
+    c->del_cap = cap;
+    c->del_len = d->len;
+    d->len = 0;
+    bool lost = d->lost;
+    d->lost = false;
+    pthread_mutex_unlock(&d->mu);
+    return !lost;
+}
+
+/* The taken list as DELETE records. */
+static int write_deleted(struct checkpointer *c, struct seg_writer *w, uint64_t *n, pod_err *err)
+{
+    pod_db *db = c->lh->o.db;
+    for (size_t off = 0; off < c->del_len;) {
+        const unsigned char *p = c->del_buf + off;
+        uint32_t id;
+        uint64_t ev;
+        memcpy(&id, p, 4);
+        memcpy(&ev, p + 4, 8);
+        const pod_table *t = db->tables[id];
+        struct log_record rec = {.table_id = id, .kind = LOG_DELETE,
+                                 .key_len = (uint16_t)t->key_size, .epoch_version = ev,
+                                 .key = p + DELETED_HEADER};
+        if (seg_writer_append(w, &rec, err) != 0) return -1;
+        (*n)++;
+        off += DELETED_HEADER + t->key_size;
         if (seg_writer_pending(w) >= FLUSH_BYTES &&
             (seg_writer_flush_block(w, err) != 0 || seg_writer_pace(w, WRITEBACK_BYTES, err) != 0))
             return -1;
@@ -194,13 +275,27 @@ void log_remove_obsolete(struct log_host *lh, uint64_t hzn, uint64_t *removed)
         pod_warn("checkpoint: %s", err.msg);
         return;
     }
-    const struct logdir_ckpt *last = logdir_last_ckpt(&d);
+    /* Keep the chain recovery would load (the newest checkpoint and, when it
+     * is a delta, those back to the nearest full one): every older one. */
+    int *chain = d.nckpts ? calloc((size_t)d.nckpts, sizeof *chain) : NULL;
+    int nchain = 0, oldest = d.nckpts;
+    struct seg_header newest;
+    if (d.nckpts && (!chain || logdir_ckpt_chain(lh->dir, &d, (uint32_t)lh->o.host, chain,
+                                                  &nchain, &newest, &err))) {
+        pod_warn("checkpoint: %s; no checkpoint is removed",
+                 chain ? err.msg : "out of memory");
+        nchain = 0;
+        oldest = -1;
+    } else if (nchain) {
+        oldest = chain[0];
+    }
+    free(chain);
     char path[POD_PATH_MAX + SEG_NAME_MAX + 2];
     int n = 0;
     for (int i = 0; i < d.nckpts; i++) {
         const struct logdir_ckpt *k = &d.ckpts[i];
-        if (k == last || k->host != (uint32_t)lh->o.host) continue;
-        if (k->tmp && lh->ckpt) continue; /* the checkpointer may be writing it */
+        if (k->host != (uint32_t)lh->o.host) continue;
+        if (k->tmp ? lh->ckpt != NULL : i >= oldest) continue; /* a .tmp may be being written */
         snprintf(path, sizeof path, "%s/%s", lh->dir, k->name);
         if (unlink(path) == 0) n++;
     }
@@ -230,15 +325,26 @@ static int run_checkpoint(struct checkpointer *c)
     uint64_t t0 = pod_mono_ns(), seq = lh->next_ckpt_seq++;
     uint64_t busy0 = __atomic_load_n(&c->busy_waits, __ATOMIC_RELAXED);
     uint64_t es = __atomic_load_n(lh->epoch_word, __ATOMIC_SEQ_CST);
+    /* A delta holds the rows written since the last checkpoint's start
+     * (every earlier write is in that one or the chain before it) and the
+     * keys deleted since the last one took the list. Full again when
+     * another delta like the last would make the deltas larger than a full
+     * one (recovery reads the chain): where nearly every row changes between
+     * checkpoints, every other checkpoint is full. */
+    bool delta = c->last_es && !c->force_full &&
+                 c->chain_bytes + c->delta_bytes <= c->full_bytes;
+    uint64_t min_ev = delta ? log_ev_make((uint32_t)c->last_es, 0) : 0;
     char tmp[SEG_NAME_MAX], fin[SEG_NAME_MAX];
     char a[POD_PATH_MAX + SEG_NAME_MAX + 2], b[POD_PATH_MAX + SEG_NAME_MAX + 2];
     seg_format_ckpt_name(tmp, sizeof tmp, (uint32_t)lh->o.host, seq, true);
     seg_format_ckpt_name(fin, sizeof fin, (uint32_t)lh->o.host, seq, false);
     struct seg_header h = {.host = (uint32_t)lh->o.host, .logger = SEG_LOGGER_CHECKPOINT,
-                           .seq = seq, .first_epoch = es};
+                           .seq = seq, .first_epoch = es,
+                           .ckpt_flags = delta ? SEG_CKPT_DELTA : 0,
+                           .since_epoch = delta ? c->last_es : 0};
     struct seg_writer *w = seg_writer_open_named(lh->dir, tmp, &h, &err);
     if (!w) goto fail;
-    uint64_t rows = 0;
+    uint64_t rows = 0, older = 0, deleted = 0;
     for (uint32_t i = 0; i < db->ntables; i++) {
         pod_table *t = db->tables[i];
         if (t->tuple_size > c->tuple_cap) {
@@ -252,9 +358,24 @@ static int run_checkpoint(struct checkpointer *c)
         }
         for (uint32_t p = 0; p < t->nparts; p++) {
             if (lh->o.pod_mode && t->parts[p].owner != (uint32_t)lh->o.host) continue;
-            if (scan_partition(c, t, p, w, &rows, &err)) goto fail_w;
+            if (scan_partition(c, t, p, min_ev, w, &rows, &older, &err)) goto fail_w;
         }
     }
+    /* Every key deleted before the scan passed it left the tree after it
+     * went into the list (log_row_removed), so the list now has every delete
+     * the scan could not see. A full checkpoint needs them too: it may hold
+     * a row deleted after the scan read it, at an epoch >= es, whose DELETE
+     * leaves the log with the next checkpoint. */
+    bool complete = take_deleted(c);
+    if (!complete) {
+        c->force_full = true;
+        if (delta) {
+            pod_err_set(&err, "a deleted key could not be kept (out of memory): the next "
+                        "checkpoint is a full one");
+            goto fail_w;
+        }
+    }
+    if (write_deleted(c, w, &deleted, &err)) goto fail_w;
     uint64_t bytes = seg_writer_size(w) + seg_writer_pending(w);
     if (seg_writer_close(w, &err) != 0) goto fail_file;
     /* Valid only once every value in it is committed. */
@@ -274,7 +395,19 @@ static int run_checkpoint(struct checkpointer *c)
         goto fail_file;
     }
     if (seg_fsync_dir(lh->dir, &err)) goto fail; /* the rename may not be durable: keep logs */
-    c->last_bytes = bytes;
+    if (delta) {
+        c->chain_bytes += bytes;
+        c->delta_bytes = bytes;
+        /* The rows left out would take as much room as the ones written
+         * (the data grows: TPC-C doubles in tens of seconds). */
+        if (rows) c->full_bytes = (uint64_t)((double)bytes * (double)(rows + older) / (double)rows);
+    } else {
+        c->full_bytes = bytes;
+        c->chain_bytes = c->delta_bytes = 0;
+    }
+    __atomic_store_n(&c->deltas, delta ? c->deltas + 1 : 0, __ATOMIC_RELAXED);
+    c->last_es = es;
+    c->force_full = !complete;
     lh->ckpt_epoch = es;
     __atomic_store_n(&lh->o.region->ctl->checkpoint_epoch[lh->o.host].v, es, __ATOMIC_RELEASE);
     __atomic_store_n(&c->epoch, es, __ATOMIC_RELAXED);
@@ -282,9 +415,11 @@ static int run_checkpoint(struct checkpointer *c)
     uint64_t removed = 0;
     log_remove_obsolete(lh, log_checkpoint_horizon(lh), &removed);
     __atomic_fetch_add(&c->removed, removed, __ATOMIC_RELAXED);
-    pod_info("checkpoint %s: %" PRIu64 " rows, %.1f MiB, epochs %" PRIu64 "..%" PRIu64
-             ", %.2f s (%" PRIu64 " waits for locked rows); %" PRIu64 " obsolete files removed",
-             fin, rows, (double)bytes / 1048576.0, es, ef, (double)(pod_mono_ns() - t0) / 1e9,
+    pod_info("checkpoint %s%s: %" PRIu64 " rows (%" PRIu64 " unchanged left out), %" PRIu64
+             " deleted keys, %.1f MiB, epochs %" PRIu64 "..%" PRIu64 ", %.2f s (%" PRIu64
+             " waits for locked rows); %" PRIu64 " obsolete files removed",
+             fin, delta ? " (delta)" : "", rows, older, deleted, (double)bytes / 1048576.0, es,
+             ef, (double)(pod_mono_ns() - t0) / 1e9,
              __atomic_load_n(&c->busy_waits, __ATOMIC_RELAXED) - busy0, removed);
     return 0;
 fail_w:
@@ -293,20 +428,24 @@ fail_file:
     snprintf(a, sizeof a, "%s/%s", lh->dir, tmp);
     unlink(a);
 fail:
+    /* The deleted keys taken (if any) are in no checkpoint: the next one
+     * cannot be a delta of the last. */
+    c->force_full = true;
     if (!stopping(c)) pod_warn("checkpoint %s failed: %s; the log is kept", tmp, err.msg);
     return -1;
 }
 
 /* Log bytes between checkpoints: checkpoint_after, and at least twice the
- * size of the last checkpoint. A checkpoint rewrites all the live data, so
- * when the data is larger than checkpoint_after, checkpointing after every
- * checkpoint_after bytes of log would write more checkpoint than log; this
- * way checkpoints cost at most half of what logging does, and recovery reads
- * at most the data plus twice the data (or checkpoint_after) of log. */
+ * size of a full checkpoint. Every checkpoint reads all the live data (a
+ * delta writes only what changed), so when the data is larger than
+ * checkpoint_after, checkpointing after every checkpoint_after bytes of log
+ * would scan more than the loggers write; this way a full checkpoint costs at
+ * most half of what logging does, and recovery reads at most the data, as
+ * much again of deltas, and twice the data (or checkpoint_after) of log. */
 static uint64_t checkpoint_due(const struct checkpointer *c)
 {
     uint64_t due = c->lh->o.checkpoint_after;
-    return c->last_bytes > due / 2 ? 2 * c->last_bytes : due;
+    return c->full_bytes > due / 2 ? 2 * c->full_bytes : due;
 }
 
 static void *ckpt_main(void *arg)
@@ -345,6 +484,7 @@ struct checkpointer *checkpointer_start(struct log_host *lh, pod_err *err)
         return NULL;
     }
     c->lh = lh;
+    __atomic_store_n(&lh->deleted.on, true, __ATOMIC_RELEASE); /* before any transaction logs */
     pthread_mutex_init(&c->mu, NULL);
     pthread_condattr_t ca;
     pthread_condattr_init(&ca);
@@ -365,6 +505,7 @@ struct checkpointer *checkpointer_start(struct log_host *lh, pod_err *err)
 void checkpointer_stop(struct checkpointer *c)
 {
     if (!c) return;
+    __atomic_store_n(&c->lh->deleted.on, false, __ATOMIC_RELEASE);
     pthread_mutex_lock(&c->mu);
     __atomic_store_n(&c->stop, true, __ATOMIC_RELEASE);
     pthread_cond_signal(&c->cv);
@@ -373,12 +514,14 @@ void checkpointer_stop(struct checkpointer *c)
     pthread_mutex_destroy(&c->mu);
     pthread_cond_destroy(&c->cv);
     free(c->tuple);
+    free(c->del_buf);
     free(c);
 }
 
 void checkpointer_stats(const struct checkpointer *c, uint64_t *count, uint64_t *epoch,
-                        uint64_t *segments_removed)
+                        uint64_t *segments_removed, uint64_t *deltas)
 {
+    *deltas = __atomic_load_n(&c->deltas, __ATOMIC_RELAXED);
     *count = __atomic_load_n(&c->count, __ATOMIC_RELAXED);
     *epoch = __atomic_load_n(&c->epoch, __ATOMIC_RELAXED);
     *segments_removed = __atomic_load_n(&c->removed, __ATOMIC_RELAXED);

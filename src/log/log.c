@@ -48,6 +48,7 @@ struct log_host *log_host_open(const struct log_host_options *o, pod_err *err)
     }
     lh->o = *o;
     pthread_mutex_init(&lh->loggers_mu, NULL);
+    pthread_mutex_init(&lh->deleted.mu, NULL);
     const struct pod_host_conf *hc = &o->conf->hosts[o->host];
     snprintf(lh->dir, sizeof lh->dir, "%s", hc->log_dir);
     lh->logging = hc->loggers > 0;
@@ -205,7 +206,7 @@ void log_host_get_stats(const struct log_host *lh, struct log_host_stats *out)
         out->write_errors += s.write_errors;
     }
     if (lh->ckpt) checkpointer_stats(lh->ckpt, &out->checkpoints, &out->checkpoint_epoch,
-                                     &out->segments_removed);
+                                     &out->segments_removed, &out->checkpoint_deltas);
 }
 
 void log_host_stop(struct log_host *lh)
@@ -263,6 +264,8 @@ void log_host_free(struct log_host *lh)
     durable_file_close(lh->durable);
     logdir_free(&lh->listing);
     pthread_mutex_destroy(&lh->loggers_mu);
+    pthread_mutex_destroy(&lh->deleted.mu);
+    free(lh->deleted.buf);
     free(lh);
 }
 
@@ -300,6 +303,13 @@ void log_txn_write(pod_db *db, struct log_worker *lw, const pod_table *t, const 
         .table_id = t->id, .kind = tuple ? LOG_PUT : LOG_DELETE, .key_len = (uint16_t)t->key_size,
         .tuple_len = tuple ? t->tuple_size : 0, .epoch_version = ev, .key = key, .tuple = tuple};
     log_worker_append(lw, &rec);
+}
+
+void log_row_removed(pod_db *db, const pod_table *t, const void *key, uint64_t ev)
+{
+    struct log_host *lh = db->log;
+    if (lh && __atomic_load_n(&lh->deleted.on, __ATOMIC_ACQUIRE))
+        log_deleted_note(&lh->deleted, t, key, ev);
 }
 
 /* [*lo, *hi): the bytes where a and b differ (*lo == *hi when none do). */

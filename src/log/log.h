@@ -93,6 +93,7 @@ struct log_host_stats {
     uint64_t global_epoch, pod_durable_epoch, persisted_epoch;
     uint64_t records, bytes, blocks, syncs, sync_ns, sync_ns_max, segments, write_errors;
     uint64_t checkpoints, checkpoint_epoch, segments_removed;
+    uint64_t checkpoint_deltas; /* deltas after the last full checkpoint (recovery's chain) */
 };
 void log_host_get_stats(const struct log_host *lh, struct log_host_stats *out);
 

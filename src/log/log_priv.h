@@ -13,6 +13,18 @@
 
 struct checkpointer;
 
+/* Keys of this host's rows whose committed delete took them out of their
+ * index since the last checkpoint took the list (checkpoint.c): a delta
+ * checkpoint cannot see them in the tree, so it writes them as DELETE
+ * records. Entries: table id (4 bytes), epoch-version (8), key. */
+struct log_deleted {
+    pthread_mutex_t mu;
+    bool on;      /* a checkpointer runs: keep the list */
+    bool lost;    /* an entry could not be kept (out of memory) */
+    unsigned char *buf;
+    size_t len, cap;
+};
+
 struct log_host {
     struct log_host_options o;
     char dir[POD_PATH_MAX];
@@ -27,6 +39,7 @@ struct log_host {
     struct durable_record drec; /* as read at open */
     struct logdir listing;      /* as found at open (recovery's input) */
     struct checkpointer *ckpt;
+    struct log_deleted deleted;
     uint64_t *epoch_word;       /* ctl->global_epoch */
     uint64_t *delete_hwm;       /* ctl->delete_ev_hwm */
     uint64_t start_epoch;       /* E is raised to this at start (recovery sets it) */
@@ -51,7 +64,9 @@ int log_owner_of(const struct log_host *lh, const pod_table *t, const void *key)
 struct checkpointer *checkpointer_start(struct log_host *lh, pod_err *err);
 void checkpointer_stop(struct checkpointer *c);
 void checkpointer_stats(const struct checkpointer *c, uint64_t *count, uint64_t *epoch,
-                        uint64_t *segments_removed);
+                        uint64_t *segments_removed, uint64_t *deltas);
+/* Add a deleted key to lh->deleted (sets lost when out of memory). */
+void log_deleted_note(struct log_deleted *d, const pod_table *t, const void *key, uint64_t ev);
 /* Remove segments every record of which is older than the checkpoint
  * horizon, and older checkpoints (also used at startup). */
 void log_remove_obsolete(struct log_host *lh, uint64_t horizon, uint64_t *removed);

@@ -2,6 +2,7 @@
 
 #include <dirent.h>
 #include <errno.h>
+#include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -79,11 +80,50 @@ void logdir_free(struct logdir *d)
     memset(d, 0, sizeof *d);
 }
 
-const struct logdir_ckpt *logdir_last_ckpt(const struct logdir *d)
+static int ckpt_header(const char *dir, const char *name, struct seg_header *h, pod_err *err)
 {
-    for (int i = d->nckpts; i-- > 0;)
-        if (!d->ckpts[i].tmp) return &d->ckpts[i];
-    return NULL;
+    char path[4096];
+    snprintf(path, sizeof path, "%s/%s", dir, name);
+    struct seg_reader *r = seg_reader_open(path, err);
+    if (!r) return -1;
+    *h = *seg_reader_header(r);
+    seg_reader_close(r);
+    return 0;
+}
+
+int logdir_ckpt_chain(const char *dir, const struct logdir *d, uint32_t host, int *chain, int *n,
+                      struct seg_header *newest, pod_err *err)
+{
+    int k = 0;
+    struct seg_header h, prev = {0}; /* prev: the later checkpoint of the chain */
+    for (int i = d->nckpts; i-- > 0;) {
+        const struct logdir_ckpt *c = &d->ckpts[i];
+        if (c->tmp || c->host != host) continue;
+        if (ckpt_header(dir, c->name, &h, err)) return -1;
+        if (k && h.first_epoch != prev.since_epoch) {
+            pod_err_set(err, "%s/%s: the delta checkpoint after it was taken since epoch %" PRIu64
+                        ", but this one started at epoch %" PRIu64 ": a checkpoint between them "
+                        "is missing", dir, c->name, prev.since_epoch, h.first_epoch);
+            return -1;
+        }
+        if (!k) *newest = h;
+        chain[k++] = i;
+        prev = h;
+        if (!(h.ckpt_flags & SEG_CKPT_DELTA)) break;
+    }
+    if (k && (prev.ckpt_flags & SEG_CKPT_DELTA)) {
+        pod_err_set(err, "%s: the oldest checkpoint of the newest chain (seq %" PRIu64 ") is a delta "
+                    "since epoch %" PRIu64 ", and no checkpoint before it is left",
+                    dir, prev.seq, prev.since_epoch);
+        return -1;
+    }
+    for (int a = 0, b = k - 1; a < b; a++, b--) { /* oldest first */
+        int t = chain[a];
+        chain[a] = chain[b];
+        chain[b] = t;
+    }
+    *n = k;
+    return 0;
 }
 
 int logdir_mkdirs(const char *dir, pod_err *err)

@@ -34,8 +34,15 @@ struct logdir {
  * (the caller decides); unknown files are ignored. */
 int logdir_scan(const char *dir, struct logdir *out, pod_err *err);
 void logdir_free(struct logdir *d);
-/* The newest complete checkpoint, or NULL. */
-const struct logdir_ckpt *logdir_last_ckpt(const struct logdir *d);
+/* The checkpoints recovery loads for host: the newest complete one and,
+ * when it is a delta (it holds only what changed since the checkpoint before
+ * it), those before it back to the nearest full one. Their indexes into
+ * d->ckpts, oldest first, go to chain (room for d->nckpts), their count to
+ * *n (0: no complete checkpoint), the newest one's header to *newest. -1 with
+ * err when a header cannot be read or a delta does not follow the checkpoint
+ * before it (one is missing). */
+int logdir_ckpt_chain(const char *dir, const struct logdir *d, uint32_t host, int *chain, int *n,
+                      struct seg_header *newest, pod_err *err);
 /* Create dir and its missing parents (mode 0755). */
 int logdir_mkdirs(const char *dir, pod_err *err);
 

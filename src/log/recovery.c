@@ -5,7 +5,9 @@
  *     over the pod's hosts, route.c). Every epoch below D was acknowledged or
  *     could have been; everything at or above D is discarded.
  *  2. Read, on every replay thread in parallel (one file at a time each): the
- *     newest complete checkpoint and every segment of this host, each up to
+ *     newest complete checkpoint (with, when it is a delta, those before it
+ *     back to the nearest full one: logdir_ckpt_chain) and every segment of
+ *     this host, each up to
  *     its first torn or corrupt block (a warning; the records before it are
  *     kept). Records of epochs >= D are dropped; the others are copied into
  *     per-thread lists by destination: the replay thread that owns the key
@@ -485,20 +487,34 @@ int log_host_recover(struct log_host *lh, struct log_recovery_stats *stp, pod_er
      * partitions that others' logs may hold records of. */
     if (!lh->logging && !lh->o.pod_mode) return 0;
     const struct logdir *ld = &lh->listing;
-    const struct logdir_ckpt *ck = logdir_last_ckpt(ld);
-    bool history = ld->nsegs > 0 || ck || lh->drec.exists;
+    int *chain = ld->nckpts ? malloc((size_t)ld->nckpts * sizeof *chain) : NULL;
+    int nchain = 0;
+    struct seg_header newest = {0};
+    if (ld->nckpts && !chain) {
+        pod_err_set(err, "out of memory");
+        return -1;
+    }
+    if (ld->nckpts && logdir_ckpt_chain(lh->dir, ld, (uint32_t)lh->o.host, chain, &nchain,
+                                        &newest, err)) {
+        free(chain);
+        return -1;
+    }
+    bool history = ld->nsegs > 0 || nchain || lh->drec.exists;
     struct rec_ctx x = {.lh = lh, .db = lh->o.db, .st = st};
     x.D = lh->drec.exists ? lh->drec.epoch : 0;
     if (lh->o.pod_mode) {
         /* Hosts recover together once any of them has history: records of
          * this host's tuples may sit in their logs. */
         bool skipped;
-        if (!(x.route = route_begin(lh, x.D, history, 0, &x.D, &skipped, err)))
+        if (!(x.route = route_begin(lh, x.D, history, 0, &x.D, &skipped, err))) {
+            free(chain);
             return skipped ? 0 : -1;
+        }
         history = true;
     }
     if (!history) {
         route_end(x.route);
+        free(chain);
         return 0;
     }
     st->ran = true;
@@ -510,13 +526,11 @@ int log_host_recover(struct log_host *lh, struct log_recovery_stats *stp, pod_er
         pod_warn("recovery: %s has log segments but no %s record: no transaction was ever "
                  "acknowledged as durable, so every record is discarded", lh->dir,
                  DURABLE_FILE_NAME);
-    if (ck) {
+    for (int i = 0; i < nchain; i++) {
+        const struct logdir_ckpt *ck = &ld->ckpts[chain[i]];
         if (add_file(&x, &cap, lh->dir, ck->name, true, SEG_LOGGER_CHECKPOINT, ck->seq)) goto nomem;
-        struct seg_reader *r = seg_reader_open(x.files[0].path, err);
-        if (!r) goto out;
-        x.Es = seg_reader_header(r)->first_epoch;
-        seg_reader_close(r);
     }
+    if (nchain) x.Es = newest.first_epoch;
     for (int i = 0; i < ld->nsegs; i++) {
         const struct logdir_seg *s = &ld->segs[i];
         if (s->host != (uint32_t)lh->o.host) {
@@ -528,10 +542,12 @@ int log_host_recover(struct log_host *lh, struct log_recovery_stats *stp, pod_er
     }
     st->durable_epoch = x.D;
     st->checkpoint_epoch = x.Es;
-    pod_info("recovery: %s: %d segment%s%s, committed end: epoch %" PRIu64
+    char chain_s[48] = "";
+    if (nchain > 1) snprintf(chain_s, sizeof chain_s, " (a full one and %d deltas)", nchain - 1);
+    pod_info("recovery: %s: %d segment%s%s%s, committed end: epoch %" PRIu64
              " (epochs >= %" PRIu64 " are discarded)%s", lh->dir, ld->nsegs,
-             ld->nsegs == 1 ? "" : "s", ck ? " and a checkpoint" : "", x.D, x.D,
-             ck ? "" : "; no checkpoint");
+             ld->nsegs == 1 ? "" : "s", nchain ? " and a checkpoint" : "", chain_s, x.D, x.D,
+             nchain ? "" : "; no checkpoint");
     x.n = lh->o.db->opt.nworkers;
     x.lists = calloc((size_t)x.n * (size_t)x.n, sizeof *x.lists);
     x.out = calloc((size_t)x.n * POD_MAX_HOSTS, sizeof *x.out);
@@ -565,7 +581,7 @@ int log_host_recover(struct log_host *lh, struct log_recovery_stats *stp, pod_er
     }
     lh->start_epoch = x.D > 1 ? x.D : 1;
     lh->ckpt_epoch = x.Es;
-    if (ck) __atomic_store_n(&lh->o.region->ctl->checkpoint_epoch[lh->o.host].v, x.Es,
+    if (nchain) __atomic_store_n(&lh->o.region->ctl->checkpoint_epoch[lh->o.host].v, x.Es,
                              __ATOMIC_RELEASE);
     st->seconds = (double)(pod_mono_ns() - x.t0) / 1e9;
     if (st->epoch_lo == UINT64_MAX) st->epoch_lo = st->epoch_hi = 0;
@@ -599,6 +615,7 @@ out:
     free(x.lists);
     free(x.out);
     free(x.files);
+    free(chain);
     pthread_mutex_destroy(&x.err_lock);
     return rc;
 }

@@ -166,7 +166,8 @@ static void encode_header(unsigned char *b, const struct seg_header *h)
     put64(b + 24, h->seq);
     put64(b + 32, h->first_epoch);
     put64(b + 40, h->create_time_ns);
-    /* 48..59 reserved, zero */
+    put32(b + 48, h->ckpt_flags);
+    put64(b + 52, h->since_epoch);
     put32(b + 60, crc32c(0, b, 60));
 }
 
@@ -608,6 +609,10 @@ struct seg_reader *seg_reader_open(const char *path, pod_err *err)
     r->hdr.seq = get64(b + 24);
     r->hdr.first_epoch = get64(b + 32);
     r->hdr.create_time_ns = get64(b + 40);
+    if (r->hdr.version >= 3) {
+        r->hdr.ckpt_flags = get32(b + 48);
+        r->hdr.since_epoch = get64(b + 52);
+    }
     r->off = r->st.good_bytes = SEG_HEADER_SIZE;
     r->st.epoch_lo = UINT64_MAX;
     r->st.epoch_hi = 0;

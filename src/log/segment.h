@@ -22,7 +22,7 @@
 #include "util/err.h"
 
 #define SEG_MAGIC "PODDBLOG" /* 8 bytes, no NUL on disk */
-#define SEG_VERSION 2u        /* written; 1 (no PATCH records) is still read */
+#define SEG_VERSION 3u        /* written; 2 (no delta checkpoints), 1 (no PATCH records) are read */
 #define SEG_VERSION_OLDEST 1u
 #define SEG_HEADER_SIZE 64u
 #define SEG_BLOCK_MAGIC 0x4B4C4250u /* "PBLK" little-endian */
@@ -85,7 +85,14 @@ struct seg_header {
     uint64_t seq;
     uint64_t first_epoch;
     uint64_t create_time_ns; /* CLOCK_REALTIME at creation */
+    /* Checkpoint files only (version 3; zero otherwise): SEG_CKPT_DELTA when
+     * the file holds only what changed since the checkpoint before it, whose
+     * start epoch is since_epoch (docs/durability.md, "Checkpoints"). */
+    uint32_t ckpt_flags;
+    uint64_t since_epoch;
 };
+
+#define SEG_CKPT_DELTA 1u
 
 /* The header's logger field of a checkpoint file (docs/durability.md). */
 #define SEG_LOGGER_CHECKPOINT UINT32_MAX

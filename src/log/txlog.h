@@ -39,6 +39,11 @@ void log_txn_write(pod_db *db, struct log_worker *lw, const pod_table *t, const 
  * or the whole tuple when that is not smaller. No-op when lw is NULL. */
 void log_txn_update(pod_db *db, struct log_worker *lw, const pod_table *t, const void *key,
                     uint64_t ev, uint64_t base_ev, const void *before, const void *after);
+/* A row of this host's whose delete committed (at epoch-version ev) is about
+ * to leave its index: called before it does, so that the next checkpoint,
+ * which will not find it in the tree, records the delete (checkpoint.c).
+ * Also for a row another host deleted in CXL memory. */
+void log_row_removed(pod_db *db, const pod_table *t, const void *key, uint64_t ev);
 /* The worker will not commit for a while (it waits for work, or exits): hand
  * its buffer over and stop holding back the durable epoch. */
 void log_worker_idle_hook(pod_db *db, int worker_id);

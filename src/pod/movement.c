@@ -16,6 +16,7 @@
 
 #include "cxl/record_ops.h"
 #include "engine/worker.h"
+#include "log/txlog.h"
 #include "pod/pod_int.h"
 #include "pod/rowlock.h"
 #include "txn/ebr.h"
@@ -360,6 +361,7 @@ out:
 static void unlink_req(struct pod_worker *w, pod_table *t, uint32_t part,
                        const struct pod_req_msg *rq)
 {
+    struct pod_host *ph = w->db->pod;
     struct pod_row *row = local_row(&t->parts[part].tree, rq->key);
     if (!row || !rowlock_moved(row) ||
         __atomic_load_n(&row->shortcut, __ATOMIC_ACQUIRE) != rq->rec) {
@@ -367,6 +369,15 @@ static void unlink_req(struct pod_worker *w, pod_table *t, uint32_t part,
                   t->name, part, (unsigned long long)rq->rec);
         return;
     }
+    /* Another host's committed delete wrote the record's epoch-version (an
+     * insert it gave up never did: 0), which the next checkpoint records. */
+    uint64_t ev = 0;
+    uint32_t valid = 1;
+    int rc;
+    while ((rc = rec_row_read(ph->r, ph->coh, pod_rec(ph, rq->rec), NULL, t->tuple_size, &valid,
+                              &ev)) == REC_BUSY)
+        pod_cpu_relax();
+    if (rc == REC_OK && !valid && ev) log_row_removed(w->db, t, rq->key, ev);
     pod_unlink_moved(w, t, part, rq->key, row);
 }
 

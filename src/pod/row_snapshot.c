@@ -22,7 +22,7 @@ void pod_snapshot_exit(pod_db *db, int worker)
 }
 
 enum pod_snapshot_status pod_row_snapshot(pod_db *db, const pod_table *t, struct pod_row *row,
-                                          void *tuple, uint64_t *epoch_version)
+                                          uint64_t min_ev, void *tuple, uint64_t *epoch_version)
 {
     struct pod_host *ph = db->pod;
     struct cxl_region *r = ph ? ph->r : NULL;
@@ -45,12 +45,16 @@ enum pod_snapshot_status pod_row_snapshot(pod_db *db, const pod_table *t, struct
             st = POD_SNAP_ERROR;
         } else if (valid) {
             *epoch_version = ev;
-            st = POD_SNAP_OK;
+            st = ev < min_ev ? POD_SNAP_OLDER : POD_SNAP_OK;
         }
     } else if (row_valid(row)) {
-        memcpy(tuple, row->tuple, t->tuple_size);
         *epoch_version = row->epoch_version;
-        st = POD_SNAP_OK;
+        if (row->epoch_version < min_ev) {
+            st = POD_SNAP_OLDER;
+        } else {
+            memcpy(tuple, row->tuple, t->tuple_size);
+            st = POD_SNAP_OK;
+        }
     }
     rowlock_release(r, row, ROWLOCK_READ, in_cxl);
     return st;

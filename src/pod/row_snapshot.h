@@ -27,6 +27,7 @@ enum pod_snapshot_status {
     POD_SNAP_BUSY = -1,  /* a writer holds the row now (NO_WAIT): try again later; a
                             row that stays busy may be dead: look its key up again */
     POD_SNAP_ERROR = -2, /* the CXL row does not fit the table (a bug): nothing copied */
+    POD_SNAP_OLDER = 2,  /* live, but its epoch-version is below min_ev: not copied */
 };
 
 /* Enter / leave the critical sections of worker id `worker` of this host
@@ -35,8 +36,10 @@ void pod_snapshot_enter(pod_db *db, int worker);
 void pod_snapshot_exit(pod_db *db, int worker);
 
 /* Copy local row `row` of table t (t->tuple_size bytes into tuple) and its
- * epoch-version under a shared lock, taken and released here. */
+ * epoch-version under a shared lock, taken and released here; a live row
+ * whose epoch-version is below min_ev (0: none is) is left out
+ * (POD_SNAP_OLDER: a delta checkpoint does not need it). */
 enum pod_snapshot_status pod_row_snapshot(pod_db *db, const pod_table *t, struct pod_row *row,
-                                          void *tuple, uint64_t *epoch_version);
+                                          uint64_t min_ev, void *tuple, uint64_t *epoch_version);
 
 #endif

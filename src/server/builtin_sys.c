@@ -181,6 +181,8 @@ static int sys_log(pod_txn *tx, const pod_args *a, pod_result *res, void *ctx)
         kv_row(res, &row, "write_errors", "%llu", (unsigned long long)st.write_errors);
         kv_row(res, &row, "checkpoints", "%llu", (unsigned long long)st.checkpoints);
         kv_row(res, &row, "checkpoint_epoch", "%llu", (unsigned long long)st.checkpoint_epoch);
+        kv_row(res, &row, "checkpoint_deltas", "%llu",
+               (unsigned long long)st.checkpoint_deltas);
         kv_row(res, &row, "segments_removed", "%llu", (unsigned long long)st.segments_removed);
     }
     if (si && si->recovery.ran) {

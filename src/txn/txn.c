@@ -857,7 +857,10 @@ void txn_commit(struct pod_txn *tx)
         if (tx->acc[i].rec) remote_commit(tx, &tx->acc[i], epoch);
     for (uint32_t i = 0; i < tx->nacc; i++) {
         struct access *a = &tx->acc[i];
-        if (!a->rec && (a->flags & ACC_DELETED)) remove_row(tx, a);
+        if (!a->rec && (a->flags & ACC_DELETED)) {
+            log_row_removed(tx->db, a->table, a->key, a->row->epoch_version);
+            remove_row(tx, a);
+        }
         release(tx, a);
     }
     tx->nacc = 0;

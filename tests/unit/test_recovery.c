@@ -77,19 +77,27 @@ static void write_seg(const char *dir, uint32_t logger, uint64_t seq, const stru
     ck_assert_int_eq(seg_writer_close(w, &err), 0);
 }
 
-/* A checkpoint file ckpt-0-<seq>.log (.tmp: unfinished) with start epoch es. */
-static void write_ckpt(const char *dir, uint64_t seq, bool tmp, uint64_t es, const struct rec *r,
-                       int n)
+/* A checkpoint file ckpt-0-<seq>.log (.tmp: unfinished) with start epoch es;
+ * a delta since epoch `since` when that is not 0. */
+static void write_ckpt_since(const char *dir, uint64_t seq, bool tmp, uint64_t es,
+                             uint64_t since, const struct rec *r, int n)
 {
     pod_err err;
     char name[SEG_NAME_MAX];
     seg_format_ckpt_name(name, sizeof name, 0, seq, tmp);
     struct seg_header h = {.host = 0, .logger = SEG_LOGGER_CHECKPOINT, .seq = seq,
-                           .first_epoch = es};
+                           .first_epoch = es, .ckpt_flags = since ? SEG_CKPT_DELTA : 0,
+                           .since_epoch = since};
     struct seg_writer *w = seg_writer_open_named(dir, name, &h, &err);
     ck_assert_msg(w != NULL, "%s", err.msg);
     write_records(w, r, n);
     ck_assert_int_eq(seg_writer_close(w, &err), 0);
+}
+
+static void write_ckpt(const char *dir, uint64_t seq, bool tmp, uint64_t es, const struct rec *r,
+                       int n)
+{
+    write_ckpt_since(dir, seq, tmp, es, 0, r, n);
 }
 
 static void write_durable(const char *dir, uint64_t epoch)
@@ -410,6 +418,87 @@ START_TEST(test_checkpoint_and_log_tail)
     ck_assert_int_eq(lf_value(&f, 3), INT64_MIN);
     ck_assert_int_eq(lf_value(&f, 4), 44);
     ck_assert_int_eq(lf_value(&f, 9), INT64_MIN);
+    lf_close(&f);
+}
+END_TEST
+
+/* A delta checkpoint holds what changed since the checkpoint before it and
+ * the keys deleted since: recovery loads the chain back to the full one
+ * (oldest first does not matter: the highest epoch-version wins, a DELETE
+ * leaves a tombstone) and skips log records older than the newest start. */
+START_TEST(test_delta_checkpoint_chain)
+{
+    char dir[POD_PATH_MAX];
+    lf_make_dir(dir, sizeof dir);
+    pod_err err;
+    /* an older full checkpoint the chain does not reach: not loaded */
+    const struct rec old[] = {PUT(7, 5, 0, 7)};
+    write_ckpt(dir, 1, false, 10, old, 1);
+    const struct rec full[] = {PUT(1, 15, 0, 1), PUT(2, 18, 0, 2), PUT(3, 12, 0, 3)};
+    write_ckpt(dir, 2, false, 20, full, 3);
+    const struct rec d1[] = {PUT(1, 22, 0, 10), DEL(2, 24, 0), PUT(5, 21, 0, 5)};
+    write_ckpt_since(dir, 3, false, 30, 20, d1, 3);
+    const struct rec d2[] = {PUT(5, 33, 0, 50), DEL(3, 35, 0)};
+    write_ckpt_since(dir, 4, false, 40, 30, d2, 2);
+    const struct rec r[] = {
+        PUT(6, 31, 0, -6),  /* older than the newest start (40): skipped */
+        PUTB(1, 41, 0, 100),
+    };
+    write_seg(dir, 0, 0, r, 2);
+    write_durable(dir, 50);
+    struct lf f;
+    struct log_recovery_stats st;
+    ck_assert_msg(recover(&f, dir, 2, &st, &err, NULL) == 0, "%s", err.msg);
+    ck_assert_uint_eq(st.checkpoint_epoch, 40);
+    ck_assert_uint_eq(st.records_before_checkpoint, 1);
+    ck_assert_int_eq(lf_value(&f, 1), 100);
+    ck_assert_int_eq(lf_value(&f, 2), INT64_MIN);
+    ck_assert_int_eq(lf_value(&f, 3), INT64_MIN);
+    ck_assert_int_eq(lf_value(&f, 5), 50);
+    ck_assert_int_eq(lf_value(&f, 6), INT64_MIN);
+    ck_assert_int_eq(lf_value(&f, 7), INT64_MIN);
+    lf_close(&f);
+
+    /* logdir_ckpt_chain names seq 2, 3, 4 */
+    struct logdir d;
+    ck_assert_int_eq(logdir_scan(dir, &d, &err), 0);
+    int chain[8], n = 0;
+    struct seg_header newest;
+    ck_assert_msg(logdir_ckpt_chain(dir, &d, 0, chain, &n, &newest, &err) == 0, "%s", err.msg);
+    ck_assert_int_eq(n, 3);
+    ck_assert_uint_eq(d.ckpts[chain[0]].seq, 2);
+    ck_assert_uint_eq(d.ckpts[chain[2]].seq, 4);
+    ck_assert_uint_eq(newest.first_epoch, 40);
+    ck_assert(newest.ckpt_flags & SEG_CKPT_DELTA);
+    ck_assert_uint_eq(newest.since_epoch, 30);
+    logdir_free(&d);
+}
+END_TEST
+
+/* A delta whose predecessor is gone cannot be used: recovery stops and says
+ * why rather than recover a database without the rows only that one held. */
+START_TEST(test_delta_checkpoint_broken_chain)
+{
+    char dir[POD_PATH_MAX];
+    lf_make_dir(dir, sizeof dir);
+    pod_err err;
+    const struct rec full[] = {PUT(1, 15, 0, 1)};
+    write_ckpt(dir, 2, false, 20, full, 1);
+    const struct rec d2[] = {PUT(5, 33, 0, 50)};
+    write_ckpt_since(dir, 4, false, 40, 30, d2, 1); /* seq 3 (since 20, start 30) missing */
+    write_durable(dir, 50);
+    struct lf f;
+    struct log_recovery_stats st;
+    ck_assert_int_eq(recover(&f, dir, 1, &st, &err, NULL), -1);
+    ck_assert_msg(strstr(err.msg, "is missing") != NULL, "%s", err.msg);
+    lf_close(&f);
+
+    char dir2[POD_PATH_MAX];
+    lf_make_dir(dir2, sizeof dir2);
+    write_ckpt_since(dir2, 4, false, 40, 30, d2, 1); /* only a delta */
+    write_durable(dir2, 50);
+    ck_assert_int_eq(recover(&f, dir2, 1, &st, &err, NULL), -1);
+    ck_assert_msg(strstr(err.msg, "no checkpoint before it") != NULL, "%s", err.msg);
     lf_close(&f);
 }
 END_TEST
@@ -758,6 +847,8 @@ static Suite *recovery_suite(void)
     tcase_add_test(tc, test_torn_tail_keeps_what_is_before);
     tcase_add_test(tc, test_corrupt_record_ends_that_file);
     tcase_add_test(tc, test_checkpoint_and_log_tail);
+    tcase_add_test(tc, test_delta_checkpoint_chain);
+    tcase_add_test(tc, test_delta_checkpoint_broken_chain);
     tcase_add_test(tc, test_durable_record_slots);
     tcase_add_test(tc, test_unknown_table_refused);
     tcase_add_test(tc, test_pod_mode_routing);
