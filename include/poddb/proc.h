@@ -160,6 +160,14 @@ pod_db *pod_txn_db(pod_txn *tx);
 int pod_get(pod_txn *tx, pod_table *t, const void *key, void *tuple_out);
 /* Read with an exclusive lock (use before pod_put to avoid an upgrade). */
 int pod_get_for_update(pod_txn *tx, pod_table *t, const void *key, void *tuple_out);
+/* The same without a copy, for tuples read or changed in part: *tuple
+ * points at the row's tuple_size bytes, valid until the transaction ends or
+ * itself writes or deletes the key. pod_get_ref reads with a shared lock
+ * (do not write through the pointer); pod_update_ref takes an exclusive
+ * lock, saves the before-image, and what the procedure then writes there is
+ * the transaction's write of the row, as if by pod_put (undone on abort). */
+int pod_get_ref(pod_txn *tx, pod_table *t, const void *key, const void **tuple);
+int pod_update_ref(pod_txn *tx, pod_table *t, const void *key, void **tuple);
 /* Overwrite an existing row (POD_NOT_FOUND if there is none). */
 int pod_put(pod_txn *tx, pod_table *t, const void *key, const void *tuple);
 /* Insert a new row (POD_EXISTS if the key is present). */

@@ -516,26 +516,63 @@ int pod_get_for_update(pod_txn *tx, pod_table *t, const void *key, void *tuple_o
     return get_impl(tx, t, key, tuple_out, HELD_WRITE);
 }
 
-/* Save the before-image once, then write in place. A remote tuple is
- * written in the transaction's copy, published at commit. */
-static int write_row(struct pod_txn *tx, pod_table *t, struct access *a, const void *tuple)
+/* Where a write of a row this transaction holds exclusively goes: the row
+ * itself, after its before-image was saved (once), or for another host's
+ * tuple the transaction's copy, published at commit. NULL (failed) when
+ * there is no memory for the before-image. */
+static void *writable_tuple(struct pod_txn *tx, pod_table *t, struct access *a)
 {
     if (a->rec) {
-        memcpy(a->copy, tuple, t->tuple_size);
         a->flags |= ACC_UPDATED;
-        return POD_OK;
+        return a->copy;
     }
     if (!(a->flags & (ACC_INSERTED | ACC_UPDATED))) {
         const unsigned char *cur = local_tuple(tx, a); /* refreshes DRAM if CXL is newer */
         a->undo = txn_undo_alloc(tx, t->tuple_size);
         if (!a->undo) {
             tx->status = POD_E_NOMEM;
-            return pod_txn_fail(tx, POD_E_NOMEM, "out of memory for a before-image");
+            pod_txn_fail(tx, POD_E_NOMEM, "out of memory for a before-image");
+            return NULL;
         }
         memcpy(a->undo, cur, t->tuple_size);
         a->flags |= ACC_UPDATED;
     }
-    memcpy(a->row->tuple, tuple, t->tuple_size);
+    return a->row->tuple;
+}
+
+static int write_row(struct pod_txn *tx, pod_table *t, struct access *a, const void *tuple)
+{
+    void *dst = writable_tuple(tx, t, a);
+    if (!dst) return POD_E_NOMEM;
+    memcpy(dst, tuple, t->tuple_size);
+    return POD_OK;
+}
+
+int pod_get_ref(pod_txn *tx, pod_table *t, const void *key, const void **tuple)
+{
+    int rc = check_op(tx, t, key);
+    if (rc) return rc;
+    if (!tuple) return pod_txn_fail(tx, POD_E_INVALID, "%s: tuple is NULL", t->name);
+    enum find_result fr;
+    struct access *a;
+    uint32_t part;
+    if ((rc = find_locked(tx, t, key, HELD_READ, &fr, &a, &part))) return rc;
+    if (fr == MISSING) return POD_NOT_FOUND;
+    *tuple = a->rec ? a->copy : local_tuple(tx, a);
+    return POD_OK;
+}
+
+int pod_update_ref(pod_txn *tx, pod_table *t, const void *key, void **tuple)
+{
+    int rc = check_op(tx, t, key);
+    if (rc) return rc;
+    if (!tuple) return pod_txn_fail(tx, POD_E_INVALID, "%s: tuple is NULL", t->name);
+    enum find_result fr;
+    struct access *a;
+    uint32_t part;
+    if ((rc = find_locked(tx, t, key, HELD_WRITE, &fr, &a, &part))) return rc;
+    if (fr == MISSING) return POD_NOT_FOUND;
+    if (!(*tuple = writable_tuple(tx, t, a))) return POD_E_NOMEM;
     return POD_OK;
 }
 

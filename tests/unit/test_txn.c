@@ -146,6 +146,54 @@ START_TEST(abort_undoes_everything)
 }
 END_TEST
 
+/* pod_get_ref / pod_update_ref: the row in place, a write through the
+ * pointer is the transaction's write (committed, or undone on abort). */
+START_TEST(tuples_in_place)
+{
+    load_even(0, 10);
+    unsigned char k[8];
+    int rc;
+    const void *ro;
+    void *rw;
+    txn_begin(A);
+    key(k, 4);
+    ck_assert_int_eq(pod_get_ref(A, T, k, &ro), POD_OK);
+    ck_assert_int_eq(((const struct acct *)ro)->balance, 40);
+    ck_assert_int_eq(pod_update_ref(A, T, k, &rw), POD_OK); /* upgrade */
+    ((struct acct *)rw)->balance += 1;
+    ck_assert_int_eq(balance_of(A, 4, &rc), 41); /* read your write */
+    ck_assert_int_eq(pod_update_ref(A, T, k, &rw), POD_OK); /* the before-image stays */
+    ((struct acct *)rw)->balance += 1;
+    key(k, 5);
+    ck_assert_int_eq(pod_get_ref(A, T, k, &ro), POD_NOT_FOUND);
+    ck_assert_int_eq(pod_update_ref(A, T, k, &rw), POD_NOT_FOUND);
+    key(k, 6);
+    ck_assert_int_eq(pod_update_ref(A, T, k, &rw), POD_OK);
+    ((struct acct *)rw)->balance = 7;
+    txn_abort(A);
+    txn_begin(B);
+    ck_assert_int_eq(balance_of(B, 4, &rc), 40);
+    ck_assert_int_eq(balance_of(B, 6, &rc), 60);
+    txn_commit(B);
+
+    txn_begin(A);
+    key(k, 4);
+    ck_assert_int_eq(pod_update_ref(A, T, k, &rw), POD_OK);
+    ((struct acct *)rw)->balance = 44;
+    key(k, 8);
+    ck_assert_int_eq(pod_get_ref(A, T, k, NULL), POD_E_INVALID);
+    txn_abort(A); /* the NULL made the transaction fail */
+    txn_begin(A);
+    key(k, 4);
+    ck_assert_int_eq(pod_update_ref(A, T, k, &rw), POD_OK);
+    ((struct acct *)rw)->balance = 44;
+    txn_commit(A);
+    txn_begin(B);
+    ck_assert_int_eq(balance_of(B, 4, &rc), 44);
+    txn_commit(B);
+}
+END_TEST
+
 START_TEST(no_wait_conflicts)
 {
     load_even(0, 10);
@@ -644,6 +692,7 @@ int main(void)
     tcase_add_checked_fixture(on, setup_on, teardown);
     tcase_add_test(on, crud_and_read_your_writes);
     tcase_add_test(on, abort_undoes_everything);
+    tcase_add_test(on, tuples_in_place);
     tcase_add_test(on, no_wait_conflicts);
     tcase_add_test(on, scans_in_both_directions);
     tcase_add_test(on, phantoms_are_prevented);

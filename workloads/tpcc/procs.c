@@ -10,10 +10,21 @@
 #define ARG(i) (a->v[(i)].u.i64)
 
 /* A row that must exist: NOT_FOUND is a broken database, not an outcome. */
-static int must_get(pod_txn *tx, pod_table *t, const unsigned char *key, void *out, bool upd,
+static int must_get(pod_txn *tx, pod_table *t, const unsigned char *key, void *out,
                     const char *what)
 {
-    int rc = upd ? pod_get_for_update(tx, t, key, out) : pod_get(tx, t, key, out);
+    int rc = pod_get(tx, t, key, out);
+    if (rc < 0) return rc;
+    if (rc != POD_OK) return pod_txn_fail(tx, POD_E_INTERNAL, "tpcc: %s: %s", what, pod_status_name(rc));
+    return POD_OK;
+}
+
+/* A row that must exist, to change in place (pod_update_ref: no copy in
+ * or out; what is written through *out is the transaction's write). */
+static int must_update(pod_txn *tx, pod_table *t, const unsigned char *key, void *out,
+                       const char *what)
+{
+    int rc = pod_update_ref(tx, t, key, (void **)out);
     if (rc < 0) return rc;
     if (rc != POD_OK) return pod_txn_fail(tx, POD_E_INTERNAL, "tpcc: %s: %s", what, pod_status_name(rc));
     return POD_OK;
@@ -124,15 +135,14 @@ static int p_new_order(pod_txn *tx, const pod_args *a, pod_result *res, void *ct
     unsigned char k[TPCC_K_CUST_NAME];
     struct tpcc_warehouse wh;
     tpcc_k_warehouse(k, (uint32_t)w);
-    POD_TRY(must_get(tx, t->t[TPCC_WAREHOUSE], k, &wh, false, "warehouse"));
-    struct tpcc_district di;
+    POD_TRY(must_get(tx, t->t[TPCC_WAREHOUSE], k, &wh, "warehouse"));
+    struct tpcc_district *di;
     tpcc_k_district(k, (uint32_t)w, (uint32_t)d);
-    POD_TRY(must_get(tx, t->t[TPCC_DISTRICT], k, &di, true, "district"));
-    uint32_t o_id = di.d_next_o_id++;
-    POD_TRY(must_put(tx, t->t[TPCC_DISTRICT], k, &di, "district"));
+    POD_TRY(must_update(tx, t->t[TPCC_DISTRICT], k, &di, "district"));
+    uint32_t o_id = di->d_next_o_id++;
     struct tpcc_customer cu;
     tpcc_k_customer(k, (uint32_t)w, (uint32_t)d, (uint32_t)c);
-    POD_TRY(must_get(tx, t->t[TPCC_CUSTOMER], k, &cu, false, "customer"));
+    POD_TRY(must_get(tx, t->t[TPCC_CUSTOMER], k, &cu, "customer"));
 
     struct tpcc_order o = {.o_entry_d = entry, .o_w_id = (uint32_t)w, .o_d_id = (uint32_t)d,
                            .o_id = o_id, .o_c_id = (uint32_t)c, .o_carrier_id = 0,
@@ -169,26 +179,25 @@ static int p_new_order(pod_txn *tx, const pod_args *a, pod_result *res, void *ct
             pod_result_i64(res, -1);
             return POD_USER_ABORT;
         }
-        struct tpcc_stock st;
+        struct tpcc_stock *st;
         tpcc_k_stock(k, sw, i_id);
-        POD_TRY(must_get(tx, t->t[TPCC_STOCK], k, &st, true, "stock"));
-        if (st.s_quantity >= (int32_t)qty + 10) st.s_quantity -= (int32_t)qty;
-        else st.s_quantity = st.s_quantity - (int32_t)qty + 91;
-        st.s_ytd += qty;
-        st.s_order_cnt++;
-        if (sw != (uint32_t)w) st.s_remote_cnt++;
-        POD_TRY(must_put(tx, t->t[TPCC_STOCK], k, &st, "stock"));
+        POD_TRY(must_update(tx, t->t[TPCC_STOCK], k, &st, "stock"));
+        if (st->s_quantity >= (int32_t)qty + 10) st->s_quantity -= (int32_t)qty;
+        else st->s_quantity = st->s_quantity - (int32_t)qty + 91;
+        st->s_ytd += qty;
+        st->s_order_cnt++;
+        if (sw != (uint32_t)w) st->s_remote_cnt++;
         struct tpcc_order_line ol = {
             .ol_delivery_d = 0, .ol_amount = (int64_t)qty * it.i_price, .ol_w_id = (uint32_t)w,
             .ol_d_id = (uint32_t)d, .ol_o_id = o_id, .ol_number = (uint32_t)(i + 1),
             .ol_i_id = i_id, .ol_supply_w_id = sw, .ol_quantity = qty};
-        memcpy(ol.ol_dist_info, st.s_dist[d - 1], sizeof ol.ol_dist_info);
+        memcpy(ol.ol_dist_info, st->s_dist[d - 1], sizeof ol.ol_dist_info);
         tpcc_k_order_line(k, (uint32_t)w, (uint32_t)d, o_id, (uint32_t)(i + 1));
         POD_TRY(must_insert(tx, t->t[TPCC_ORDER_LINE], k, &ol, "order_line"));
         sum += ol.ol_amount;
     }
     /* total = sum * (1 - c_discount) * (1 + w_tax + d_tax), rates in basis points */
-    int64_t total = sum * (10000 - cu.c_discount) / 10000 * (10000 + wh.w_tax + di.d_tax) / 10000;
+    int64_t total = sum * (10000 - cu.c_discount) / 10000 * (10000 + wh.w_tax + di->d_tax) / 10000;
     pod_result_i64(res, o_id);
     pod_result_i64(res, total);
     return POD_OK;
@@ -204,49 +213,46 @@ static int p_payment(pod_txn *tx, const pod_args *a, pod_result *res, void *ctx)
     POD_TRY(check_wd(tx, t, w, d));
     POD_TRY(check_wd(tx, t, cw, cd));
     unsigned char k[TPCC_K_CUST_NAME];
-    struct tpcc_warehouse wh;
+    struct tpcc_warehouse *wh;
     tpcc_k_warehouse(k, (uint32_t)w);
-    POD_TRY(must_get(tx, t->t[TPCC_WAREHOUSE], k, &wh, true, "warehouse"));
-    wh.w_ytd += amount;
-    POD_TRY(must_put(tx, t->t[TPCC_WAREHOUSE], k, &wh, "warehouse"));
-    struct tpcc_district di;
+    POD_TRY(must_update(tx, t->t[TPCC_WAREHOUSE], k, &wh, "warehouse"));
+    wh->w_ytd += amount;
+    struct tpcc_district *di;
     tpcc_k_district(k, (uint32_t)w, (uint32_t)d);
-    POD_TRY(must_get(tx, t->t[TPCC_DISTRICT], k, &di, true, "district"));
-    di.d_ytd += amount;
-    POD_TRY(must_put(tx, t->t[TPCC_DISTRICT], k, &di, "district"));
+    POD_TRY(must_update(tx, t->t[TPCC_DISTRICT], k, &di, "district"));
+    di->d_ytd += amount;
 
     uint32_t c;
     POD_TRY(pick_customer(tx, t, (uint32_t)cw, (uint32_t)cd, (uint32_t)ARG(4), (uint32_t)ARG(5), &c));
-    struct tpcc_customer cu;
+    struct tpcc_customer *cu;
     tpcc_k_customer(k, (uint32_t)cw, (uint32_t)cd, c);
-    POD_TRY(must_get(tx, t->t[TPCC_CUSTOMER], k, &cu, true, "customer"));
-    cu.c_balance -= amount;
-    cu.c_ytd_payment += amount;
-    cu.c_payment_cnt++;
-    if (memcmp(cu.c_credit, "BC", 2) == 0) {
-        char data[sizeof cu.c_data];
+    POD_TRY(must_update(tx, t->t[TPCC_CUSTOMER], k, &cu, "customer"));
+    cu->c_balance -= amount;
+    cu->c_ytd_payment += amount;
+    cu->c_payment_cnt++;
+    if (memcmp(cu->c_credit, "BC", 2) == 0) {
+        char data[sizeof cu->c_data];
         int n = snprintf(data, sizeof data, "%u %u %u %u %u %" PRId64 ".%02" PRId64 " |", c,
                          (unsigned)cd, (unsigned)cw, (unsigned)d, (unsigned)w, amount / 100,
                          amount % 100);
         if (n > 0 && (size_t)n < sizeof data) {
             size_t keep = sizeof data - 1 - (size_t)n;
-            size_t old = strnlen(cu.c_data, sizeof cu.c_data - 1);
+            size_t old = strnlen(cu->c_data, sizeof cu->c_data - 1);
             if (old > keep) old = keep;
-            memcpy(data + n, cu.c_data, old);
+            memcpy(data + n, cu->c_data, old);
             data[(size_t)n + old] = 0;
-            memcpy(cu.c_data, data, sizeof data);
+            memcpy(cu->c_data, data, sizeof data);
         }
     }
-    POD_TRY(must_put(tx, t->t[TPCC_CUSTOMER], k, &cu, "customer"));
 
     struct tpcc_history h = {.h_date = 1, .h_amount = amount, .h_c_id = c,
                              .h_c_d_id = (uint32_t)cd, .h_c_w_id = (uint32_t)cw,
                              .h_d_id = (uint32_t)d, .h_w_id = (uint32_t)w};
-    snprintf(h.h_data, sizeof h.h_data, "%.10s    %.10s", wh.w_name, di.d_name);
+    snprintf(h.h_data, sizeof h.h_data, "%.10s    %.10s", wh->w_name, di->d_name);
     tpcc_k_history(k, (uint32_t)w, (uint32_t)d, c, hseq);
     POD_TRY(must_insert(tx, t->t[TPCC_HISTORY], k, &h, "history"));
     pod_result_i64(res, c);
-    pod_result_i64(res, cu.c_balance);
+    pod_result_i64(res, cu->c_balance);
     return POD_OK;
 }
 
@@ -299,7 +305,7 @@ static int p_order_status(pod_txn *tx, const pod_args *a, pod_result *res, void 
     unsigned char k[TPCC_K_ORDER_LINE], hi[TPCC_K_ORDER_LINE];
     struct tpcc_customer cu;
     tpcc_k_customer(k, (uint32_t)w, (uint32_t)d, c);
-    POD_TRY(must_get(tx, t->t[TPCC_CUSTOMER], k, &cu, false, "customer"));
+    POD_TRY(must_get(tx, t->t[TPCC_CUSTOMER], k, &cu, "customer"));
     tpcc_k_order_cust(k, (uint32_t)w, (uint32_t)d, c, 0);
     tpcc_k_order_cust(hi, (uint32_t)w, (uint32_t)d, c, UINT32_MAX);
     struct last_order lo = {0};
@@ -314,7 +320,7 @@ static int p_order_status(pod_txn *tx, const pod_args *a, pod_result *res, void 
     }
     struct tpcc_order o;
     tpcc_k_order(k, (uint32_t)w, (uint32_t)d, lo.o_id);
-    POD_TRY(must_get(tx, t->t[TPCC_ORDER], k, &o, false, "order"));
+    POD_TRY(must_get(tx, t->t[TPCC_ORDER], k, &o, "order"));
     pod_result_i64(res, lo.o_id);
     pod_result_i64(res, o.o_carrier_id);
     pod_result_i64(res, o.o_ol_cnt);
@@ -380,11 +386,10 @@ static int p_delivery(pod_txn *tx, const pod_args *a, pod_result *res, void *ctx
         int rc = pod_delete(tx, t->t[TPCC_NEW_ORDER], k);
         if (rc < 0) return rc;
         if (rc != POD_OK) return pod_txn_fail(tx, POD_E_INTERNAL, "tpcc.delivery: delete new_order");
-        struct tpcc_order o;
+        struct tpcc_order *o;
         tpcc_k_order(k, (uint32_t)w, d, o_id);
-        POD_TRY(must_get(tx, t->t[TPCC_ORDER], k, &o, true, "order"));
-        o.o_carrier_id = (uint32_t)carrier;
-        POD_TRY(must_put(tx, t->t[TPCC_ORDER], k, &o, "order"));
+        POD_TRY(must_update(tx, t->t[TPCC_ORDER], k, &o, "order"));
+        o->o_carrier_id = (uint32_t)carrier;
         tpcc_k_order_line(k, (uint32_t)w, d, o_id, 0);
         tpcc_k_order_line(hi, (uint32_t)w, d, o_id, UINT32_MAX);
         struct deliver_lines dl;
@@ -392,9 +397,9 @@ static int p_delivery(pod_txn *tx, const pod_args *a, pod_result *res, void *ctx
         dl.overflow = false;
         POD_TRY(pod_scan(tx, t->t[TPCC_ORDER_LINE], k, hi, 0, POD_SCAN_FOR_UPDATE,
                          deliver_line_visit, &dl));
-        if (dl.overflow || dl.n != o.o_ol_cnt)
+        if (dl.overflow || dl.n != o->o_ol_cnt)
             return pod_txn_fail(tx, POD_E_INTERNAL, "tpcc.delivery: order %u/%u/%u: %u lines, O_OL_CNT %u",
-                                (unsigned)w, d, o_id, dl.n, o.o_ol_cnt);
+                                (unsigned)w, d, o_id, dl.n, o->o_ol_cnt);
         int64_t sum = 0;
         for (uint32_t i = 0; i < dl.n; i++) {
             dl.ol[i].ol_delivery_d = date;
@@ -402,12 +407,11 @@ static int p_delivery(pod_txn *tx, const pod_args *a, pod_result *res, void *ctx
             tpcc_k_order_line(k, (uint32_t)w, d, o_id, dl.ol[i].ol_number);
             POD_TRY(must_put(tx, t->t[TPCC_ORDER_LINE], k, &dl.ol[i], "order_line"));
         }
-        struct tpcc_customer cu;
-        tpcc_k_customer(k, (uint32_t)w, d, o.o_c_id);
-        POD_TRY(must_get(tx, t->t[TPCC_CUSTOMER], k, &cu, true, "customer"));
-        cu.c_balance += sum;
-        cu.c_delivery_cnt++;
-        POD_TRY(must_put(tx, t->t[TPCC_CUSTOMER], k, &cu, "customer"));
+        struct tpcc_customer *cu;
+        tpcc_k_customer(k, (uint32_t)w, d, o->o_c_id);
+        POD_TRY(must_update(tx, t->t[TPCC_CUSTOMER], k, &cu, "customer"));
+        cu->c_balance += sum;
+        cu->c_delivery_cnt++;
         delivered++;
     }
     pod_result_i64(res, delivered);
@@ -441,7 +445,7 @@ static int p_stock_level(pod_txn *tx, const pod_args *a, pod_result *res, void *
     unsigned char k[TPCC_K_ORDER_LINE], hi[TPCC_K_ORDER_LINE];
     struct tpcc_district di;
     tpcc_k_district(k, (uint32_t)w, (uint32_t)d);
-    POD_TRY(must_get(tx, t->t[TPCC_DISTRICT], k, &di, false, "district"));
+    POD_TRY(must_get(tx, t->t[TPCC_DISTRICT], k, &di, "district"));
     uint32_t next = di.d_next_o_id;
     uint32_t from = next > 20 ? next - 20 : 1;
     if (next <= 1) {
@@ -459,7 +463,7 @@ static int p_stock_level(pod_txn *tx, const pod_args *a, pod_result *res, void *
     for (uint32_t i = 0; i < r->n; i++) {
         struct tpcc_stock st;
         tpcc_k_stock(k, (uint32_t)w, r->ids[i]);
-        POD_TRY(must_get(tx, t->t[TPCC_STOCK], k, &st, false, "stock"));
+        POD_TRY(must_get(tx, t->t[TPCC_STOCK], k, &st, "stock"));
         if (st.s_quantity < threshold) low++;
     }
     pod_result_i64(res, low);
