@@ -548,32 +548,34 @@ static int write_row(struct pod_txn *tx, pod_table *t, struct access *a, const v
     return POD_OK;
 }
 
-int pod_get_ref(pod_txn *tx, pod_table *t, const void *key, const void **tuple)
+/* Lock an existing row for an in-place call (out: where the caller's
+ * pointer goes, checked). POD_OK with *a, POD_NOT_FOUND, or a status. */
+static int lock_in_place(struct pod_txn *tx, pod_table *t, const void *key, const void *out,
+                         uint8_t want, struct access **a)
 {
     int rc = check_op(tx, t, key);
     if (rc) return rc;
-    if (!tuple) return pod_txn_fail(tx, POD_E_INVALID, "%s: tuple is NULL", t->name);
+    if (!out) return pod_txn_fail(tx, POD_E_INVALID, "%s: tuple is NULL", t->name);
     enum find_result fr;
-    struct access *a;
     uint32_t part;
-    if ((rc = find_locked(tx, t, key, HELD_READ, &fr, &a, &part))) return rc;
-    if (fr == MISSING) return POD_NOT_FOUND;
-    *tuple = a->rec ? a->copy : local_tuple(tx, a);
-    return POD_OK;
+    if ((rc = find_locked(tx, t, key, want, &fr, a, &part))) return rc;
+    return fr == MISSING ? POD_NOT_FOUND : POD_OK;
+}
+
+int pod_get_ref(pod_txn *tx, pod_table *t, const void *key, const void **tuple)
+{
+    struct access *a;
+    int rc = lock_in_place(tx, t, key, tuple, HELD_READ, &a);
+    if (rc == POD_OK) *tuple = a->rec ? a->copy : local_tuple(tx, a);
+    return rc;
 }
 
 int pod_update_ref(pod_txn *tx, pod_table *t, const void *key, void **tuple)
 {
-    int rc = check_op(tx, t, key);
-    if (rc) return rc;
-    if (!tuple) return pod_txn_fail(tx, POD_E_INVALID, "%s: tuple is NULL", t->name);
-    enum find_result fr;
     struct access *a;
-    uint32_t part;
-    if ((rc = find_locked(tx, t, key, HELD_WRITE, &fr, &a, &part))) return rc;
-    if (fr == MISSING) return POD_NOT_FOUND;
-    if (!(*tuple = writable_tuple(tx, t, a))) return POD_E_NOMEM;
-    return POD_OK;
+    int rc = lock_in_place(tx, t, key, tuple, HELD_WRITE, &a);
+    if (rc == POD_OK && !(*tuple = writable_tuple(tx, t, a))) return POD_E_NOMEM;
+    return rc;
 }
 
 int pod_put(pod_txn *tx, pod_table *t, const void *key, const void *tuple)
