@@ -2,7 +2,7 @@
  * (docs/durability.md, "Log housekeeping").
  *
  * After every `checkpoint_after` bytes of log (and at least twice the size of
- * the last checkpoint: checkpoint_due), a thread writes every valid row
+ * a full checkpoint: checkpoint_due), a thread writes every valid row
  * of the tables this host owns, with its epoch-version, into
  * ckpt-<host>-<seq>.tmp (the segment format; the header's logger field is
  * SEG_LOGGER_CHECKPOINT and first_epoch is Es, the epoch E when the scan
@@ -12,12 +12,18 @@
  * rows, so the checkpoint reflects it (or a later value of the row); writes
  * of epochs >= Es stay in the log.
  *
+ * A delta checkpoint (run_checkpoint decides) writes only the rows whose
+ * epoch-version is at or above the previous checkpoint's Es, and every
+ * checkpoint writes the keys deleted since the previous one took the list
+ * (struct log_deleted) as DELETE records. Recovery loads the chain back to
+ * the newest full checkpoint (logdir_ckpt_chain).
+ *
  * When the scan ends at epoch Ef, the file is synced, and once the persisted
  * durable epoch is above Ef (every value in it is committed) it is renamed to
  * .log: from then on recovery loads it and skips log records of epochs below
  * Es. Segments whose every record is below Es (in pod mode: below every
  * host's checkpoint epoch, since records of a host's tuples may sit in another
- * host's log) and older checkpoints are then removed.
+ * host's log) and the checkpoints before the chain are then removed.
  *
  * In a pod, this host writes the partitions it owns, and a tuple that lives
  * in CXL memory is read there when another host wrote it (scan_partition).
@@ -85,6 +91,16 @@ static uint64_t logged_bytes(const struct log_host *lh)
         b += s.bytes;
     }
     return b;
+}
+
+/* Write the block being built once it holds FLUSH_BYTES, starting its
+ * writeback (seg_writer_pace). */
+static int flush_if_full(struct seg_writer *w, pod_err *err)
+{
+    if (seg_writer_pending(w) < FLUSH_BYTES) return 0;
+    return seg_writer_flush_block(w, err) != 0 || seg_writer_pace(w, WRITEBACK_BYTES, err) != 0
+               ? -1
+               : 0;
 }
 
 /* Write every valid row of one partition. -1 on a write error (err) or stop.
@@ -177,9 +193,7 @@ static int scan_partition(struct checkpointer *c, pod_table *t, uint32_t p, uint
             struct timespec nap = {0, 20000};
             nanosleep(&nap, NULL);
         }
-        if (seg_writer_pending(w) >= FLUSH_BYTES &&
-            (seg_writer_flush_block(w, err) != 0 || seg_writer_pace(w, WRITEBACK_BYTES, err) != 0))
-            return -1;
+        if (flush_if_full(w, err)) return -1;
     }
     return 0;
 }
@@ -246,9 +260,7 @@ static int write_deleted(struct checkpointer *c, struct seg_writer *w, uint64_t 
         if (seg_writer_append(w, &rec, err) != 0) return -1;
         (*n)++;
         off += DELETED_HEADER + t->key_size;
-        if (seg_writer_pending(w) >= FLUSH_BYTES &&
-            (seg_writer_flush_block(w, err) != 0 || seg_writer_pace(w, WRITEBACK_BYTES, err) != 0))
-            return -1;
+        if (flush_if_full(w, err)) return -1;
     }
     return 0;
 }
@@ -366,14 +378,11 @@ static int run_checkpoint(struct checkpointer *c)
      * the scan could not see. A full checkpoint needs them too: it may hold
      * a row deleted after the scan read it, at an epoch >= es, whose DELETE
      * leaves the log with the next checkpoint. */
-    bool complete = take_deleted(c);
-    if (!complete) {
-        c->force_full = true;
-        if (delta) {
-            pod_err_set(&err, "a deleted key could not be kept (out of memory): the next "
-                        "checkpoint is a full one");
-            goto fail_w;
-        }
+    bool complete = take_deleted(c); /* if not, the next one is full (below, or fail:) */
+    if (!complete && delta) {
+        pod_err_set(&err, "a deleted key could not be kept (out of memory): the next "
+                    "checkpoint is a full one");
+        goto fail_w;
     }
     if (write_deleted(c, w, &deleted, &err)) goto fail_w;
     uint64_t bytes = seg_writer_size(w) + seg_writer_pending(w);

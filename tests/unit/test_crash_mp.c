@@ -564,14 +564,20 @@ static struct recovery_seen recovery_of(const struct pod *p, int h)
     return r;
 }
 
+/* A new pod's paths and config (not started); returns the test's random seed. */
+static uint64_t new_pod(struct pod *p, const char *name)
+{
+    memset(p, 0, sizeof *p);
+    write_conf(p, name);
+    return (uint64_t)getpid() * 0x9e3779b97f4a7c15ull ^ pod_mono_ns();
+}
+
 START_TEST(crash_and_recover)
 {
     struct pod p;
-    memset(&p, 0, sizeof p);
-    write_conf(&p, "crash");
+    uint64_t rng = new_pod(&p, "crash");
     const char *re = getenv("PODDB_CRASH_ROUNDS");
     int rounds = re && atoi(re) > 0 ? atoi(re) : ROUNDS;
-    uint64_t rng = (uint64_t)getpid() * 0x9e3779b97f4a7c15ull ^ pod_mono_ns();
     uint64_t *acked[NHOSTS] = {NULL};
     size_t nacked[NHOSTS] = {0}, cap[NHOSTS] = {0};
     size_t total_acked = 0;
@@ -637,9 +643,7 @@ END_TEST
 START_TEST(checkpoint_of_remote_writes)
 {
     struct pod p;
-    memset(&p, 0, sizeof p);
-    write_conf(&p, "ckpt");
-    uint64_t rng = (uint64_t)getpid() * 0x2545f4914f6cdd1dull ^ pod_mono_ns();
+    uint64_t rng = new_pod(&p, "ckpt");
     uint64_t *acked[NHOSTS] = {NULL};
     size_t nacked[NHOSTS] = {0}, cap[NHOSTS] = {0};
     start_pod(&p);
@@ -705,9 +709,7 @@ END_TEST
 START_TEST(delta_checkpoints_keep_deletes)
 {
     struct pod p;
-    memset(&p, 0, sizeof p);
-    write_conf(&p, "delta");
-    uint64_t rng = (uint64_t)getpid() * 0x9e3779b97f4a7c15ull ^ pod_mono_ns();
+    uint64_t rng = new_pod(&p, "delta");
     uint64_t *acked[NHOSTS] = {NULL};
     size_t nacked[NHOSTS] = {0}, cap[NHOSTS] = {0};
     start_pod(&p);
