@@ -124,8 +124,15 @@ pod_table *table_new(pod_db *db, uint32_t id, const pod_table_def *def, const bt
     for (uint32_t p = 0; p < t->nparts; p++) {
         struct pod_partition *pt = &t->parts[p];
         pt->owner = nhosts ? p % nhosts : 0;
-        bt_config bc = {def->key_size, 0};
+        bt_config bc = {def->key_size, def->index_node_size};
         bt_status st = bt_create(&pt->tree, &pt->hdr, space, &bc);
+        if (st == BT_INVALID && def->index_node_size) {
+            snprintf(err, errlen, "table %s: index_node_size %u is not a multiple of 8 from %u to "
+                     "%u holding at least 4 keys of %u bytes", def->name, def->index_node_size,
+                     BT_MIN_NODE_SIZE, BT_MAX_NODE_SIZE, def->key_size);
+            table_free(t);
+            return NULL;
+        }
         if (st != BT_OK) {
             snprintf(err, errlen, "table %s: index: %s", def->name, bt_status_name(st));
             table_free(t);

@@ -194,9 +194,9 @@ static uint32_t part_by_first_u64(const void *key, uint32_t nparts, void *ctx)
 
 int poddb_module_init(pod_db *db, char *err, size_t errlen)
 {
-    pod_table_def da = {"pb_acct", 8, sizeof(struct account), 0, NULL, NPARTS, pod_part_be64, NULL};
-    pod_table_def de = {"pb_ev", 16, 8, 0, NULL, NPARTS, part_by_first_u64, NULL};
-    pod_table_def dc = {"pb_cnt", 8, 8, 0, NULL, NPARTS, pod_part_be64, NULL};
+    pod_table_def da = {"pb_acct", 8, sizeof(struct account), 0, NULL, NPARTS, pod_part_be64, NULL, 0};
+    pod_table_def de = {"pb_ev", 16, 8, 0, NULL, NPARTS, part_by_first_u64, NULL, 0};
+    pod_table_def dc = {"pb_cnt", 8, 8, 0, NULL, NPARTS, pod_part_be64, NULL, 0};
     if (!(acct = pod_table_create(db, &da, err, errlen)) ||
         !(ev = pod_table_create(db, &de, err, errlen)) ||
         !(cnt = pod_table_create(db, &dc, err, errlen)))

@@ -30,7 +30,7 @@ static void open_db_with(bool phantom, bool no_locking)
     ck_assert_msg(db != NULL, "%s", err);
     static const pod_column cols[] = {{"balance", POD_COL_I64, 0, 8},
                                       {"version", POD_COL_I64, 8, 8}};
-    pod_table_def def = {"acct", 8, sizeof(struct acct), 2, cols, 1, NULL, NULL};
+    pod_table_def def = {"acct", 8, sizeof(struct acct), 2, cols, 1, NULL, NULL, 0};
     T = pod_table_create(db, &def, err, sizeof err);
     ck_assert_msg(T != NULL, "%s", err);
     A = db->workers[0]->tx;
@@ -274,6 +274,17 @@ static bool collect(void *arg, const void *k, const void *tuple)
     (void)tuple;
     struct keys *ks = arg;
     if (ks->n < 64) ks->k[ks->n++] = pod_key_get_u64(k);
+    return true;
+}
+
+/* Counts every row, keeps the first 64 keys (collect caps n at 64). */
+static bool count_all(void *arg, const void *k, const void *tuple)
+{
+    struct keys *ks = arg;
+    int n = ks->n;
+    ks->n = n < 64 ? n : 63;
+    collect(arg, k, tuple);
+    ks->n = n + 1;
     return true;
 }
 
@@ -567,7 +578,7 @@ START_TEST(call_never_commits_a_doomed_attempt)
     struct pod_db_options o = {.nworkers = 2, .host_id = 0, .nhosts = 1,
                                .phantom_protection = true, .max_retries = 5};
     db = pod_db_new(&o, err, sizeof err);
-    pod_table_def def = {"acct", 8, sizeof(struct acct), 0, NULL, 1, NULL, NULL};
+    pod_table_def def = {"acct", 8, sizeof(struct acct), 0, NULL, 1, NULL, NULL, 0};
     T = pod_table_create(db, &def, err, sizeof err);
     A = db->workers[0]->tx;
     load_even(0, 10);
@@ -630,26 +641,81 @@ END_TEST
 START_TEST(table_definitions_are_checked)
 {
     char err[256];
-    pod_table_def bad_key = {"x", 0, 8, 0, NULL, 1, NULL, NULL};
+    pod_table_def bad_key = {"x", 0, 8, 0, NULL, 1, NULL, NULL, 0};
     ck_assert_ptr_null(pod_table_create(db, &bad_key, err, sizeof err));
     ck_assert_msg(strstr(err, "key_size 0 is out of range"), "%s", err);
-    pod_table_def dup = {"acct", 8, 8, 0, NULL, 1, NULL, NULL};
+    pod_table_def dup = {"acct", 8, 8, 0, NULL, 1, NULL, NULL, 0};
     ck_assert_ptr_null(pod_table_create(db, &dup, err, sizeof err));
     ck_assert_msg(strstr(err, "already exists"), "%s", err);
     static const pod_column over[] = {{"a", POD_COL_I64, 4, 8}};
-    pod_table_def ov = {"y", 8, 8, 1, over, 1, NULL, NULL};
+    pod_table_def ov = {"y", 8, 8, 1, over, 1, NULL, NULL, 0};
     ck_assert_ptr_null(pod_table_create(db, &ov, err, sizeof err));
     ck_assert_msg(strstr(err, "ends past"), "%s", err);
+    pod_table_def odd = {"z", 8, 8, 0, NULL, 1, NULL, NULL, 1020};
+    ck_assert_ptr_null(pod_table_create(db, &odd, err, sizeof err));
+    ck_assert_msg(strstr(err, "index_node_size 1020 is not a multiple of 8"), "%s", err);
+    pod_table_def tiny = {"z", 40, 8, 0, NULL, 1, NULL, NULL, 128}; /* 2 keys of 40 bytes */
+    ck_assert_ptr_null(pod_table_create(db, &tiny, err, sizeof err));
+    ck_assert_msg(strstr(err, "at least 4 keys of 40 bytes"), "%s", err);
+    ck_assert_ptr_null(pod_table_find(db, "z"));
     ck_assert_ptr_eq(pod_table_find(db, "acct"), T);
     ck_assert_int_eq(pod_table_col_index(T, "version"), 1);
     ck_assert_int_eq(pod_table_col_index(T, "nope"), -1);
 }
 END_TEST
 
+/* A table with 1 KiB index nodes (several levels of them) reads, scans and
+ * deletes like any other. */
+START_TEST(bigger_index_nodes)
+{
+    char err[256];
+    pod_table_def def = {"wide_nodes", 8, 8, 0, NULL, 1, NULL, NULL, 1024};
+    pod_table *W = pod_table_create(db, &def, err, sizeof err);
+    ck_assert_msg(W != NULL, "%s", err);
+    enum { N = 20000 };
+    unsigned char k[8], lo[8], hi[8];
+    for (int64_t i = 0; i < N; i += 1000) {
+        txn_begin(A);
+        for (int64_t j = i; j < i + 1000; j++) {
+            key(k, (uint64_t)j * 2);
+            ck_assert_int_eq(pod_insert(A, W, k, &j), POD_OK);
+        }
+        txn_commit(A);
+    }
+    txn_begin(A);
+    int64_t v;
+    key(k, 2 * 12345);
+    ck_assert_int_eq(pod_get(A, W, k, &v), POD_OK);
+    ck_assert_int_eq(v, 12345);
+    key(k, 2 * 12345 + 1);
+    ck_assert_int_eq(pod_get(A, W, k, &v), POD_NOT_FOUND);
+    struct keys ks = {0};
+    ck_assert_int_eq(pod_scan(A, W, NULL, NULL, 0, 0, count_all, &ks), POD_OK);
+    ck_assert_int_eq(ks.n, N);
+    key(lo, 1001);
+    key(hi, 1101);
+    ks.n = 0;
+    ck_assert_int_eq(pod_scan(A, W, lo, hi, 0, POD_SCAN_REVERSE, count_all, &ks), POD_OK);
+    ck_assert_int_eq(ks.n, 50);
+    ck_assert_uint_eq(ks.k[0], 1100);
+    for (int64_t j = 0; j < N; j += 2) {
+        key(k, (uint64_t)j * 2);
+        ck_assert_int_eq(pod_delete(A, W, k), POD_OK);
+    }
+    txn_commit(A);
+    txn_begin(A);
+    ks.n = 0;
+    ck_assert_int_eq(pod_scan(A, W, NULL, NULL, 0, 0, count_all, &ks), POD_OK);
+    ck_assert_int_eq(ks.n, N / 2);
+    ck_assert_uint_eq(ks.k[0], 2);
+    txn_commit(A);
+}
+END_TEST
+
 START_TEST(partitioned_scans_stay_in_one_partition)
 {
     char err[256];
-    pod_table_def def = {"parted", 16, 8, 0, NULL, 4, pod_part_be64, NULL};
+    pod_table_def def = {"parted", 16, 8, 0, NULL, 4, pod_part_be64, NULL, 0};
     pod_table *P = pod_table_create(db, &def, err, sizeof err);
     ck_assert_msg(P != NULL, "%s", err);
     unsigned char lo[16], hi[16];
@@ -702,6 +768,7 @@ int main(void)
     tcase_add_test(on, call_never_commits_a_doomed_attempt);
     tcase_add_test(on, results_rows_and_bytes);
     tcase_add_test(on, table_definitions_are_checked);
+    tcase_add_test(on, bigger_index_nodes);
     tcase_add_test(on, partitioned_scans_stay_in_one_partition);
     tcase_add_test(on, keys_sort_naturally);
     suite_add_tcase(s, on);

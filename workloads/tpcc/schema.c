@@ -108,6 +108,10 @@ static int create_tables(pod_db *db, struct tpcc *t, char *err, size_t errlen)
             .nparts = t->cfg.warehouses,
             .partition = tpcc_partition,
         };
+        /* Scanned or filled in key order: bigger leaves (see pod_table_def). */
+        if (i == TPCC_CUST_NAME || i == TPCC_HISTORY || i == TPCC_NEW_ORDER ||
+            i == TPCC_ORDER || i == TPCC_ORDER_CUST || i == TPCC_ORDER_LINE)
+            def.index_node_size = 1024;
         if (i == TPCC_WAREHOUSE) def.ncols = 4, def.cols = warehouse_cols;
         if (i == TPCC_DISTRICT) def.ncols = 5, def.cols = district_cols;
         if (i == TPCC_CUSTOMER) def.ncols = 8, def.cols = customer_cols;
