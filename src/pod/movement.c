@@ -335,7 +335,7 @@ static int prep_insert(struct pod_worker *w, pod_table *t, uint32_t part,
     rec_flag_set(pod_rec(ph, off), REC_CLOCK); /* as a move-in: used right away */
     nrow->shortcut = off;
     nrow->lock = LOCK_MOVED;
-    if (table_index_insert(t, part, rq->key, nrow) != BT_OK) {
+    if (table_index_insert(t, part, rq->key, nrow, NULL) != BT_OK) {
         rec_destroy(ph->r, off);
         row_free(nrow);
         status = POD_RS_BUSY; /* inserted meanwhile by the owner */

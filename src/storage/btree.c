@@ -932,12 +932,34 @@ static bool try_insert(const bt_tree *t, const search_key *sk, uint64_t value, b
     return true;
 }
 
+/* Insert a new key into the hinted leaf when the leaf alone covers it (an
+ * entry on each side, as in hint_lookup) and has room: no split, so no
+ * parent is involved. Locking from the hint's version proves the leaf is
+ * unchanged since it was read. False: take the descent. */
+static bool hint_insert(const bt_tree *t, bt_hint *h, const search_key *sk, uint64_t value)
+{
+    char *leaf = hint_leaf(t, h);
+    if (!leaf) return false;
+    unsigned count = leaf_count(t, leaf);
+    if (count >= t->leaf_cap) return false;
+    unsigned pos = key_bound(t, leaf, count, sk, false);
+    if (pos == 0 || pos >= count || compare_slot(t, key_slot(t, leaf, pos), sk) == 0)
+        return false; /* at an edge, or present: the descent decides */
+    RACE_POINT(BT_RACE_LEAF_READ);
+    if (!upgrade(leaf, h->v)) return false;
+    leaf_insert_at(t, leaf, pos, count, sk, value);
+    unlock(leaf);
+    h->v += 2 * V_LOCKED; /* the version our unlock left: the leaf as we wrote it */
+    return true;
+}
+
 static bt_status insert_key(const bt_tree *t, const void *key, uint64_t value, bool overwrite,
-                            bool *replaced)
+                            bool *replaced, bt_hint *hint)
 {
     if (!tree_usable(t) || !key) return BT_INVALID;
     search_key sk;
     search_key_set(t, &sk, key);
+    if (hint && hint_insert(t, hint, &sk, value)) return BT_OK;
     bt_status st = BT_OK;
     for (unsigned restarts = 0;; restarts++) {
         backoff(restarts);
@@ -947,12 +969,17 @@ static bt_status insert_key(const bt_tree *t, const void *key, uint64_t value, b
 
 bt_status bt_insert(const bt_tree *t, const void *key, uint64_t value)
 {
-    return insert_key(t, key, value, false, NULL);
+    return insert_key(t, key, value, false, NULL, NULL);
+}
+
+bt_status bt_insert_at(const bt_tree *t, const void *key, uint64_t value, bt_hint *hint)
+{
+    return insert_key(t, key, value, false, NULL, hint);
 }
 
 bt_status bt_upsert(const bt_tree *t, const void *key, uint64_t value, bool *replaced)
 {
-    return insert_key(t, key, value, true, replaced);
+    return insert_key(t, key, value, true, replaced, NULL);
 }
 
 /* ---- remove ------------------------------------------------------------------ */

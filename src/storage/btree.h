@@ -135,6 +135,9 @@ bt_status bt_next_at(const bt_tree *t, const void *key, bool inclusive, void *ke
                      uint64_t *value, bt_hint *hint);
 bt_status bt_prev_at(const bt_tree *t, const void *key, bool inclusive, void *key_out,
                      uint64_t *value, bt_hint *hint);
+/* bt_insert, into the hinted leaf without a descent when the key falls
+ * between two of its entries and it has room; the hint then stays valid. */
+bt_status bt_insert_at(const bt_tree *t, const void *key, uint64_t value, bt_hint *hint);
 
 /* Look up n keys (at most BT_PREFETCH_MAX; keys[i] in trees[i]) together,
  * descending all of them one level at a time, so that their cache misses

@@ -37,9 +37,10 @@ void table_prefetch(const pod_table *t, const uint32_t *parts, const void *const
     }
 }
 
-bt_status table_index_insert(pod_table *t, uint32_t part, const void *key, struct pod_row *row)
+bt_status table_index_insert(pod_table *t, uint32_t part, const void *key, struct pod_row *row,
+                             bt_hint *hint)
 {
-    return bt_insert(&t->parts[part].tree, key, (uint64_t)(uintptr_t)row);
+    return bt_insert_at(&t->parts[part].tree, key, (uint64_t)(uintptr_t)row, hint);
 }
 
 void table_index_remove(pod_table *t, uint32_t part, const void *key)

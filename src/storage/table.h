@@ -56,9 +56,10 @@ static inline struct pod_row *table_lookup(const pod_table *t, uint32_t part, co
 void table_prefetch(const pod_table *t, const uint32_t *parts, const void *const *keys,
                     unsigned n);
 
-/* Put a row (its key already stored in it) into the partition's index:
- * BT_OK, BT_EXISTS or an index error. */
-bt_status table_index_insert(pod_table *t, uint32_t part, const void *key, struct pod_row *row);
+/* Put a row into the partition's index under key: BT_OK, BT_EXISTS or an
+ * index error. hint: the operation's leaf hint (bt_hint), or NULL. */
+bt_status table_index_insert(pod_table *t, uint32_t part, const void *key, struct pod_row *row,
+                             bt_hint *hint);
 /* Take the row out of the partition's index (before handing it to EBR). */
 void table_index_remove(pod_table *t, uint32_t part, const void *key);
 

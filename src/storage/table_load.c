@@ -21,7 +21,7 @@ enum table_install_result table_install(pod_table *t, const void *key, uint64_t 
     if (tuple) memcpy(row->tuple, tuple, t->tuple_size);
     row->epoch_version = ev;
     row->valid = tuple ? 1u : 0u;
-    bt_status st = table_index_insert(t, part, key, row);
+    bt_status st = table_index_insert(t, part, key, row, NULL);
     if (st != BT_OK) { /* BT_EXISTS cannot happen: one thread per key */
         row_free(row);
         return TABLE_INSTALL_NOMEM;

@@ -673,7 +673,7 @@ int pod_insert(pod_txn *tx, pod_table *t, const void *key, const void *tuple)
         }
         memcpy(row->tuple, tuple, t->tuple_size);
         row->lock = tx->db->opt.no_locking ? 0 : LOCK_W;
-        bt_status st = table_index_insert(t, part, key, row);
+        bt_status st = table_index_insert(t, part, key, row, &hint);
         /* Still under the gap's lock: CXL memory must stop claiming the gap. */
         if (st == BT_OK && tx->db->pod) pod_local_inserted(tx->w, t, part, key);
         if (gap_fresh) unlock_fresh(tx, gap);

@@ -640,6 +640,53 @@ START_TEST(runs_inside_the_tree_fill_leaves)
 }
 END_TEST
 
+/* A transaction's insert: a lookup that fills the hint, then bt_insert_at.
+ * Appends inside the tree (new orders of each district) go into the hinted
+ * leaf without a descent unless it is full, and leave the same tree. */
+START_TEST(hinted_inserts_skip_the_descent)
+{
+    const unsigned districts = 10, loaded = 200, added = 3000;
+    bt_local_space ls;
+    bt_local_space_init(&ls);
+    bt_header hdr;
+    bt_tree t;
+    CHECK_EQ(bt_create(&t, &hdr, &ls.space, &(bt_config){.key_width = 16}), BT_OK);
+    ref_map m;
+    ref_init(&m, 16, (size_t)districts * (loaded + added));
+    uint8_t k[16];
+    for (uint64_t d = 0; d < districts; d++)
+        for (uint64_t o = 0; o < loaded; o++) {
+            district_key(d, o, k);
+            CHECK_EQ(bt_insert(&t, k, d << 32 | o), BT_OK);
+            CHECK(ref_insert(&m, k, d << 32 | o));
+        }
+    unsigned fast = 0, total = 0;
+    for (uint64_t o = loaded; o < loaded + added; o++)
+        for (uint64_t d = 0; d < districts; d++) {
+            district_key(d, o, k);
+            bt_hint h = {0};
+            CHECK_EQ(bt_lookup_at(&t, k, NULL, &h), BT_NOT_FOUND);
+            CHECK_EQ(bt_insert_at(&t, k, d << 32 | o, &h), BT_OK);
+            CHECK(ref_insert(&m, k, d << 32 | o));
+            /* The fast path leaves the hint at the leaf's new version (word 0). */
+            total++;
+            if (h.leaf && __atomic_load_n((uint64_t *)h.leaf, __ATOMIC_ACQUIRE) == h.v) fast++;
+            CHECK_EQ(bt_insert_at(&t, k, 1, &h), BT_EXISTS);
+        }
+    check_whole(&t, &m);
+    CHECK_MSG(fast * 10 >= total * 8, "%u of %u inserts took the hinted leaf", fast, total);
+    bt_stats s;
+    CHECK_EQ(bt_get_stats(&t, &s), BT_OK);
+    uint64_t dense = (m.n + t.leaf_cap - 2) / (t.leaf_cap - 1);
+    CHECK_MSG(s.leaves <= dense + 2 * districts + s.height, "%llu leaves for %zu keys (cap %u)",
+              (unsigned long long)s.leaves, m.n, t.leaf_cap);
+    CHECK(bt_verify(&t, NULL));
+    bt_destroy(&t);
+    bt_local_space_fini(&ls);
+    ref_free(&m);
+}
+END_TEST
+
 START_TEST(empty_tree_and_upsert)
 {
     bt_local_space ls;
@@ -1005,6 +1052,7 @@ int main(void)
     tcase_add_loop_test(tc, ordered_loads_delete_all_reinsert, 0,
                         sizeof ordered_configs / sizeof ordered_configs[0]);
     tcase_add_test(tc, runs_inside_the_tree_fill_leaves);
+    tcase_add_test(tc, hinted_inserts_skip_the_descent);
     tcase_add_test(tc, empty_tree_and_upsert);
     tcase_add_test(tc, prefetch_answers_like_lookups);
     tcase_add_test(tc, geometry_and_bad_input);

@@ -169,7 +169,14 @@ static bool writer_insert(writer *w, size_t i)
 {
     uint8_t k[8];
     key_of(w->ids[i], k);
-    bt_status st = bt_insert(&tree, k, value_of(w->ids[i]));
+    bt_status st;
+    if (i & 1) { /* half through a hint, as a transaction's insert after its lookup */
+        bt_hint h = {0};
+        bt_lookup_at(&tree, k, NULL, &h);
+        st = bt_insert_at(&tree, k, value_of(w->ids[i]), &h);
+    } else {
+        st = bt_insert(&tree, k, value_of(w->ids[i]));
+    }
     if (st != (w->present[i] ? BT_EXISTS : BT_OK))
         return flag_failure("writer %d: insert of %llu gave %s", w->index, (unsigned long long)w->ids[i],
                     bt_status_name(st));
