@@ -320,6 +320,45 @@ static int64_t middle_customer(pod_db *db, uint32_t w, uint32_t d, uint32_t name
 
 /* ---- single calls ------------------------------------------------------------------------ */
 
+/* StockLevel's distinct items, counted another way: every item of the last
+ * 20 orders' lines marked in a bitmap (args w, d, items). */
+struct marks {
+    uint8_t *seen;
+    int64_t distinct;
+};
+
+static bool mark_item(void *arg, const void *key, const void *tuple)
+{
+    (void)key;
+    struct marks *m = arg;
+    struct tpcc_order_line ol;
+    memcpy(&ol, tuple, sizeof ol);
+    if (!m->seen[ol.ol_i_id]) m->distinct++;
+    m->seen[ol.ol_i_id] = 1;
+    return true;
+}
+
+static int p_distinct_recent(pod_txn *tx, const pod_args *a, pod_result *res, void *ctx)
+{
+    struct tpcc *t = ctx;
+    uint32_t w = (uint32_t)a->v[0].u.i64, d = (uint32_t)a->v[1].u.i64;
+    unsigned char k[TPCC_K_ORDER_LINE], hi[TPCC_K_ORDER_LINE];
+    struct tpcc_district di;
+    tpcc_k_district(k, w, d);
+    int rc = pod_get(tx, t->t[TPCC_DISTRICT], k, &di);
+    if (rc != POD_OK) return rc < 0 ? rc : pod_txn_fail(tx, POD_E_INTERNAL, "no district");
+    uint32_t next = di.d_next_o_id, from = next > 20 ? next - 20 : 1;
+    tpcc_k_order_line(k, w, d, from, 0);
+    tpcc_k_order_line(hi, w, d, next - 1, UINT32_MAX);
+    struct marks m = {calloc((size_t)a->v[2].u.i64 + 1, 1), 0};
+    if (!m.seen) return pod_txn_fail(tx, POD_E_NOMEM, "no memory");
+    rc = pod_scan(tx, t->t[TPCC_ORDER_LINE], k, hi, 0, 0, mark_item, &m);
+    free(m.seen);
+    if (rc != POD_OK) return rc;
+    pod_result_i64(res, m.distinct);
+    return POD_OK;
+}
+
 START_TEST(tpcc_single)
 {
     struct tpcc_config cfg;
@@ -327,9 +366,12 @@ START_TEST(tpcc_single)
     pod_db *db = tpcc_db(&cfg, 1);
     pod_result *res = pod_result_new();
     char msg[256], err[256];
-    static const enum pod_type i64s[2] = {POD_T_I64, POD_T_I64};
+    static const enum pod_type i64s[3] = {POD_T_I64, POD_T_I64, POD_T_I64};
     ck_assert_msg(pod_proc_register(db, &(pod_proc_def){"test.customers", p_customers,
                                                         tpcc_get(db), 2, i64s, true},
+                                    err, sizeof err) >= 0, "%s", err);
+    ck_assert_msg(pod_proc_register(db, &(pod_proc_def){"test.distinct_recent", p_distinct_recent,
+                                                        tpcc_get(db), 3, i64s, true},
                                     err, sizeof err) >= 0, "%s", err);
 
     /* By name: the middle one (ceil(n/2)) of the customers with that name,
@@ -391,6 +433,18 @@ START_TEST(tpcc_single)
     pod_value sv[3] = {pod_v_i64(1), pod_v_i64(4), pod_v_i64(200)};
     ck_assert_int_eq(admin_call(db, "tpcc.stock_level", sv, 3, res, msg, sizeof msg), POD_OK);
     ck_assert_int_gt(res_i64(res, 0, 0), 0); /* every stock is below 200 */
+    /* With a threshold above every quantity StockLevel counts the distinct
+     * items of the last 20 orders: the same number a bitmap finds. */
+    for (int64_t d = 1; d <= 10; d++) {
+        pod_value all[3] = {pod_v_i64(1), pod_v_i64(d), pod_v_i64(INT32_MAX)};
+        ck_assert_int_eq(admin_call(db, "tpcc.stock_level", all, 3, res, msg, sizeof msg), POD_OK);
+        int64_t counted = res_i64(res, 0, 0);
+        pod_value mv[3] = {pod_v_i64(1), pod_v_i64(d), pod_v_i64(cfg.items)};
+        ck_assert_int_eq(admin_call(db, "test.distinct_recent", mv, 3, res, msg, sizeof msg),
+                         POD_OK);
+        ck_assert_int_gt(counted, 20); /* 20 orders of 5..15 lines over 1000 items */
+        ck_assert_int_eq(counted, res_i64(res, 0, 0));
+    }
     ck_assert_msg(tpcc_check(db, &cfg, report, sizeof report) == 0, "%s", report);
     pod_result_free(res);
     tpcc_db_free(db);
