@@ -28,7 +28,9 @@ struct pod_table {
 
 static inline uint32_t table_partition_of(const pod_table *t, const void *key)
 {
-    return t->partition ? t->partition(key, t->nparts, t->partition_ctx) % t->nparts : 0;
+    if (!t->partition) return 0;
+    uint32_t p = t->partition(key, t->nparts, t->partition_ctx);
+    return p < t->nparts ? p : p % t->nparts; /* a division only for a bad answer */
 }
 
 /* A row with a zeroed tuple, unlocked, invalid. NULL when out of memory.

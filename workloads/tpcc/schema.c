@@ -42,7 +42,7 @@ uint32_t tpcc_partition(const void *key, uint32_t nparts, void *ctx)
 {
     (void)ctx;
     uint32_t w = pod_key_get_u32(key);
-    return nparts ? (w - 1) % nparts : 0;
+    return w - 1 < nparts ? w - 1 : nparts ? (w - 1) % nparts : 0;
 }
 
 static const uint32_t key_sizes[TPCC_NTABLES] = {
