@@ -330,7 +330,10 @@ static const unsigned char *local_tuple(struct pod_txn *tx, struct access *a)
 {
     struct pod_row *row = a->row;
     if (!tx->db->pod || (a->flags & ACC_INSERTED) || !rowlock_moved(row)) return row->tuple;
-    if (a->flags & ACC_LOADED) return a->copy;
+    /* A private copy read under the shared lock serves reads; once the lock
+     * is exclusive, writes go to the row, so the row must be made current
+     * first (below) or they would change a stale tuple (a lost update). */
+    if ((a->flags & ACC_LOADED) && a->held != HELD_WRITE) return a->copy;
     struct pod_host *ph = tx->db->pod;
     cxl_record *rec = moved_record(tx, a);
     if (ph->conf->engine.dirty_tracking ? !(rec_load(rec) & REC_DIRTY)

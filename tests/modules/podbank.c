@@ -73,6 +73,35 @@ static int transfer(pod_txn *tx, const pod_args *a, pod_result *res, void *ctx)
     return POD_OK;
 }
 
+/* pb.transfer_ref(from, to, amount) -> from's new balance: pb.transfer in
+ * place, each account read first (shared) and then updated through its
+ * pointer: a read-then-write of one row, as a procedure that looks before
+ * it writes does. */
+static int transfer_ref(pod_txn *tx, const pod_args *a, pod_result *res, void *ctx)
+{
+    (void)ctx;
+    unsigned char k[2][8];
+    int64_t delta[2] = {-a->v[2].u.i64, a->v[2].u.i64};
+    int64_t bal = 0;
+    for (int i = 0; i < 2; i++) {
+        pod_key_u64(k[i], (uint64_t)a->v[i].u.i64);
+        const struct account *seen;
+        int rc = pod_get_ref(tx, acct, k[i], (const void **)&seen);
+        if (rc) return rc < 0 ? rc : pod_txn_fail(tx, POD_E_INVALID, "no account %lld",
+                                                  (long long)a->v[i].u.i64);
+        if (seen->updates < 0) return pod_txn_fail(tx, POD_E_INTERNAL, "negative update count");
+    }
+    for (int i = 0; i < 2; i++) {
+        struct account *acc;
+        POD_TRY(pod_update_ref(tx, acct, k[i], (void **)&acc));
+        acc->balance += delta[i];
+        acc->updates++;
+        if (i == 0) bal = acc->balance;
+    }
+    pod_result_i64(res, bal);
+    return POD_OK;
+}
+
 /* pb.total(accounts) -> (sum of balances, accounts found), one transaction. */
 static int total(pod_txn *tx, const pod_args *a, pod_result *res, void *ctx)
 {
@@ -205,6 +234,7 @@ int poddb_module_init(pod_db *db, char *err, size_t errlen)
                                i3[] = {POD_T_I64, POD_T_I64, POD_T_I64};
     const pod_proc_def defs[] = {
         {"pb.load", load, NULL, 3, i3, false},   {"pb.transfer", transfer, NULL, 3, i3, false},
+        {"pb.transfer_ref", transfer_ref, NULL, 3, i3, false},
         {"pb.total", total, NULL, 1, i1, true},  {"pb.ins", ins, NULL, 2, i2, false},
         {"pb.del", del, NULL, 1, i1, false},     {"pb.check", check, NULL, 1, i1, true},
     };

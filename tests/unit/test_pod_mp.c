@@ -3,7 +3,8 @@
  * the owners move tuples out between almost every two transactions. Clients
  * of every host run, at once:
  *   - transfers between accounts of different hosts (the total must stay
- *     exact: no lost or torn update across hosts, through move-in/out);
+ *     exact: no lost or torn update across hosts, through move-in/out), half
+ *     of them reading both accounts before updating them in place;
  *   - inserts and deletes of events on other hosts' partitions, each with a
  *     per-partition counter updated in the same transaction;
  *   - checks that scan a partition forward, backward and forward again in
@@ -177,7 +178,8 @@ static void *client(void *argp)
             v[0] = pod_v_i64(from);
             v[1] = pod_v_i64(to);
             v[2] = pod_v_i64((int64_t)(next_rand(&a->seed) % 7) + 1);
-            proc = "pb.transfer";
+            /* Half read each account before updating it in place. */
+            proc = r % 2 ? "pb.transfer_ref" : "pb.transfer";
             n = 3;
             a->transfers++;
         } else if (r < 75) {
