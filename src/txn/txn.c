@@ -93,6 +93,7 @@ void txn_begin(struct pod_txn *tx)
 {
     tx->nacc = 0;
     tx->hvalid = false;
+    memset(tx->seen, 0, sizeof tx->seen);
     tx->status = POD_OK;
     tx->msg[0] = 0;
     for (struct undo_chunk *c = tx->chunks; c; c = c->next) c->used = 0;
@@ -163,6 +164,12 @@ static uint32_t hash_id(const void *id, uint32_t mask)
     return (uint32_t)((((uintptr_t)id >> 3) * 0x9e3779b97f4a7c15ull) >> 32) & mask;
 }
 
+/* The id's bit in tx->seen. */
+static inline uint32_t seen_bit(const void *id)
+{
+    return (uint32_t)((((uintptr_t)id >> 3) * 0x9e3779b97f4a7c15ull) >> 54); /* 0..1023 */
+}
+
 static void hidx_put(struct pod_txn *tx, uint32_t i)
 {
     uint32_t mask = tx->hcap - 1, h = hash_id(access_id(&tx->acc[i]), mask);
@@ -190,6 +197,8 @@ static bool hidx_build(struct pod_txn *tx)
 
 struct access *txn_find_access(struct pod_txn *tx, const void *id)
 {
+    uint32_t b = seen_bit(id);
+    if (!(tx->seen[b >> 6] & (1ull << (b & 63)))) return NULL;
     if (tx->nacc > LINEAR_MAX && (tx->hvalid || hidx_build(tx))) {
         uint32_t mask = tx->hcap - 1;
         for (uint32_t h = hash_id(id, mask); tx->hidx[h] != HIDX_EMPTY; h = (h + 1) & mask)
@@ -226,6 +235,8 @@ struct access *txn_add_access(struct pod_txn *tx, struct pod_row *row, cxl_recor
     }
     struct access *a = &tx->acc[tx->nacc++];
     *a = (struct access){.row = row, .rec = rec, .table = t, .part = part, .held = held, .key = k};
+    uint32_t b = seen_bit(access_id(a));
+    tx->seen[b >> 6] |= 1ull << (b & 63);
     if (tx->hvalid) {
         if (4 * tx->nacc <= tx->hcap) hidx_put(tx, tx->nacc - 1);
         else tx->hvalid = false; /* rebuilt bigger at the next lookup */

@@ -60,6 +60,10 @@ struct pod_txn {
     uint32_t *hidx;
     uint32_t hcap;          /* a power of two, or 0 */
     bool hvalid;
+    /* A Bloom filter (one bit per id) of the ids added since txn_begin:
+     * most lookups are of rows not yet touched, and a clear bit answers
+     * them without a search. Removals leave their bit (a false "maybe"). */
+    uint64_t seen[16];
     struct undo_chunk *chunks, *cur;
     int status;
     enum pod_abort_cause cause;

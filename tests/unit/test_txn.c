@@ -277,14 +277,22 @@ static bool collect(void *arg, const void *k, const void *tuple)
     return true;
 }
 
-/* Counts every row, keeps the first 64 keys (collect caps n at 64). */
-static bool count_all(void *arg, const void *k, const void *tuple)
+/* Counts the rows a scan visits and checks they come in key order. */
+struct row_count {
+    int64_t n;
+    uint64_t first, last;
+    bool reverse, out_of_order;
+};
+
+static bool count_rows(void *arg, const void *k, const void *tuple)
 {
-    struct keys *ks = arg;
-    int n = ks->n;
-    ks->n = n < 64 ? n : 63;
-    collect(arg, k, tuple);
-    ks->n = n + 1;
+    (void)tuple;
+    struct row_count *c = arg;
+    uint64_t v = pod_key_get_u64(k);
+    if (c->n && (c->reverse ? v >= c->last : v <= c->last)) c->out_of_order = true;
+    if (!c->n) c->first = v;
+    c->last = v;
+    c->n++;
     return true;
 }
 
@@ -689,25 +697,23 @@ START_TEST(bigger_index_nodes)
     ck_assert_int_eq(v, 12345);
     key(k, 2 * 12345 + 1);
     ck_assert_int_eq(pod_get(A, W, k, &v), POD_NOT_FOUND);
-    struct keys ks = {0};
-    ck_assert_int_eq(pod_scan(A, W, NULL, NULL, 0, 0, count_all, &ks), POD_OK);
-    ck_assert_int_eq(ks.n, N);
+    struct row_count c = {0};
+    ck_assert_int_eq(pod_scan(A, W, NULL, NULL, 0, 0, count_rows, &c), POD_OK);
+    ck_assert(c.n == N && c.first == 0 && c.last == 2 * (N - 1) && !c.out_of_order);
     key(lo, 1001);
     key(hi, 1101);
-    ks.n = 0;
-    ck_assert_int_eq(pod_scan(A, W, lo, hi, 0, POD_SCAN_REVERSE, count_all, &ks), POD_OK);
-    ck_assert_int_eq(ks.n, 50);
-    ck_assert_uint_eq(ks.k[0], 1100);
+    c = (struct row_count){.reverse = true};
+    ck_assert_int_eq(pod_scan(A, W, lo, hi, 0, POD_SCAN_REVERSE, count_rows, &c), POD_OK);
+    ck_assert(c.n == 50 && c.first == 1100 && c.last == 1002 && !c.out_of_order);
     for (int64_t j = 0; j < N; j += 2) {
         key(k, (uint64_t)j * 2);
         ck_assert_int_eq(pod_delete(A, W, k), POD_OK);
     }
     txn_commit(A);
     txn_begin(A);
-    ks.n = 0;
-    ck_assert_int_eq(pod_scan(A, W, NULL, NULL, 0, 0, count_all, &ks), POD_OK);
-    ck_assert_int_eq(ks.n, N / 2);
-    ck_assert_uint_eq(ks.k[0], 2);
+    c = (struct row_count){0};
+    ck_assert_int_eq(pod_scan(A, W, NULL, NULL, 0, 0, count_rows, &c), POD_OK);
+    ck_assert(c.n == N / 2 && c.first == 2 && c.last == 2 * (N - 1) && !c.out_of_order);
     txn_commit(A);
 }
 END_TEST
