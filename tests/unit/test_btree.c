@@ -598,9 +598,40 @@ static void district_key(uint64_t d, uint64_t o, uint8_t *k)
     }
 }
 
-START_TEST(runs_inside_the_tree_fill_leaves)
+/* Insert `per_district` keys at the end of each of `districts` runs: one
+ * key per run in turn, as new orders arrive (plain bt_insert, or a lookup
+ * that fills a hint and bt_insert_at). Returns how many hinted inserts went
+ * into their hinted leaf (the fast path leaves the hint at the leaf's new
+ * version, word 0). */
+static unsigned append_to_runs(const bt_tree *t, ref_map *m, unsigned districts, uint64_t from,
+                               uint64_t per_district, bool hinted)
 {
-    const unsigned districts = 10, loaded = 1000, added = 3000;
+    uint8_t k[16];
+    unsigned fast = 0;
+    for (uint64_t o = from; o < from + per_district; o++)
+        for (uint64_t d = 0; d < districts; d++) {
+            district_key(d, o, k);
+            if (hinted) {
+                bt_hint h = {0};
+                CHECK_EQ(bt_lookup_at(t, k, NULL, &h), BT_NOT_FOUND);
+                CHECK_EQ(bt_insert_at(t, k, d << 32 | o, &h), BT_OK);
+                if (h.leaf && __atomic_load_n((uint64_t *)h.leaf, __ATOMIC_ACQUIRE) == h.v) fast++;
+                CHECK_EQ(bt_insert_at(t, k, 1, &h), BT_EXISTS);
+            } else {
+                CHECK_EQ(bt_insert(t, k, d << 32 | o), BT_OK);
+            }
+            CHECK(ref_insert(m, k, d << 32 | o));
+        }
+    return fast;
+}
+
+/* `loaded` keys per district, then `added` appended to every run: the tree
+ * holds them all, and its leaves are full but for one partial leaf per
+ * district boundary (a middle split would leave the added part of every
+ * district half empty). Returns the hinted inserts' fast-path count. */
+static unsigned check_runs_fill_leaves(unsigned districts, uint64_t loaded, uint64_t added,
+                                       bool hinted)
+{
     bt_local_space ls;
     bt_local_space_init(&ls);
     bt_header hdr;
@@ -615,15 +646,8 @@ START_TEST(runs_inside_the_tree_fill_leaves)
             CHECK_EQ(bt_insert(&t, k, d << 32 | o), BT_OK);
             CHECK(ref_insert(&m, k, d << 32 | o));
         }
-    for (uint64_t o = loaded; o < loaded + added; o++)
-        for (uint64_t d = 0; d < districts; d++) {
-            district_key(d, o, k);
-            CHECK_EQ(bt_insert(&t, k, d << 32 | o), BT_OK);
-            CHECK(ref_insert(&m, k, d << 32 | o));
-        }
+    unsigned fast = append_to_runs(&t, &m, districts, loaded, added, hinted);
     check_whole(&t, &m);
-    /* Full leaves but for one partial leaf per district boundary (a middle
-     * split would leave the added part of every district half empty). */
     bt_stats s;
     CHECK_EQ(bt_get_stats(&t, &s), BT_OK);
     uint64_t dense = (m.n + t.leaf_cap - 2) / (t.leaf_cap - 1);
@@ -634,9 +658,16 @@ START_TEST(runs_inside_the_tree_fill_leaves)
         CHECK_EQ(bt_lookup(&t, m.e[i]->key, &v), BT_OK);
         CHECK_EQ(v, m.e[i]->val);
     }
+    CHECK(bt_verify(&t, NULL));
     bt_destroy(&t);
     bt_local_space_fini(&ls);
     ref_free(&m);
+    return fast;
+}
+
+START_TEST(runs_inside_the_tree_fill_leaves)
+{
+    check_runs_fill_leaves(10, 1000, 3000, false);
 }
 END_TEST
 
@@ -645,45 +676,9 @@ END_TEST
  * leaf without a descent unless it is full, and leave the same tree. */
 START_TEST(hinted_inserts_skip_the_descent)
 {
-    const unsigned districts = 10, loaded = 200, added = 3000;
-    bt_local_space ls;
-    bt_local_space_init(&ls);
-    bt_header hdr;
-    bt_tree t;
-    CHECK_EQ(bt_create(&t, &hdr, &ls.space, &(bt_config){.key_width = 16}), BT_OK);
-    ref_map m;
-    ref_init(&m, 16, (size_t)districts * (loaded + added));
-    uint8_t k[16];
-    for (uint64_t d = 0; d < districts; d++)
-        for (uint64_t o = 0; o < loaded; o++) {
-            district_key(d, o, k);
-            CHECK_EQ(bt_insert(&t, k, d << 32 | o), BT_OK);
-            CHECK(ref_insert(&m, k, d << 32 | o));
-        }
-    unsigned fast = 0, total = 0;
-    for (uint64_t o = loaded; o < loaded + added; o++)
-        for (uint64_t d = 0; d < districts; d++) {
-            district_key(d, o, k);
-            bt_hint h = {0};
-            CHECK_EQ(bt_lookup_at(&t, k, NULL, &h), BT_NOT_FOUND);
-            CHECK_EQ(bt_insert_at(&t, k, d << 32 | o, &h), BT_OK);
-            CHECK(ref_insert(&m, k, d << 32 | o));
-            /* The fast path leaves the hint at the leaf's new version (word 0). */
-            total++;
-            if (h.leaf && __atomic_load_n((uint64_t *)h.leaf, __ATOMIC_ACQUIRE) == h.v) fast++;
-            CHECK_EQ(bt_insert_at(&t, k, 1, &h), BT_EXISTS);
-        }
-    check_whole(&t, &m);
+    const unsigned districts = 10, added = 3000, total = districts * added;
+    unsigned fast = check_runs_fill_leaves(districts, 200, added, true);
     CHECK_MSG(fast * 10 >= total * 8, "%u of %u inserts took the hinted leaf", fast, total);
-    bt_stats s;
-    CHECK_EQ(bt_get_stats(&t, &s), BT_OK);
-    uint64_t dense = (m.n + t.leaf_cap - 2) / (t.leaf_cap - 1);
-    CHECK_MSG(s.leaves <= dense + 2 * districts + s.height, "%llu leaves for %zu keys (cap %u)",
-              (unsigned long long)s.leaves, m.n, t.leaf_cap);
-    CHECK(bt_verify(&t, NULL));
-    bt_destroy(&t);
-    bt_local_space_fini(&ls);
-    ref_free(&m);
 }
 END_TEST
 
