@@ -116,6 +116,9 @@ static void *worker_main(void *arg)
 {
     struct pod_worker *w = arg;
     tls_worker = w;
+    char name[16];
+    snprintf(name, sizeof name, "pod-worker%d", w->id % 1000);
+    pthread_setname_np(pthread_self(), name);
     if (w->cpu >= 0) {
         pod_err perr;
         if (cxl_pin_thread(&w->cpu, 1, &perr)) pod_warn("worker %d: %s; not pinned", w->id, perr.msg);

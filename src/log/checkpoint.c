@@ -460,6 +460,7 @@ static uint64_t checkpoint_due(const struct checkpointer *c)
 static void *ckpt_main(void *arg)
 {
     struct checkpointer *c = arg;
+    pthread_setname_np(pthread_self(), "pod-ckpt");
     /* Behind the workers when they want the CPU (it still gets a share:
      * the 500 MiB checkpoints of docs/performance.md took as long as at
      * nice 0). A failure only leaves it at the normal priority. */

@@ -101,6 +101,7 @@ static uint64_t pod_durable(struct log_epochs *le, uint64_t now, bool *frozen)
 static void *epoch_main(void *arg)
 {
     struct log_epochs *le = arg;
+    pthread_setname_np(pthread_self(), "pod-epoch");
     struct cxl_control *ctl = le->ctl;
     uint64_t next_tick = pod_mono_ns() + le->period_ns;
     uint64_t persist_warned = 0, e_seen = 0;

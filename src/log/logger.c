@@ -336,6 +336,9 @@ static void publish(struct logger *lg, uint64_t d)
 static void *logger_main(void *arg)
 {
     struct logger *lg = arg;
+    char name[16];
+    snprintf(name, sizeof name, "pod-logger%u", (unsigned)(lg->o.id % 1000));
+    pthread_setname_np(pthread_self(), name);
     bool last = false;
     while (!last) {
         pthread_mutex_lock(&lg->mu);

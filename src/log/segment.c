@@ -179,6 +179,7 @@ struct seg_writer {
     uint64_t size;   /* bytes in the file */
     uint64_t synced; /* bytes known durable */
     uint64_t wb_start, wb_end; /* seg_writer_pace: the range whose writeback was started last */
+    uint64_t dropped;          /* bytes before this are out of the page cache (drop_written) */
     unsigned char *buf; /* block header space + payload */
     size_t cap;
     size_t len; /* payload bytes */
@@ -453,6 +454,20 @@ int seg_writer_write_block(struct seg_writer *w, const void *payload, size_t len
     return write_block(w, h, payload, len, err);
 }
 
+/* Drop the file's pages below `upto` (written back already) from the page cache.
+ * Nothing reads a segment while it is written, and a log that stayed cached
+ * made every write take fresh pages: the page cache grew by the log's rate
+ * (100+ MB/s per host) and YCSB ran ~15% slower (docs/performance.md,
+ * section 23). Only whole pages go; the last partial one is written again. */
+static void drop_written(struct seg_writer *w, uint64_t upto)
+{
+    uint64_t end = upto & ~(uint64_t)4095;
+    if (end <= w->dropped) return;
+    /* Advice only: a failure leaves the pages cached, which is still correct. */
+    (void)posix_fadvise(w->fd, (off_t)w->dropped, (off_t)(end - w->dropped), POSIX_FADV_DONTNEED);
+    w->dropped = end;
+}
+
 int seg_writer_sync(struct seg_writer *w, pod_err *err)
 {
     if (check_broken(w, err)) return -1;
@@ -466,6 +481,7 @@ int seg_writer_sync(struct seg_writer *w, pod_err *err)
         return -1;
     }
     w->synced = w->size;
+    drop_written(w, w->synced);
     return 0;
 }
 
@@ -491,6 +507,7 @@ int seg_writer_pace(struct seg_writer *w, uint64_t chunk, pod_err *err)
         pod_err_set(err, "cannot write %s back to disk: %s", w->path, strerror(errno));
         return -1;
     }
+    drop_written(w, w->wb_end); /* written back and waited for above */
     w->wb_start = w->wb_end;
     w->wb_end = w->size;
     return 0;

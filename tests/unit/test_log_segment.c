@@ -14,6 +14,7 @@
  *  - A bad record inside a block whose block CRC is valid: the whole block is
  *    withheld.
  *  - Garbage, short garbage and zeros after the last block.
+ *  - Written and synced (or paced) pages leave the page cache.
  *  - Bad headers, invalid records, writer errors (missing directory, existing
  *    segment, a file-size limit hit in the middle of a block: EFBIG with a
  *    partial write, the partial block removed, a retry succeeding).
@@ -30,8 +31,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <linux/magic.h>
+#include <sys/mman.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
+#include <sys/vfs.h>
 #include <unistd.h>
 
 #include "log/crc32c.h"
@@ -724,6 +728,63 @@ START_TEST(patch_round_trip_and_version_1)
 END_TEST
 
 /* Writing back while writing (a checkpoint's pacing) leaves the file whole. */
+/* Pages of path in the page cache among its first `bytes` bytes (mincore);
+ * -1 when the file system keeps files in memory (tmpfs: nothing to drop). */
+static long cached_pages(const char *path, uint64_t bytes)
+{
+    struct statfs sf;
+    ck_assert_int_eq(statfs(path, &sf), 0);
+    if (sf.f_type == TMPFS_MAGIC || sf.f_type == RAMFS_MAGIC) return -1;
+    int fd = open(path, O_RDONLY);
+    ck_assert_int_ge(fd, 0);
+    size_t pages = (size_t)(bytes / 4096);
+    long n = 0;
+    if (pages) {
+        void *m = mmap(NULL, pages * 4096, PROT_READ, MAP_SHARED, fd, 0);
+        ck_assert_ptr_ne(m, MAP_FAILED);
+        unsigned char *vec = malloc(pages);
+        ck_assert_int_eq(mincore(m, pages * 4096, vec), 0);
+        for (size_t i = 0; i < pages; i++) n += vec[i] & 1;
+        free(vec);
+        munmap(m, pages * 4096);
+    }
+    close(fd);
+    return n;
+}
+
+START_TEST(synced_pages_leave_the_page_cache)
+{
+    const char *dir = make_tmp();
+    pod_err err = {{0}};
+    struct seg_writer *w = seg_writer_open(dir, 1, 0, 11, 1, &err);
+    ck_assert_ptr_nonnull(w);
+    static unsigned char tuple[3000];
+    for (long n = 0; n < 2000; n++) {
+        memset(tuple, (int)(n & 0xff), sizeof tuple);
+        struct log_record r = {.table_id = 1, .kind = LOG_PUT, .key = &n, .key_len = sizeof n,
+                               .tuple = tuple, .tuple_len = sizeof tuple,
+                               .epoch_version = log_ev_make(2, (uint32_t)n)};
+        ck_assert_int_eq(seg_writer_append(w, &r, &err), 0);
+        if (n % 100 == 99) ck_assert_int_eq(seg_writer_flush_block(w, &err), 0);
+    }
+    ck_assert_int_eq(seg_writer_flush_block(w, &err), 0);
+    uint64_t written = seg_writer_size(w);
+    long before = cached_pages(seg_writer_path(w), written);
+    ck_assert_msg(seg_writer_sync(w, &err) == 0, "%s", err.msg);
+    long after = cached_pages(seg_writer_path(w), written);
+    if (before < 0) {
+        printf("synced_pages_leave_the_page_cache: %s is on tmpfs, the page cache is the file; "
+               "residency not checked\n", dir);
+    } else {
+        /* 6 MB written: cached until synced, then gone but for the partial last page. */
+        ck_assert_msg(before > 1000, "%ld pages cached before the sync", before);
+        ck_assert_msg(after == 0, "%ld of %" PRIu64 " pages still cached after the sync", after,
+                      written / 4096);
+    }
+    ck_assert_int_eq(seg_writer_close(w, &err), 0);
+}
+END_TEST
+
 START_TEST(paced_writeback)
 {
     const char *dir = make_tmp();
@@ -745,6 +806,10 @@ START_TEST(paced_writeback)
     }
     char path[512];
     snprintf(path, sizeof path, "%s", seg_writer_path(w));
+    /* ~10 MB written in 1 MiB paces: all but the last two chunks were
+     * written back, waited for and dropped. */
+    long cached = cached_pages(path, seg_writer_size(w) - (3u << 20));
+    ck_assert_msg(cached <= 0, "%ld pages of paced chunks still cached", cached);
     ck_assert_int_eq(seg_writer_close(w, &err), 0);
     struct seg_reader *rd = seg_reader_open(path, &err);
     ck_assert_msg(rd != NULL, "%s", err.msg);
@@ -964,6 +1029,7 @@ int main(void)
     tcase_add_test(t, bad_headers);
     tcase_add_test(t, invalid_records_refused);
     tcase_add_test(t, patch_round_trip_and_version_1);
+    tcase_add_test(t, synced_pages_leave_the_page_cache);
     tcase_add_test(t, paced_writeback);
     tcase_add_test(t, writer_open_errors);
     tcase_add_test(t, writer_write_error_and_retry);
