@@ -247,50 +247,62 @@ int rec_row_read(struct cxl_region *r, enum pod_coherence v, cxl_record *rec, vo
     return REC_OK;
 }
 
-/* Copy header (+ tuple) into the row and publish it to memory. w is the
- * latched record value (for this host's bitmap bit). */
+/* Copy the header and the tuple's bytes off..off+len-1 (none when bytes is
+ * NULL) into the row and publish them. w is the latched record value (for
+ * this host's bitmap bit). */
 static void row_store(struct cxl_region *r, enum pod_coherence v, cxl_record w,
                       struct cxl_swcc_row *row, const struct cxl_swcc_row *hdr,
-                      const void *tuple, uint32_t tuple_size)
+                      const void *bytes, uint32_t off, uint32_t len)
 {
-    size_t len = REC_ROW_HEADER + (tuple ? (size_t)tuple_size : 0);
+    if (!bytes) off = len = 0;
+    bool whole = off == 0 && len == hdr->tuple_size;
     if (v == POD_COH_HWCC_ONLY) {
         memcpy(row, hdr, REC_ROW_HEADER);
-        if (tuple) memcpy(row->tuple, tuple, tuple_size);
+        if (len) memcpy(row->tuple + off, bytes, len);
         return;
+    }
+    if (!whole && !(w & host_bit(r->host))) {
+        /* The bitmap will say this host's copy of the row is current, but the
+         * bytes not written here may be stale in its cache (and a write-back
+         * publishes whole lines, stale neighbours included): refresh the row
+         * first. */
+        size_t rlen = REC_ROW_HEADER + (size_t)hdr->tuple_size;
+        cxl_swcc_flush(&r->swcc, row, rlen);
+        count_flush(row, rlen);
     }
     if (v == POD_COH_NON_TEMPORAL) {
         /* Non-temporal stores never merge with a cached copy: no flush needed
          * even for a partial line. One call (one fence) for small rows. */
         unsigned char buf[1024];
-        if (len <= sizeof buf) {
+        if (off == 0 && REC_ROW_HEADER + (size_t)len <= sizeof buf) {
             memcpy(buf, hdr, REC_ROW_HEADER);
-            if (tuple) memcpy(buf + REC_ROW_HEADER, tuple, tuple_size);
-            cxl_swcc_nt_write(&r->swcc, row, buf, len);
+            if (len) memcpy(buf + REC_ROW_HEADER, bytes, len);
+            cxl_swcc_nt_write(&r->swcc, row, buf, REC_ROW_HEADER + (size_t)len);
             tls_stats.nt_writes++;
         } else {
             cxl_swcc_nt_write(&r->swcc, row, hdr, REC_ROW_HEADER);
-            cxl_swcc_nt_write(&r->swcc, row->tuple, tuple, tuple_size);
+            cxl_swcc_nt_write(&r->swcc, row->tuple + off, bytes, len);
             tls_stats.nt_writes += 2;
         }
         return;
     }
-    if (!tuple && !(w & host_bit(r->host))) {
-        /* A header-only write leaves tuple bytes of the first line untouched;
-         * the write-back publishes the whole line, so a stale cached copy of
-         * it would overwrite newer bytes in memory. Refresh it first. */
-        cxl_swcc_flush(&r->swcc, row, REC_ROW_HEADER);
-        count_flush(row, REC_ROW_HEADER);
-    }
     cxl_swcc_write(&r->swcc, row, hdr, REC_ROW_HEADER);
-    if (tuple) cxl_swcc_write(&r->swcc, row->tuple, tuple, tuple_size);
-    cxl_swcc_writeback(&r->swcc, row, len);
-    tls_stats.writebacks++;
+    if (len) cxl_swcc_write(&r->swcc, row->tuple + off, bytes, len);
+    if (off == 0) {
+        cxl_swcc_writeback(&r->swcc, row, REC_ROW_HEADER + (size_t)len);
+        tls_stats.writebacks++;
+    } else {
+        cxl_swcc_writeback(&r->swcc, row, REC_ROW_HEADER);
+        cxl_swcc_writeback(&r->swcc, row->tuple + off, len);
+        tls_stats.writebacks += 2;
+    }
 }
 
-int rec_row_write(struct cxl_region *r, enum pod_coherence v, cxl_record *rec, const void *tuple,
-                  uint32_t tuple_size, uint32_t valid, uint64_t epoch_version)
+int rec_row_write_range(struct cxl_region *r, enum pod_coherence v, cxl_record *rec,
+                        const void *bytes, uint32_t off, uint32_t len, uint32_t tuple_size,
+                        uint32_t valid, uint64_t epoch_version)
 {
+    if (bytes && (off > tuple_size || len > tuple_size - off)) return REC_EINVAL;
     cxl_record w;
     if (!op_latch(rec, &w)) return REC_BUSY;
     struct cxl_swcc_row *row = row_of(r, v, w);
@@ -300,11 +312,17 @@ int rec_row_write(struct cxl_region *r, enum pod_coherence v, cxl_record *rec, c
     }
     struct cxl_swcc_row hdr = {.valid = valid, .tuple_size = tuple_size,
                                .epoch_version = epoch_version};
-    row_store(r, v, w, row, &hdr, tuple, tuple_size);
+    row_store(r, v, w, row, &hdr, bytes, off, len);
     if (v == POD_COH_HWCC_ONLY) latch_release_update(rec, 0, REC_DIRTY); /* no bitmap */
     else latch_release_update(rec, REC_BITMAP_MASK, host_bit(r->host) | REC_DIRTY);
     tls_stats.writes++;
     return REC_OK;
+}
+
+int rec_row_write(struct cxl_region *r, enum pod_coherence v, cxl_record *rec, const void *tuple,
+                  uint32_t tuple_size, uint32_t valid, uint64_t epoch_version)
+{
+    return rec_row_write_range(r, v, rec, tuple, 0, tuple_size, tuple_size, valid, epoch_version);
 }
 
 cxl_off rec_create(struct cxl_region *r, enum pod_coherence v, const void *tuple,
@@ -332,7 +350,7 @@ cxl_off rec_create(struct cxl_region *r, enum pod_coherence v, const void *tuple
     struct cxl_swcc_row hdr = {.valid = valid, .tuple_size = tuple_size,
                                .epoch_version = epoch_version};
     /* w carries this host's bit: a full-row write needs no fresh copy anyway. */
-    row_store(r, v, host_bit(r->host), cxl_ptr(r, row_off), &hdr, tuple, tuple_size);
+    row_store(r, v, host_bit(r->host), cxl_ptr(r, row_off), &hdr, tuple, 0, tuple_size);
     cxl_record w = rec_make(row_off) | (v == POD_COH_HWCC_ONLY ? 0 : host_bit(r->host));
     __atomic_store_n((cxl_record *)cxl_ptr(r, rec_off), w, __ATOMIC_RELEASE);
     tls_stats.writes++;

@@ -131,6 +131,14 @@ int rec_row_read(struct cxl_region *r, enum pod_coherence v, cxl_record *rec, vo
  * no 2PL lock: the caller holds the write lock. */
 int rec_row_write(struct cxl_region *r, enum pod_coherence v, cxl_record *rec, const void *tuple,
                   uint32_t tuple_size, uint32_t valid, uint64_t epoch_version);
+/* rec_row_write of the header and only the tuple's bytes off..off+len-1
+ * (bytes: len bytes); the row's other bytes stay as they are. Publishes the
+ * lines of the header and of the range only, after refreshing this host's
+ * copy of the row when its bitmap bit is clear. REC_EINVAL also for a range
+ * past tuple_size. */
+int rec_row_write_range(struct cxl_region *r, enum pod_coherence v, cxl_record *rec,
+                        const void *bytes, uint32_t off, uint32_t len, uint32_t tuple_size,
+                        uint32_t valid, uint64_t epoch_version);
 
 /* ---- counters (per thread) ------------------------------------------------- */
 

@@ -174,6 +174,16 @@ int pod_get_for_update(pod_txn *tx, pod_table *t, const void *key, void *tuple_o
  * the transaction's write of the row, as if by pod_put (undone on abort). */
 int pod_get_ref(pod_txn *tx, pod_table *t, const void *key, const void **tuple);
 int pod_update_ref(pod_txn *tx, pod_table *t, const void *key, void **tuple);
+/* pod_update_ref that will write only the tuple's bytes off .. off + len - 1:
+ * *tuple points at the whole tuple (read any of it), but only those bytes
+ * are saved for an abort, compared for the log and published to other
+ * hosts, so a write outside them is lost or half-done: write there only
+ * after another pod_update_range covering it (or pod_update_ref). Several
+ * ranges of one row in one transaction are fine. A range past the tuple, or
+ * len 0, is POD_E_INVALID. For wide tuples of which a transaction changes a
+ * few fields (YCSB's column, TPC-C's counters). */
+int pod_update_range(pod_txn *tx, pod_table *t, const void *key, uint32_t off, uint32_t len,
+                     void **tuple);
 /* Overwrite an existing row (POD_NOT_FOUND if there is none). */
 int pod_put(pod_txn *tx, pod_table *t, const void *key, const void *tuple);
 /* Insert a new row (POD_EXISTS if the key is present). */

@@ -335,11 +335,13 @@ static void diff_range(const unsigned char *a, const unsigned char *b, uint32_t 
 }
 
 void log_txn_update(pod_db *db, struct log_worker *lw, const pod_table *t, const void *key,
-                    uint64_t ev, uint64_t base_ev, const void *before, const void *after)
+                    uint64_t ev, uint64_t base_ev, const void *before, uint32_t blo, uint32_t bhi,
+                    const void *after)
 {
     if (!db->log || !lw) return;
     uint32_t lo, hi;
-    diff_range(before, after, t->tuple_size, &lo, &hi);
+    diff_range(before, (const unsigned char *)after + blo, bhi - blo, &lo, &hi);
+    lo += blo, hi += blo;
     uint32_t len = LOG_PATCH_HEADER + (hi - lo);
     unsigned char *p = len < t->tuple_size ? log_worker_scratch(lw, len) : NULL;
     if (!p) { /* not smaller (or no memory for the patch): the whole tuple */

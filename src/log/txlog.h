@@ -4,7 +4,7 @@
  *   uint64_t epoch = log_commit_epoch(db, lw);                under the commit's locks
  *   ...for each written row, after its new epoch-version is set:
  *   log_txn_write(db, lw, table, key, ev, tuple);              tuple NULL: a delete
- *   log_txn_update(db, lw, table, key, ev, base_ev, before, after);  an update
+ *   log_txn_update(db, lw, table, key, ev, base_ev, before, lo, hi, after);  an update
  *
  * Epoch-versions (Tigon §3.5): a row written again in its epoch gets version
  * + 1, in a new epoch version 0. A row that is inserted is a new object
@@ -35,10 +35,13 @@ uint64_t log_insert_ev_floor(pod_db *db);
 void log_txn_write(pod_db *db, struct log_worker *lw, const pod_table *t, const void *key,
                    uint64_t ev, const void *tuple);
 /* Log a committed update of a row whose previous committed version was
- * base_ev with value before: only the bytes that changed (a PATCH record),
- * or the whole tuple when that is not smaller. No-op when lw is NULL. */
+ * base_ev: before holds bytes lo..hi-1 of that version, the only ones the
+ * update may have changed (after is the whole new tuple). Only the bytes
+ * that changed are logged (a PATCH record), or the whole tuple when that is
+ * not smaller. No-op when lw is NULL. */
 void log_txn_update(pod_db *db, struct log_worker *lw, const pod_table *t, const void *key,
-                    uint64_t ev, uint64_t base_ev, const void *before, const void *after);
+                    uint64_t ev, uint64_t base_ev, const void *before, uint32_t lo, uint32_t hi,
+                    const void *after);
 /* A row of this host's whose delete committed (at epoch-version ev) is about
  * to leave its index: called before it does, so that the next checkpoint,
  * which will not find it in the tree, records the delete (checkpoint.c).

@@ -28,6 +28,7 @@
 
 #include <stdarg.h>
 #include <stdio.h>
+#include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -530,28 +531,56 @@ int pod_get_for_update(pod_txn *tx, pod_table *t, const void *key, void *tuple_o
     return get_impl(tx, t, key, tuple_out, HELD_WRITE);
 }
 
-/* Where a write of a row this transaction holds exclusively goes: the row
- * itself, after its before-image was saved (once), or for another host's
- * tuple the transaction's copy, published at commit. NULL (failed) when
- * there is no memory for the before-image. */
-static void *writable_tuple(struct pod_txn *tx, pod_table *t, struct access *a)
+/* Save the before-image of bytes lo..hi-1 of a local row this transaction
+ * holds exclusively, unless saved already: a->undo holds bytes ulo..uhi-1,
+ * widened here to cover lo..hi-1 (the bytes outside the old range were not
+ * written yet: only saved ranges are). False when out of memory. */
+static bool save_before(struct pod_txn *tx, struct access *a, uint32_t lo, uint32_t hi)
+{
+    if (a->flags & ACC_UPDATED) {
+        if (lo >= a->ulo && hi <= a->uhi) return true;
+        uint32_t nlo = lo < a->ulo ? lo : a->ulo, nhi = hi > a->uhi ? hi : a->uhi;
+        unsigned char *u = txn_undo_alloc(tx, nhi - nlo);
+        if (!u) return false;
+        const unsigned char *row = a->row->tuple;
+        memcpy(u, row + nlo, a->ulo - nlo);
+        memcpy(u + (a->ulo - nlo), a->undo, a->uhi - a->ulo);
+        memcpy(u + (a->uhi - nlo), row + a->uhi, nhi - a->uhi);
+        a->undo = u, a->ulo = nlo, a->uhi = nhi;
+        return true;
+    }
+    const unsigned char *cur = local_tuple(tx, a); /* refreshes DRAM if CXL is newer */
+    unsigned char *u = txn_undo_alloc(tx, hi - lo);
+    if (!u) return false;
+    memcpy(u, cur + lo, hi - lo);
+    a->undo = u, a->ulo = lo, a->uhi = hi;
+    a->flags |= ACC_UPDATED;
+    return true;
+}
+
+/* Where a write of bytes lo..hi-1 of a row this transaction holds
+ * exclusively goes: the row itself, after the before-image of those bytes
+ * was saved, or for another host's tuple the transaction's copy, published
+ * at commit. Returns the tuple; NULL (failed) when there is no memory for the
+ * before-image. */
+static unsigned char *writable_range(struct pod_txn *tx, struct access *a, uint32_t lo,
+                                     uint32_t hi)
 {
     if (a->rec) {
         a->flags |= ACC_UPDATED;
         return a->copy;
     }
-    if (!(a->flags & (ACC_INSERTED | ACC_UPDATED))) {
-        const unsigned char *cur = local_tuple(tx, a); /* refreshes DRAM if CXL is newer */
-        a->undo = txn_undo_alloc(tx, t->tuple_size);
-        if (!a->undo) {
-            tx->status = POD_E_NOMEM;
-            pod_txn_fail(tx, POD_E_NOMEM, "out of memory for a before-image");
-            return NULL;
-        }
-        memcpy(a->undo, cur, t->tuple_size);
-        a->flags |= ACC_UPDATED;
+    if (!(a->flags & ACC_INSERTED) && !save_before(tx, a, lo, hi)) {
+        tx->status = POD_E_NOMEM;
+        pod_txn_fail(tx, POD_E_NOMEM, "out of memory for a before-image");
+        return NULL;
     }
     return a->row->tuple;
+}
+
+static void *writable_tuple(struct pod_txn *tx, pod_table *t, struct access *a)
+{
+    return writable_range(tx, a, 0, t->tuple_size);
 }
 
 static int write_row(struct pod_txn *tx, pod_table *t, struct access *a, const void *tuple)
@@ -590,6 +619,20 @@ int pod_update_ref(pod_txn *tx, pod_table *t, const void *key, void **tuple)
     int rc = lock_in_place(tx, t, key, tuple, HELD_WRITE, &a);
     if (rc == POD_OK && !(*tuple = writable_tuple(tx, t, a))) return POD_E_NOMEM;
     return rc;
+}
+
+int pod_update_range(pod_txn *tx, pod_table *t, const void *key, uint32_t off, uint32_t len,
+                     void **tuple)
+{
+    int rc = check_op(tx, t, key);
+    if (rc) return rc;
+    if (len == 0 || off > t->tuple_size || len > t->tuple_size - off)
+        return pod_txn_fail(tx, POD_E_INVALID, "%s: bytes %" PRIu32 "+%" PRIu32
+                            " are not within its %" PRIu32 "-byte tuples", t->name, off, len,
+                            t->tuple_size);
+    struct access *a;
+    if ((rc = lock_in_place(tx, t, key, tuple, HELD_WRITE, &a)) != POD_OK) return rc;
+    return (*tuple = writable_range(tx, a, off, off + len)) ? POD_OK : POD_E_NOMEM;
 }
 
 int pod_put(pod_txn *tx, pod_table *t, const void *key, const void *tuple)
@@ -874,8 +917,11 @@ static void publish_moved(struct pod_txn *tx, struct access *a)
 {
     struct pod_host *ph = tx->db->pod;
     cxl_record *rec = moved_record(tx, a);
-    rec_row_write(pod_host_region(ph), pod_host_coherence(ph), rec, a->row->tuple,
-                  a->table->tuple_size, 1, a->row->epoch_version);
+    /* Only the bytes written: the rest of the CXL copy is the DRAM tuple
+     * already (the row was made current before the first write). */
+    rec_row_write_range(pod_host_region(ph), pod_host_coherence(ph), rec,
+                        (const unsigned char *)a->row->tuple + a->ulo, a->ulo, a->uhi - a->ulo,
+                        a->table->tuple_size, 1, a->row->epoch_version);
     rec_flag_clear(rec, REC_DIRTY); /* DRAM holds the same tuple */
 }
 
@@ -899,7 +945,7 @@ void txn_commit(struct pod_txn *tx)
             } else { /* the log needs only what changed since the before-image */
                 a->row->epoch_version = txn_next_epoch_version(base, epoch);
                 log_txn_update(tx->db, lw, a->table, key, a->row->epoch_version, base, a->undo,
-                               a->row->tuple);
+                               a->ulo, a->uhi, a->row->tuple);
             }
             __atomic_store_n(&a->row->valid, 1, __ATOMIC_RELEASE);
             if (a->in_cxl) publish_moved(tx, a);
@@ -928,7 +974,8 @@ void txn_abort(struct pod_txn *tx)
         struct access *a = &tx->acc[i];
         if (a->rec) remote_abort(tx, a);
         else if (a->flags & ACC_INSERTED) remove_row(tx, a);
-        else if (a->flags & ACC_UPDATED) memcpy(a->row->tuple, a->undo, a->table->tuple_size);
+        else if (a->flags & ACC_UPDATED)
+            memcpy((unsigned char *)a->row->tuple + a->ulo, a->undo, a->uhi - a->ulo);
     }
     for (uint32_t i = 0; i < tx->nacc; i++) release(tx, &tx->acc[i]);
     tx->nacc = 0;

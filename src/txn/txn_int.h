@@ -37,7 +37,8 @@ struct access {
     uint8_t held;
     uint8_t flags;
     bool in_cxl;         /* local: the lock was taken in the row's CXL record */
-    void *undo;          /* local: before-image */
+    void *undo;          /* local: before-image of the tuple's bytes ulo..uhi-1 */
+    uint32_t ulo, uhi;   /* local, ACC_UPDATED: the range saved in undo (the only bytes written) */
     void *copy;          /* remote: the tuple; local: a CXL-only tuple read under a shared lock */
     const void *key;     /* a copy: for the log, the index, the CXL index; NULL: a sentinel */
     uint64_t ev;         /* remote: the epoch-version read */

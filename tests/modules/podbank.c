@@ -6,6 +6,8 @@
  *
  * Partition p of every table is owned by host p % hosts; account i lives in
  * partition i % NPARTS, an event (p, seq) and counter p in partition p. */
+#include <stddef.h>
+
 #include "poddb/proc.h"
 
 #define NPARTS 8
@@ -99,6 +101,32 @@ static int transfer_ref(pod_txn *tx, const pod_args *a, pod_result *res, void *c
         if (i == 0) bal = acc->balance;
     }
     pod_result_i64(res, bal);
+    return POD_OK;
+}
+
+/* pb.transfer_range(from, to, amount) -> from's new balance: pb.transfer
+ * through pod_update_range: only from's balance (a part of its tuple is
+ * saved, logged and published), to's update count and then its balance (the
+ * saved range widens). */
+static int transfer_range(pod_txn *tx, const pod_args *a, pod_result *res, void *ctx)
+{
+    (void)ctx;
+    unsigned char kf[8], kt[8];
+    pod_key_u64(kf, (uint64_t)a->v[0].u.i64);
+    pod_key_u64(kt, (uint64_t)a->v[1].u.i64);
+    const uint32_t bal_at = offsetof(struct account, balance), upd_at = offsetof(struct account, updates);
+    struct account *f, *t;
+    int rc = pod_update_range(tx, acct, kf, bal_at, sizeof f->balance, (void **)&f);
+    if (rc) return rc < 0 ? rc : pod_txn_fail(tx, POD_E_INVALID, "no account %lld",
+                                              (long long)a->v[0].u.i64);
+    rc = pod_update_range(tx, acct, kt, upd_at, sizeof t->updates, (void **)&t);
+    if (rc) return rc < 0 ? rc : pod_txn_fail(tx, POD_E_INVALID, "no account %lld",
+                                              (long long)a->v[1].u.i64);
+    t->updates++;
+    POD_TRY(pod_update_range(tx, acct, kt, bal_at, sizeof t->balance, (void **)&t));
+    f->balance -= a->v[2].u.i64;
+    t->balance += a->v[2].u.i64;
+    pod_result_i64(res, f->balance);
     return POD_OK;
 }
 
@@ -235,6 +263,7 @@ int poddb_module_init(pod_db *db, char *err, size_t errlen)
     const pod_proc_def defs[] = {
         {"pb.load", load, NULL, 3, i3, false},   {"pb.transfer", transfer, NULL, 3, i3, false},
         {"pb.transfer_ref", transfer_ref, NULL, 3, i3, false},
+        {"pb.transfer_range", transfer_range, NULL, 3, i3, false},
         {"pb.total", total, NULL, 1, i1, true},  {"pb.ins", ins, NULL, 2, i2, false},
         {"pb.del", del, NULL, 1, i1, false},     {"pb.check", check, NULL, 1, i1, true},
     };

@@ -230,7 +230,10 @@ static void tx_body(struct pod_worker *w, void *arg)
     for (int i = 0; i < TX_CALLS; i++) {
         int64_t key = (int64_t)w->id * 100000 + i % TX_KEYS;
         pod_value v[2] = {pod_v_i64(key), pod_v_i64(i)};
-        int proc = i % 7 == 3 ? f->p_del : i % 11 == 5 ? f->p_ins : f->p_put;
+        int proc = i % 7 == 3   ? f->p_del
+                   : i % 11 == 5 ? f->p_ins
+                   : i % 5 == 1  ? f->p_tag
+                                 : f->p_put;
         pod_args a = {proc == f->p_del ? 1 : 2, v};
         int rc = pod_call(w, proc, &a, res, msg, sizeof msg);
         ck_assert_msg(rc >= 0 || rc == POD_NOT_FOUND, "%s", msg);
@@ -260,6 +263,7 @@ START_TEST(test_recovered_state_equals_logged_state)
     /* The state as logged ... */
     enum { N = 2 * TX_KEYS };
     int64_t val[N];
+    struct lf_tuple tup[N];
     uint64_t ev[N];
     int present = 0;
     for (int i = 0; i < N; i++) {
@@ -267,6 +271,7 @@ START_TEST(test_recovered_state_equals_logged_state)
         struct pod_row *r = lf_row(&f, key);
         val[i] = lf_value(&f, key);
         ev[i] = r && row_valid(r) ? r->epoch_version : 0;
+        if (ev[i]) memcpy(&tup[i], r->tuple, sizeof tup[i]);
         present += val[i] != INT64_MIN;
     }
     ck_assert_int_gt(present, 0);
@@ -286,7 +291,11 @@ START_TEST(test_recovered_state_equals_logged_state)
         uint64_t key = (uint64_t)(i / TX_KEYS) * 100000 + (uint64_t)(i % TX_KEYS);
         ck_assert_msg(lf_value(&f, key) == val[i], "key %" PRIu64 ": %" PRId64 " != %" PRId64, key,
                       lf_value(&f, key), val[i]);
-        if (ev[i]) ck_assert_uint_eq(lf_row(&f, key)->epoch_version, ev[i]);
+        if (!ev[i]) continue;
+        ck_assert_uint_eq(lf_row(&f, key)->epoch_version, ev[i]);
+        const struct lf_tuple *got = (const void *)lf_row(&f, key)->tuple;
+        ck_assert_msg(got->serial == tup[i].serial, "key %" PRIu64 ": serial %#" PRIx64 " != %#" PRIx64,
+                      key, (uint64_t)got->serial, (uint64_t)tup[i].serial);
     }
     log_host_free(lh);
     lf_close(&f);

@@ -3,8 +3,9 @@
  * the owners move tuples out between almost every two transactions. Clients
  * of every host run, at once:
  *   - transfers between accounts of different hosts (the total must stay
- *     exact: no lost or torn update across hosts, through move-in/out), half
- *     of them reading both accounts before updating them in place;
+ *     exact: no lost or torn update across hosts, through move-in/out), a
+ *     third of them reading both accounts before updating them in place, a
+ *     third updating only parts of the tuples (pod_update_range);
  *   - inserts and deletes of events on other hosts' partitions, each with a
  *     per-partition counter updated in the same transaction;
  *   - checks that scan a partition forward, backward and forward again in
@@ -178,8 +179,9 @@ static void *client(void *argp)
             v[0] = pod_v_i64(from);
             v[1] = pod_v_i64(to);
             v[2] = pod_v_i64((int64_t)(next_rand(&a->seed) % 7) + 1);
-            /* Half read each account before updating it in place. */
-            proc = r % 2 ? "pb.transfer_ref" : "pb.transfer";
+            /* A third read each account before updating it in place, a
+             * third update parts of the accounts' tuples. */
+            proc = r % 3 == 0 ? "pb.transfer" : r % 3 == 1 ? "pb.transfer_ref" : "pb.transfer_range";
             n = 3;
             a->transfers++;
         } else if (r < 75) {

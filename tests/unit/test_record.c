@@ -352,11 +352,13 @@ START_TEST(row_protocol_one_host)
     }
 
     /* Header-only write (a delete): keeps the tuple bytes. With the bit clear,
-     * FULL and NSR must refresh the first line before writing part of it. */
+     * every SWcc variant refreshes the row first: the write sets the bit, so
+     * this host's cached copy must be current (and FULL and NSR write back
+     * whole lines). */
     if (swcc) __atomic_fetch_and(rec, ~REC_BITMAP_MASK, __ATOMIC_RELAXED);
     rec_stats_get(&st);
     ck_assert_int_eq(rec_row_write(r, v, rec, NULL, TSIZE, 0, 0x600000000ull), REC_OK);
-    EXPECT(since(&st), v == POD_COH_FULL || v == POD_COH_NO_SHARED_READER,
+    EXPECT(since(&st), swcc,
            v == POD_COH_FULL || v == POD_COH_NO_SHARED_READER, v == POD_COH_NON_TEMPORAL,
            "header-only write, own bit clear");
     ck_assert_int_eq(read_val(r, v, rec, &valid, &ev), 8);
@@ -396,6 +398,42 @@ START_TEST(row_protocol_one_host)
     ck_assert_uint_eq(s2.reads + s2.writes, st.reads + st.writes);
     ck_assert(rec_latch_release(rec));
     ck_assert_uint_eq(rec_load(rec), w);
+
+    /* A range write publishes the header and bytes off..off+len-1 only; the
+     * other bytes stay. With the bit clear every SWcc variant refreshes the
+     * row first (the write sets the bit); FULL and NSR write back the
+     * header's line and the range's lines, NT stores both. */
+    {
+        struct tup nine, want, got;
+        tup_make(&nine, 9);
+        tup_make(&want, 8);
+        const uint32_t ranges[2][2] = {{64, 24}, {4, 8}}; /* fill[6..8]; val's high half + fill[0] */
+        for (int k = 0; k < 2; k++) {
+            uint32_t off = ranges[k][0], len = ranges[k][1];
+            if (k == 0 && swcc) __atomic_fetch_and(rec, ~REC_BITMAP_MASK, __ATOMIC_RELAXED);
+            rec_stats_get(&st);
+            ck_assert_int_eq(rec_row_write_range(r, v, rec, (unsigned char *)&nine + off, off, len,
+                                                 TSIZE, 1, 0x600000002ull + (uint64_t)k),
+                             REC_OK);
+            EXPECT(since(&st), k == 0 && swcc,
+                   (v == POD_COH_FULL || v == POD_COH_NO_SHARED_READER) ? 2 : 0,
+                   v == POD_COH_NON_TEMPORAL ? 2 : 0, "range write");
+            memcpy((unsigned char *)&want + off, (unsigned char *)&nine + off, len);
+            if (swcc) ck_assert_uint_eq(rec_load(rec) & REC_BITMAP_MASK, me);
+        }
+        ck_assert_int_eq(rec_row_read(r, v, rec, &got, TSIZE, &valid, &ev), REC_OK);
+        ck_assert_uint_eq(ev, 0x600000003ull);
+        ck_assert_uint_eq(valid, 1);
+        ck_assert(memcmp(&got, &want, TSIZE) == 0);
+        if (swcc) { /* what memory holds, as another host would see it */
+            struct cxl_swcc_row *row = cxl_ptr(r, rec_row_off(rec_load(rec)));
+            ck_assert(memcmp(row->tuple, &want, TSIZE) == 0);
+            ck_assert_uint_eq(row->epoch_version, 0x600000003ull);
+        }
+        w = rec_load(rec);
+        ck_assert_int_eq(rec_row_write_range(r, v, rec, &nine, 100, 21, TSIZE, 1, 0), REC_EINVAL);
+        ck_assert_uint_eq(rec_load(rec), w);
+    }
 
     /* Destroy frees both allocations. */
     struct cxl_usage uh0, us0, uh1, us1;

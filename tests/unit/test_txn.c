@@ -1,6 +1,7 @@
 /* Transactions, deterministically: two workers' transactions are interleaved
  * by hand in one thread, so every conflict and every anomaly is exact. */
 #include <check.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -191,6 +192,96 @@ START_TEST(tuples_in_place)
     txn_begin(B);
     ck_assert_int_eq(balance_of(B, 4, &rc), 44);
     txn_commit(B);
+}
+END_TEST
+
+/* The committed (balance, version) of account k, read by B. */
+static struct acct acct_of(uint64_t k)
+{
+    unsigned char kb[8];
+    key(kb, k);
+    struct acct a = {-1, -1};
+    txn_begin(B);
+    ck_assert_int_eq(pod_get(B, T, kb, &a), POD_OK);
+    txn_commit(B);
+    return a;
+}
+
+/* pod_update_range: only the range is saved, and an abort restores exactly
+ * the bytes written; several ranges of one row widen the saved range both
+ * ways; pod_update_ref after a range saves the rest too; bad ranges fail. */
+START_TEST(tuple_ranges_in_place)
+{
+    load_even(0, 10);
+    const uint32_t BAL = offsetof(struct acct, balance), VER = offsetof(struct acct, version);
+    unsigned char k[8];
+    void *p;
+    struct acct a;
+
+    txn_begin(A); /* right, then left of it, then inside: aborted */
+    key(k, 4);
+    ck_assert_int_eq(pod_update_range(A, T, k, VER, 8, &p), POD_OK);
+    ((struct acct *)p)->version = 77;
+    ck_assert_int_eq(pod_get(A, T, k, &a), POD_OK); /* read your write */
+    ck_assert_int_eq(a.balance, 40);
+    ck_assert_int_eq(a.version, 77);
+    ck_assert_int_eq(pod_update_range(A, T, k, BAL, 8, &p), POD_OK);
+    ((struct acct *)p)->balance = 41;
+    ck_assert_int_eq(pod_update_range(A, T, k, 4, 8, &p), POD_OK); /* inside what is saved */
+    memset((unsigned char *)p + 4, 0xee, 8);
+    txn_abort(A);
+    a = acct_of(4);
+    ck_assert_int_eq(a.balance, 40);
+    ck_assert_int_eq(a.version, 0);
+
+    txn_begin(A); /* left, then right of it: aborted */
+    key(k, 2);
+    ck_assert_int_eq(pod_update_range(A, T, k, BAL, 8, &p), POD_OK);
+    ((struct acct *)p)->balance = 5;
+    ck_assert_int_eq(pod_update_range(A, T, k, VER, 8, &p), POD_OK);
+    ((struct acct *)p)->version = 6;
+    txn_abort(A);
+    a = acct_of(2);
+    ck_assert_int_eq(a.balance, 20);
+    ck_assert_int_eq(a.version, 0);
+
+    txn_begin(A); /* a range, then the whole tuple: aborted */
+    key(k, 8);
+    ck_assert_int_eq(pod_update_range(A, T, k, VER, 8, &p), POD_OK);
+    ((struct acct *)p)->version = 1;
+    ck_assert_int_eq(pod_update_ref(A, T, k, &p), POD_OK);
+    ((struct acct *)p)->balance = 0;
+    txn_abort(A);
+    a = acct_of(8);
+    ck_assert_int_eq(a.balance, 80);
+    ck_assert_int_eq(a.version, 0);
+
+    txn_begin(A); /* committed: the range changed, the rest as it was */
+    key(k, 6);
+    ck_assert_int_eq(pod_update_range(A, T, k, VER, 8, &p), POD_OK);
+    ((struct acct *)p)->version = 99;
+    txn_commit(A);
+    a = acct_of(6);
+    ck_assert_int_eq(a.balance, 60);
+    ck_assert_int_eq(a.version, 99);
+
+    key(k, 5);
+    txn_begin(A);
+    ck_assert_int_eq(pod_update_range(A, T, k, VER, 8, &p), POD_NOT_FOUND);
+    txn_abort(A);
+    key(k, 6);
+    const uint32_t bad[][2] = {{12, 8}, {0, 0}, {16, 1}, {UINT32_MAX, 2}, {8, UINT32_MAX}};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        txn_begin(A);
+        ck_assert_int_eq(pod_update_range(A, T, k, bad[i][0], bad[i][1], &p), POD_E_INVALID);
+        txn_abort(A);
+    }
+    txn_begin(A);
+    ck_assert_int_eq(pod_update_range(A, T, k, 0, 8, NULL), POD_E_INVALID);
+    txn_abort(A);
+    a = acct_of(6);
+    ck_assert_int_eq(a.balance, 60);
+    ck_assert_int_eq(a.version, 99);
 }
 END_TEST
 
@@ -791,6 +882,7 @@ int main(void)
     tcase_add_test(on, crud_and_read_your_writes);
     tcase_add_test(on, abort_undoes_everything);
     tcase_add_test(on, tuples_in_place);
+    tcase_add_test(on, tuple_ranges_in_place);
     tcase_add_test(on, no_wait_conflicts);
     tcase_add_test(on, scans_in_both_directions);
     tcase_add_test(on, phantoms_are_prevented);

@@ -4,6 +4,7 @@
 #include "workloads/tpcc/tpcc.h"
 
 #include <inttypes.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -21,16 +22,23 @@ static int must_read(pod_txn *tx, pod_table *t, const unsigned char *key, const 
     return POD_OK;
 }
 
-/* A row that must exist, to change in place (pod_update_ref: no copy in
- * or out; what is written through *out is the transaction's write). */
-static int must_update(pod_txn *tx, pod_table *t, const unsigned char *key, void *out,
-                       const char *what)
+/* A row that must exist, to change in place fields first..last of its
+ * struct (pod_update_range: no copy in or out, only those bytes saved,
+ * logged and published; what is written there through *out is the
+ * transaction's write). */
+static int must_update_range(pod_txn *tx, pod_table *t, const unsigned char *key, size_t off,
+                             size_t len, void *out, const char *what)
 {
-    int rc = pod_update_ref(tx, t, key, (void **)out);
+    int rc = pod_update_range(tx, t, key, (uint32_t)off, (uint32_t)len, (void **)out);
     if (rc < 0) return rc;
     if (rc != POD_OK) return pod_txn_fail(tx, POD_E_INTERNAL, "tpcc: %s: %s", what, pod_status_name(rc));
     return POD_OK;
 }
+/* The bytes of fields first..last (in declaration order) of a struct. */
+#define FIELDS(type, first, last)                                                      \
+    offsetof(type, first), offsetof(type, last) + sizeof(((type *)0)->last) - offsetof(type, first)
+#define must_update(tx, t, key, out, what, type, first, last) \
+    must_update_range(tx, t, key, FIELDS(type, first, last), out, what)
 
 static int must_put(pod_txn *tx, pod_table *t, const unsigned char *key, const void *tuple,
                     const char *what)
@@ -140,7 +148,8 @@ static int p_new_order(pod_txn *tx, const pod_args *a, pod_result *res, void *ct
     POD_TRY(must_read(tx, t->t[TPCC_WAREHOUSE], k, &wh, "warehouse"));
     struct tpcc_district *di;
     tpcc_k_district(k, (uint32_t)w, (uint32_t)d);
-    POD_TRY(must_update(tx, t->t[TPCC_DISTRICT], k, &di, "district"));
+    POD_TRY(must_update(tx, t->t[TPCC_DISTRICT], k, &di, "district", struct tpcc_district,
+                        d_next_o_id, d_next_o_id));
     uint32_t o_id = di->d_next_o_id++;
     const struct tpcc_customer *cu;
     tpcc_k_customer(k, (uint32_t)w, (uint32_t)d, (uint32_t)c);
@@ -183,7 +192,8 @@ static int p_new_order(pod_txn *tx, const pod_args *a, pod_result *res, void *ct
         }
         struct tpcc_stock *st;
         tpcc_k_stock(k, sw, i_id);
-        POD_TRY(must_update(tx, t->t[TPCC_STOCK], k, &st, "stock"));
+        POD_TRY(must_update(tx, t->t[TPCC_STOCK], k, &st, "stock", struct tpcc_stock, s_ytd,
+                            s_remote_cnt));
         if (st->s_quantity >= (int32_t)qty + 10) st->s_quantity -= (int32_t)qty;
         else st->s_quantity = st->s_quantity - (int32_t)qty + 91;
         st->s_ytd += qty;
@@ -217,22 +227,27 @@ static int p_payment(pod_txn *tx, const pod_args *a, pod_result *res, void *ctx)
     unsigned char k[TPCC_K_CUST_NAME];
     struct tpcc_warehouse *wh;
     tpcc_k_warehouse(k, (uint32_t)w);
-    POD_TRY(must_update(tx, t->t[TPCC_WAREHOUSE], k, &wh, "warehouse"));
+    POD_TRY(must_update(tx, t->t[TPCC_WAREHOUSE], k, &wh, "warehouse", struct tpcc_warehouse, w_ytd,
+                        w_ytd));
     wh->w_ytd += amount;
     struct tpcc_district *di;
     tpcc_k_district(k, (uint32_t)w, (uint32_t)d);
-    POD_TRY(must_update(tx, t->t[TPCC_DISTRICT], k, &di, "district"));
+    POD_TRY(must_update(tx, t->t[TPCC_DISTRICT], k, &di, "district", struct tpcc_district, d_ytd,
+                        d_ytd));
     di->d_ytd += amount;
 
     uint32_t c;
     POD_TRY(pick_customer(tx, t, (uint32_t)cw, (uint32_t)cd, (uint32_t)ARG(4), (uint32_t)ARG(5), &c));
     struct tpcc_customer *cu;
     tpcc_k_customer(k, (uint32_t)cw, (uint32_t)cd, c);
-    POD_TRY(must_update(tx, t->t[TPCC_CUSTOMER], k, &cu, "customer"));
+    POD_TRY(must_update(tx, t->t[TPCC_CUSTOMER], k, &cu, "customer", struct tpcc_customer,
+                        c_balance, c_payment_cnt));
     cu->c_balance -= amount;
     cu->c_ytd_payment += amount;
     cu->c_payment_cnt++;
     if (memcmp(cu->c_credit, "BC", 2) == 0) {
+        POD_TRY(must_update(tx, t->t[TPCC_CUSTOMER], k, &cu, "customer", struct tpcc_customer,
+                            c_data, c_data));
         char data[sizeof cu->c_data];
         int n = snprintf(data, sizeof data, "%u %u %u %u %u %" PRId64 ".%02" PRId64 " |", c,
                          (unsigned)cd, (unsigned)cw, (unsigned)d, (unsigned)w, amount / 100,
@@ -390,7 +405,8 @@ static int p_delivery(pod_txn *tx, const pod_args *a, pod_result *res, void *ctx
         if (rc != POD_OK) return pod_txn_fail(tx, POD_E_INTERNAL, "tpcc.delivery: delete new_order");
         struct tpcc_order *o;
         tpcc_k_order(k, (uint32_t)w, d, o_id);
-        POD_TRY(must_update(tx, t->t[TPCC_ORDER], k, &o, "order"));
+        POD_TRY(must_update(tx, t->t[TPCC_ORDER], k, &o, "order", struct tpcc_order, o_carrier_id,
+                            o_carrier_id));
         o->o_carrier_id = (uint32_t)carrier;
         tpcc_k_order_line(k, (uint32_t)w, d, o_id, 0);
         tpcc_k_order_line(hi, (uint32_t)w, d, o_id, UINT32_MAX);
@@ -411,7 +427,8 @@ static int p_delivery(pod_txn *tx, const pod_args *a, pod_result *res, void *ctx
         }
         struct tpcc_customer *cu;
         tpcc_k_customer(k, (uint32_t)w, d, o->o_c_id);
-        POD_TRY(must_update(tx, t->t[TPCC_CUSTOMER], k, &cu, "customer"));
+        POD_TRY(must_update(tx, t->t[TPCC_CUSTOMER], k, &cu, "customer", struct tpcc_customer,
+                            c_balance, c_delivery_cnt));
         cu->c_balance += sum;
         cu->c_delivery_cnt++;
         delivered++;

@@ -149,9 +149,11 @@ static int p_txn(pod_txn *tx, const pod_args *a, pod_result *res, void *ctx)
         unsigned char k[YCSB_KEY_SIZE];
         pod_key_u64(k, op.id);
         /* The tuple in place (no copy in or out): a read looks at every
-         * column, an update rewrites one. */
+         * column, an update rewrites one (only its bytes are saved, logged
+         * and published). */
         struct ycsb_tuple *t;
-        int rc = op.write ? pod_update_ref(tx, y->table, k, (void **)&t)
+        int rc = op.write ? pod_update_range(tx, y->table, k, op.col * YCSB_COL_SIZE,
+                                             YCSB_COL_SIZE, (void **)&t)
                           : pod_get_ref(tx, y->table, k, (const void **)&t);
         if (rc < 0) return rc;
         if (rc != POD_OK)

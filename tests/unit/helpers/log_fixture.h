@@ -1,7 +1,7 @@
 /* Header-only fixture for the durability tests (test_logger_mt.c,
  * test_recovery.c): a 1- or 2-host config on a unique /dev/shm region, a
  * database with one table "t" (8-byte big-endian keys, two partitions by
- * key % 2, 16-byte tuples) and put/delete/insert procedures, a fresh log
+ * key % 2, 16-byte tuples) and put/delete/insert/tag procedures, a fresh log
  * directory removed at exit, and row inspection. */
 #ifndef PODDB_TESTS_LOG_FIXTURE_H
 #define PODDB_TESTS_LOG_FIXTURE_H
@@ -35,7 +35,7 @@ struct lf {
     struct cxl_region *region;
     pod_db *db;
     pod_table *t;
-    int p_put, p_del, p_ins;
+    int p_put, p_del, p_ins, p_tag;
     char dir[POD_PATH_MAX];
 };
 
@@ -101,6 +101,19 @@ static inline int lf_ins_proc(pod_txn *tx, const pod_args *a, pod_result *res, v
     return pod_insert(tx, ctx, k, &tu);
 }
 
+/* tag(key, x): the low byte of key's serial becomes x (pod_update_range of
+ * the serial's 8 bytes: a PATCH at an offset inside the tuple). */
+static inline int lf_tag_proc(pod_txn *tx, const pod_args *a, pod_result *res, void *ctx)
+{
+    (void)res;
+    unsigned char k[8], *tu;
+    lf_key(k, (uint64_t)a->v[0].u.i64);
+    int rc = pod_update_range(tx, ctx, k, 8, 8, (void **)&tu);
+    if (rc) return rc;
+    tu[8] = (unsigned char)a->v[1].u.i64; /* the serial, little-endian: its low byte */
+    return POD_OK;
+}
+
 /* Config (nhosts hosts, `workers` workers and `loggers` loggers each), the
  * region attached as host `host`, the database with table t. log dirs: the
  * given one for `host` (made fresh when dir is NULL). */
@@ -155,6 +168,9 @@ static inline void lf_open_dirs(struct lf *f, int nhosts, int host, int workers,
     ck_assert_int_ge(pod_proc_register(f->db, &put, msg, sizeof msg), 0);
     ck_assert_int_ge(pod_proc_register(f->db, &del, msg, sizeof msg), 0);
     ck_assert_int_ge(pod_proc_register(f->db, &ins, msg, sizeof msg), 0);
+    pod_proc_def tag = {"tag", lf_tag_proc, f->t, 2, t2, false};
+    ck_assert_int_ge(pod_proc_register(f->db, &tag, msg, sizeof msg), 0);
+    f->p_tag = pod_proc_find(f->db, "tag");
     f->p_put = pod_proc_find(f->db, "put");
     f->p_del = pod_proc_find(f->db, "del");
     f->p_ins = pod_proc_find(f->db, "ins");
