@@ -131,7 +131,7 @@ struct tpcc_stock {
 #define TPCC_K_DISTRICT 8    /* w d */
 #define TPCC_K_CUSTOMER 12   /* w d c */
 #define TPCC_K_CUST_NAME 44  /* w d c_last[16] c_first[16] c */
-#define TPCC_K_HISTORY 20    /* w d c seq(u64) — w, d: the paying district */
+#define TPCC_K_HISTORY 20    /* w d seq(u64) c — w, d: the paying district */
 #define TPCC_K_NEW_ORDER 12  /* w d o */
 #define TPCC_K_ORDER 12      /* w d o */
 #define TPCC_K_ORDER_CUST 16 /* w d c o */
@@ -158,11 +158,14 @@ static inline void tpcc_k_cust_name(unsigned char *k, uint32_t w, uint32_t d, co
     pod_key_str(k + 8 + TPCC_LAST_LEN, first, TPCC_FIRST_LEN);
     pod_key_u32(k + 8 + TPCC_LAST_LEN + TPCC_FIRST_LEN, c);
 }
+/* seq before c: a generator's payments append to their district's run
+ * (HISTORY is never read by key; its leaves fill as appends do). */
 static inline void tpcc_k_history(unsigned char *k, uint32_t w, uint32_t d, uint32_t c,
                                   uint64_t seq)
 {
-    tpcc_k_customer(k, w, d, c);
-    pod_key_u64(k + 12, seq);
+    tpcc_k_district(k, w, d);
+    pod_key_u64(k + 8, seq);
+    pod_key_u32(k + 16, c);
 }
 static inline void tpcc_k_new_order(unsigned char *k, uint32_t w, uint32_t d, uint32_t o)
 {
