@@ -752,6 +752,17 @@ static long cached_pages(const char *path, uint64_t bytes)
     return n;
 }
 
+/* Append record n: key n, a tuple of `size` bytes all equal to n's low byte. */
+static void append_filled(struct seg_writer *w, long n, unsigned char *tuple, uint32_t size)
+{
+    pod_err err = {{0}};
+    memset(tuple, (int)(n & 0xff), size);
+    struct log_record r = {.table_id = 1, .kind = LOG_PUT, .key = &n, .key_len = sizeof n,
+                           .tuple = tuple, .tuple_len = size,
+                           .epoch_version = log_ev_make(2, (uint32_t)n)};
+    ck_assert_msg(seg_writer_append(w, &r, &err) == 0, "%s", err.msg);
+}
+
 START_TEST(synced_pages_leave_the_page_cache)
 {
     const char *dir = make_tmp();
@@ -760,11 +771,7 @@ START_TEST(synced_pages_leave_the_page_cache)
     ck_assert_ptr_nonnull(w);
     static unsigned char tuple[3000];
     for (long n = 0; n < 2000; n++) {
-        memset(tuple, (int)(n & 0xff), sizeof tuple);
-        struct log_record r = {.table_id = 1, .kind = LOG_PUT, .key = &n, .key_len = sizeof n,
-                               .tuple = tuple, .tuple_len = sizeof tuple,
-                               .epoch_version = log_ev_make(2, (uint32_t)n)};
-        ck_assert_int_eq(seg_writer_append(w, &r, &err), 0);
+        append_filled(w, n, tuple, sizeof tuple);
         if (n % 100 == 99) ck_assert_int_eq(seg_writer_flush_block(w, &err), 0);
     }
     ck_assert_int_eq(seg_writer_flush_block(w, &err), 0);
@@ -794,13 +801,7 @@ START_TEST(paced_writeback)
     static unsigned char tuple[4000];
     long n = 0;
     for (int b = 0; b < 40; b++) {
-        for (int i = 0; i < 64; i++, n++) {
-            memset(tuple, (int)(n & 0xff), sizeof tuple);
-            struct log_record r = {.table_id = 1, .kind = LOG_PUT, .key = &n, .key_len = sizeof n,
-                                   .tuple = tuple, .tuple_len = sizeof tuple,
-                                   .epoch_version = log_ev_make(2, (uint32_t)n)};
-            ck_assert_int_eq(seg_writer_append(w, &r, &err), 0);
-        }
+        for (int i = 0; i < 64; i++, n++) append_filled(w, n, tuple, sizeof tuple);
         ck_assert_int_eq(seg_writer_flush_block(w, &err), 0);
         ck_assert_msg(seg_writer_pace(w, 1u << 20, &err) == 0, "%s", err.msg);
     }
@@ -809,6 +810,7 @@ START_TEST(paced_writeback)
     /* ~10 MB written in 1 MiB paces: all but the last two chunks were
      * written back, waited for and dropped. */
     long cached = cached_pages(path, seg_writer_size(w) - (3u << 20));
+    if (cached < 0) printf("paced_writeback: on tmpfs, residency not checked\n");
     ck_assert_msg(cached <= 0, "%ld pages of paced chunks still cached", cached);
     ck_assert_int_eq(seg_writer_close(w, &err), 0);
     struct seg_reader *rd = seg_reader_open(path, &err);

@@ -195,8 +195,8 @@ START_TEST(tuples_in_place)
 }
 END_TEST
 
-/* The committed (balance, version) of account k, read by B. */
-static struct acct acct_of(uint64_t k)
+/* Account k's committed (balance, version), read by B, are these. */
+static void check_acct(uint64_t k, int64_t balance, int64_t version)
 {
     unsigned char kb[8];
     key(kb, k);
@@ -204,7 +204,8 @@ static struct acct acct_of(uint64_t k)
     txn_begin(B);
     ck_assert_int_eq(pod_get(B, T, kb, &a), POD_OK);
     txn_commit(B);
-    return a;
+    ck_assert_int_eq(a.balance, balance);
+    ck_assert_int_eq(a.version, version);
 }
 
 /* pod_update_range: only the range is saved, and an abort restores exactly
@@ -230,9 +231,7 @@ START_TEST(tuple_ranges_in_place)
     ck_assert_int_eq(pod_update_range(A, T, k, 4, 8, &p), POD_OK); /* inside what is saved */
     memset((unsigned char *)p + 4, 0xee, 8);
     txn_abort(A);
-    a = acct_of(4);
-    ck_assert_int_eq(a.balance, 40);
-    ck_assert_int_eq(a.version, 0);
+    check_acct(4, 40, 0);
 
     txn_begin(A); /* left, then right of it: aborted */
     key(k, 2);
@@ -241,9 +240,7 @@ START_TEST(tuple_ranges_in_place)
     ck_assert_int_eq(pod_update_range(A, T, k, VER, 8, &p), POD_OK);
     ((struct acct *)p)->version = 6;
     txn_abort(A);
-    a = acct_of(2);
-    ck_assert_int_eq(a.balance, 20);
-    ck_assert_int_eq(a.version, 0);
+    check_acct(2, 20, 0);
 
     txn_begin(A); /* a range, then the whole tuple: aborted */
     key(k, 8);
@@ -252,18 +249,14 @@ START_TEST(tuple_ranges_in_place)
     ck_assert_int_eq(pod_update_ref(A, T, k, &p), POD_OK);
     ((struct acct *)p)->balance = 0;
     txn_abort(A);
-    a = acct_of(8);
-    ck_assert_int_eq(a.balance, 80);
-    ck_assert_int_eq(a.version, 0);
+    check_acct(8, 80, 0);
 
     txn_begin(A); /* committed: the range changed, the rest as it was */
     key(k, 6);
     ck_assert_int_eq(pod_update_range(A, T, k, VER, 8, &p), POD_OK);
     ((struct acct *)p)->version = 99;
     txn_commit(A);
-    a = acct_of(6);
-    ck_assert_int_eq(a.balance, 60);
-    ck_assert_int_eq(a.version, 99);
+    check_acct(6, 60, 99);
 
     key(k, 5);
     txn_begin(A);
@@ -279,9 +272,7 @@ START_TEST(tuple_ranges_in_place)
     txn_begin(A);
     ck_assert_int_eq(pod_update_range(A, T, k, 0, 8, NULL), POD_E_INVALID);
     txn_abort(A);
-    a = acct_of(6);
-    ck_assert_int_eq(a.balance, 60);
-    ck_assert_int_eq(a.version, 99);
+    check_acct(6, 60, 99);
 }
 END_TEST
 
