@@ -3,6 +3,7 @@
 # tools/pod): the CSV has one row per point with a throughput and a passed
 # check, the plot is a PNG, no region is left.
 # A config key the server does not know is refused before anything runs.
+# tools/experiments/ab.sh: one pair of runs, its means, no region left.
 source tests/lib.sh
 export PODDB_RUN_DIR=$TMP/run PODDB_EXP_TAG=$TEST_TAG
 BIN_ABS=$(cd "$BIN" && pwd)
@@ -43,3 +44,21 @@ grep -q "rejects the config.*engine.no_such_knob: unknown key" <(tr '\n' ' ' <"$
   fail "an unknown engine key: unclear message: $(cat "$TMP/out")"
 [ ! -e "$TMP/res2/bench.jsonl" ] || fail "an unknown engine key: ran anyway"
 pass "an engine key the server does not know is refused before anything runs"
+
+# tools/experiments/ab.sh: one pair of fresh-pod runs of this build, B with
+# an environment of its own; a tree without a build is refused.
+tools/experiments/ab.sh --pairs 1 --duration 1 --workload ycsb --ycsb-tuples 20000 \
+  --env-b "PODDB_AB_TEST=1" . . >"$TMP/ab" 2>&1 || { cat "$TMP/ab" >&2; fail "ab.sh exited with $?"; }
+grep -Eq '^pair 1: A [0-9]+/s \([0-9.]+ us CPU/txn\)  B [0-9]+/s \([0-9.]+ us CPU/txn\)' "$TMP/ab" ||
+  fail "ab.sh: no pair line: $(cat "$TMP/ab")"
+grep -Eq '^mean: A [0-9]+/s .* B/A [0-9.]+, B ahead in [01] of 1 pairs$' "$TMP/ab" ||
+  fail "ab.sh: no means: $(cat "$TMP/ab")"
+[ -z "$(ls /dev/shm | grep '^poddb-ab-' || true)" ] || fail "ab.sh left a region behind"
+pass "ab.sh: a pair with committed/s and CPU per transaction each, the means, no region left"
+set +e
+tools/experiments/ab.sh . "$TMP" >"$TMP/ab" 2>&1
+rc=$?
+set -e
+[ $rc = 2 ] && grep -q "build/bin/poddb-server not found: run make there" "$TMP/ab" ||
+  fail "ab.sh with a tree without a build: exit $rc: $(cat "$TMP/ab")"
+pass "ab.sh refuses a tree without a build"

@@ -1,0 +1,166 @@
+#!/bin/bash
+# Alternating A/B runs of two builds (or of one build with two environments),
+# each run on a fresh private 2-host pod: the method behind the before/after
+# figures of docs/performance.md. Exit status 0, or 2 on an error.
+set -euo pipefail
+
+usage() {
+    cat <<'EOF'
+usage: tools/experiments/ab.sh [options] TREE_A TREE_B
+
+Runs A, B, A, B, ... (--pairs pairs), each on a fresh private 2-host pod
+(1 worker per host on CPUs 0 and 1, 10 ms epochs, a 4 GiB region; the
+programs of TREE/build/bin, brought up with this tree's tools/pod): a 1 s
+run that loads the data, then the measured run. Prints each run's committed
+transactions per second and both servers' CPU time per committed
+transaction, then the means, B/A and in how many pairs B was ahead. TREE_A
+and TREE_B may be the same tree with --env-a/--env-b telling them apart.
+
+  --workload W     tpcc (default), ycsb or smallbank
+  --bench ARGS     poddb-bench arguments of the measured run (default:
+                   tpcc "--remote 10/15", ycsb "--read-pct 50
+                   --multi-partition 10", smallbank none)
+  --pairs N        pairs of runs (default 3)
+  --duration S     seconds of the measured run (default 8)
+  --loggers N      loggers per host (default 1; 0 turns logging off)
+  --engine LINE    an engine: line of the config, like "locking: false"
+                   (repeatable)
+  --ycsb-tuples N  YCSB tuples (default 1000000)
+  --env-a "V=X .." environment of A's servers (and of B's with --env-b)
+  --keep DIR       keep the configs, JSON lines and server logs in DIR
+  -h, --help       this text
+
+Single runs on a 2-core VM vary by 10-25%: take several pairs, run nothing
+else meanwhile, and trust a difference only when most pairs agree.
+EOF
+}
+
+ROOT=$(cd "$(dirname "$0")/../.." && pwd)
+WORKLOAD=tpcc
+BENCH=
+BENCH_SET=0
+PAIRS=3
+DUR=8
+LOGGERS=1
+ENGINE=()
+TUPLES=1000000
+ENV_A=
+ENV_B=
+KEEP=
+ARGS=()
+while [ $# -gt 0 ]; do
+    case $1 in
+    --workload) WORKLOAD=$2; shift 2 ;;
+    --bench) BENCH=$2; BENCH_SET=1; shift 2 ;;
+    --pairs) PAIRS=$2; shift 2 ;;
+    --duration) DUR=$2; shift 2 ;;
+    --loggers) LOGGERS=$2; shift 2 ;;
+    --engine) ENGINE+=("$2"); shift 2 ;;
+    --ycsb-tuples) TUPLES=$2; shift 2 ;;
+    --env-a) ENV_A=$2; shift 2 ;;
+    --env-b) ENV_B=$2; shift 2 ;;
+    --keep) KEEP=$2; shift 2 ;;
+    -h | --help) usage; exit 0 ;;
+    -*) echo "ab.sh: unknown option '$1' (see --help)" >&2; exit 2 ;;
+    *) ARGS+=("$1"); shift ;;
+    esac
+done
+[ ${#ARGS[@]} = 2 ] || { echo "ab.sh: want two trees, TREE_A and TREE_B (see --help)" >&2; exit 2; }
+for n in "$PAIRS" "$DUR" "$LOGGERS" "$TUPLES"; do
+    case $n in '' | *[!0-9]*) echo "ab.sh: '$n' is not a whole number" >&2; exit 2 ;; esac
+done
+[ "$PAIRS" -ge 1 ] && [ "$DUR" -ge 1 ] || { echo "ab.sh: --pairs and --duration must be at least 1" >&2; exit 2; }
+case $WORKLOAD in
+tpcc) [ $BENCH_SET = 1 ] || BENCH="--remote 10/15" ;;
+ycsb) [ $BENCH_SET = 1 ] || BENCH="--read-pct 50 --multi-partition 10" ;;
+smallbank) ;;
+*) echo "ab.sh: --workload wants tpcc, ycsb or smallbank, not '$WORKLOAD'" >&2; exit 2 ;;
+esac
+TREES=()
+for t in "${ARGS[@]}"; do
+    d=$(cd "$t" 2>/dev/null && pwd) || { echo "ab.sh: no directory $t" >&2; exit 2; }
+    for p in poddb-server poddb-bench; do
+        [ -x "$d/build/bin/$p" ] || { echo "ab.sh: $d/build/bin/$p not found: run make there" >&2; exit 2; }
+    done
+    TREES+=("$d")
+done
+
+NAME=ab
+BIN=${TREES[0]}/build/bin
+# shellcheck source=tools/experiments/pod2.sh
+. "$ROOT/tools/experiments/pod2.sh"
+
+run_base() {
+    if [ -n "${PODDB_RUN_DIR:-}" ]; then echo "$PODDB_RUN_DIR"
+    elif [ -n "${XDG_RUNTIME_DIR:-}" ] && [ -d "$XDG_RUNTIME_DIR" ]; then echo "$XDG_RUNTIME_DIR/poddb"
+    else echo "/tmp/poddb-run-$(id -u)"; fi
+}
+# CPU ticks (user + system) of both servers of the running pod
+cpu_ticks() {
+    local s=0 dir f pid
+    dir=$(ls -d "$(run_base)"/poddb-"$TAG"-* | head -1)
+    for f in "$dir"/host0.pid "$dir"/host1.pid; do
+        pid=$(cut -d' ' -f1 "$f")
+        s=$((s + $(sed 's/.*) //' "/proc/$pid/stat" | awk '{print $12 + $13}')))
+    done
+    echo "$s"
+}
+
+# one LABEL TREE ENV: one run on a fresh pod; writes "committed/s
+# cpu_us_per_txn" to $WORK/LABEL.result (in this shell, so that the exit
+# trap brings the pod down if anything fails)
+one() {
+    local label=$1 tree=$2 envs=$3 conf c0 c1 json
+    BIN=$tree/build/bin
+    conf=$(make_conf "$label" "$LOGGERS" "$TUPLES" ${ENGINE[@]+"${ENGINE[@]}"})
+    # shellcheck disable=SC2086
+    env $envs true || { echo "ab.sh: bad environment '$envs'" >&2; exit 2; }
+    # The servers get envs; this shell keeps its own environment.
+    # shellcheck disable=SC2086
+    (if [ -n "$envs" ]; then export $envs; fi; up "$conf")
+    CONF=$conf
+    "$BIN/poddb-bench" --conf "$CONF" --workload "$WORKLOAD" --duration 1 --warmup 0 \
+        >"$WORK/$label.load" 2>&1 || { tail -5 "$WORK/$label.load" >&2; exit 2; }
+    c0=$(cpu_ticks)
+    # shellcheck disable=SC2086
+    "$BIN/poddb-bench" --conf "$CONF" --workload "$WORKLOAD" $BENCH --duration "$DUR" --warmup 0 \
+        --json >"$WORK/$label.json" 2>"$WORK/$label.err" || { tail -5 "$WORK/$label.err" >&2; exit 2; }
+    c1=$(cpu_ticks)
+    cp "$(ls -d "$(run_base)"/poddb-"$TAG"-* | head -1)"/host0.log "$WORK/$label-host0.log" 2>/dev/null || true
+    down
+    json=$(tail -1 "$WORK/$label.json")
+    python3 -c '
+import json, sys
+d = json.loads(sys.argv[1]); ticks = int(sys.argv[2]); hz = int(sys.argv[3])
+n = sum(d["commits"].values())
+print("%.0f %.1f" % (d["committed_per_s"], ticks / hz * 1e6 / n if n else 0))' \
+        "$json" $((c1 - c0)) "$(getconf CLK_TCK)" >"$WORK/$label.result"
+}
+
+echo "A: ${TREES[0]}${ENV_A:+ ($ENV_A)}"
+echo "B: ${TREES[1]}${ENV_B:+ ($ENV_B)}"
+echo "$WORKLOAD $BENCH, $DUR s runs, loggers $LOGGERS${ENGINE[*]:+, engine: ${ENGINE[*]}}, $PAIRS pairs"
+A=()
+B=()
+for i in $(seq "$PAIRS"); do
+    one "a$i" "${TREES[0]}" "$ENV_A"
+    one "b$i" "${TREES[1]}" "$ENV_B"
+    a=$(cat "$WORK/a$i.result")
+    b=$(cat "$WORK/b$i.result")
+    A+=("$a")
+    B+=("$b")
+    printf 'pair %d: A %s/s (%s us CPU/txn)  B %s/s (%s us CPU/txn)  [load %s]\n' "$i" \
+        ${a% *} ${a#* } ${b% *} ${b#* } "$(uptime | sed 's/.*load average: //')"
+done
+python3 - "${A[@]}" "${B[@]}" <<'EOF'
+import statistics as s, sys
+v = sys.argv[1:]
+n = len(v) // 2
+a = [float(x.split()[0]) for x in v[:n]]
+b = [float(x.split()[0]) for x in v[n:]]
+ca = [float(x.split()[1]) for x in v[:n]]
+cb = [float(x.split()[1]) for x in v[n:]]
+print("mean: A %.0f/s (%.1f us CPU/txn)  B %.0f/s (%.1f us CPU/txn)  B/A %.3f, B ahead in %d of %d pairs"
+      % (s.mean(a), s.mean(ca), s.mean(b), s.mean(cb), s.mean(b) / s.mean(a),
+         sum(y > x for x, y in zip(a, b)), n))
+EOF
