@@ -300,7 +300,7 @@ static void row_store(struct cxl_region *r, enum pod_coherence v, cxl_record w,
 
 int rec_row_write_range(struct cxl_region *r, enum pod_coherence v, cxl_record *rec,
                         const void *bytes, uint32_t off, uint32_t len, uint32_t tuple_size,
-                        uint32_t valid, uint64_t epoch_version)
+                        uint32_t valid, uint64_t epoch_version, bool dirty)
 {
     if (bytes && (off > tuple_size || len > tuple_size - off)) return REC_EINVAL;
     cxl_record w;
@@ -313,8 +313,9 @@ int rec_row_write_range(struct cxl_region *r, enum pod_coherence v, cxl_record *
     struct cxl_swcc_row hdr = {.valid = valid, .tuple_size = tuple_size,
                                .epoch_version = epoch_version};
     row_store(r, v, w, row, &hdr, bytes, off, len);
-    if (v == POD_COH_HWCC_ONLY) latch_release_update(rec, 0, REC_DIRTY); /* no bitmap */
-    else latch_release_update(rec, REC_BITMAP_MASK, host_bit(r->host) | REC_DIRTY);
+    uint64_t set = dirty ? REC_DIRTY : 0, clear = dirty ? 0 : REC_DIRTY;
+    if (v == POD_COH_HWCC_ONLY) latch_release_update(rec, clear, set); /* no bitmap */
+    else latch_release_update(rec, clear | REC_BITMAP_MASK, host_bit(r->host) | set);
     tls_stats.writes++;
     return REC_OK;
 }
@@ -322,7 +323,8 @@ int rec_row_write_range(struct cxl_region *r, enum pod_coherence v, cxl_record *
 int rec_row_write(struct cxl_region *r, enum pod_coherence v, cxl_record *rec, const void *tuple,
                   uint32_t tuple_size, uint32_t valid, uint64_t epoch_version)
 {
-    return rec_row_write_range(r, v, rec, tuple, 0, tuple_size, tuple_size, valid, epoch_version);
+    return rec_row_write_range(r, v, rec, tuple, 0, tuple_size, tuple_size, valid, epoch_version,
+                               true);
 }
 
 cxl_off rec_create(struct cxl_region *r, enum pod_coherence v, const void *tuple,

@@ -135,10 +135,12 @@ int rec_row_write(struct cxl_region *r, enum pod_coherence v, cxl_record *rec, c
  * (bytes: len bytes); the row's other bytes stay as they are. Publishes the
  * lines of the header and of the range only, after refreshing this host's
  * copy of the row when its bitmap bit is clear. REC_EINVAL also for a range
- * past tuple_size. */
+ * past tuple_size. dirty false is the owner's write, whose DRAM row holds
+ * the same bytes: is-dirty is cleared instead of set, in the latch's release
+ * (one atomic where a separate rec_flag_clear would be a second). */
 int rec_row_write_range(struct cxl_region *r, enum pod_coherence v, cxl_record *rec,
                         const void *bytes, uint32_t off, uint32_t len, uint32_t tuple_size,
-                        uint32_t valid, uint64_t epoch_version);
+                        uint32_t valid, uint64_t epoch_version, bool dirty);
 
 /* ---- counters (per thread) ------------------------------------------------- */
 

@@ -921,8 +921,7 @@ static void publish_moved(struct pod_txn *tx, struct access *a)
      * already (the row was made current before the first write). */
     rec_row_write_range(pod_host_region(ph), pod_host_coherence(ph), rec,
                         (const unsigned char *)a->row->tuple + a->ulo, a->ulo, a->uhi - a->ulo,
-                        a->table->tuple_size, 1, a->row->epoch_version);
-    rec_flag_clear(rec, REC_DIRTY); /* DRAM holds the same tuple */
+                        a->table->tuple_size, 1, a->row->epoch_version, false);
 }
 
 void txn_commit(struct pod_txn *tx)

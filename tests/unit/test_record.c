@@ -412,9 +412,12 @@ START_TEST(row_protocol_one_host)
             uint32_t off = ranges[k][0], len = ranges[k][1];
             if (k == 0 && swcc) __atomic_fetch_and(rec, ~REC_BITMAP_MASK, __ATOMIC_RELAXED);
             rec_stats_get(&st);
+            /* k 0 as another host (is-dirty set), k 1 as the owner (cleared). */
             ck_assert_int_eq(rec_row_write_range(r, v, rec, (unsigned char *)&nine + off, off, len,
-                                                 TSIZE, 1, 0x600000002ull + (uint64_t)k),
+                                                 TSIZE, 1, 0x600000002ull + (uint64_t)k, k == 0),
                              REC_OK);
+            ck_assert_uint_eq(rec_load(rec) & REC_DIRTY, k == 0 ? REC_DIRTY : 0);
+            ck_assert(!(rec_load(rec) & REC_LATCH));
             EXPECT(since(&st), k == 0 && swcc,
                    (v == POD_COH_FULL || v == POD_COH_NO_SHARED_READER) ? 2 : 0,
                    v == POD_COH_NON_TEMPORAL ? 2 : 0, "range write");
@@ -431,7 +434,8 @@ START_TEST(row_protocol_one_host)
             ck_assert_uint_eq(row->epoch_version, 0x600000003ull);
         }
         w = rec_load(rec);
-        ck_assert_int_eq(rec_row_write_range(r, v, rec, &nine, 100, 21, TSIZE, 1, 0), REC_EINVAL);
+        ck_assert_int_eq(rec_row_write_range(r, v, rec, &nine, 100, 21, TSIZE, 1, 0, true),
+                         REC_EINVAL);
         ck_assert_uint_eq(rec_load(rec), w);
     }
 

@@ -14,7 +14,8 @@ programs of TREE/build/bin, brought up with this tree's tools/pod): a 1 s
 run that loads the data, then the measured run. Prints each run's committed
 transactions per second and both servers' CPU time per committed
 transaction, then the means, B/A and in how many pairs B was ahead. TREE_A
-and TREE_B may be the same tree with --env-a/--env-b telling them apart.
+and TREE_B may be the same tree with --env-a/--env-b or --engine-b telling
+them apart.
 
   --workload W     tpcc (default), ycsb or smallbank
   --bench ARGS     poddb-bench arguments of the measured run (default:
@@ -25,6 +26,8 @@ and TREE_B may be the same tree with --env-a/--env-b telling them apart.
   --loggers N      loggers per host (default 1; 0 turns logging off)
   --engine LINE    an engine: line of the config, like "locking: false"
                    (repeatable)
+  --engine-b LINE  an engine: line of B's config only, like
+                   "checkpoint_after: 0" (repeatable; after --engine's)
   --ycsb-tuples N  YCSB tuples (default 1000000)
   --env-a "V=X .." environment of A's servers (and of B's with --env-b)
   --keep DIR       keep the configs, JSON lines and server logs in DIR
@@ -43,6 +46,7 @@ PAIRS=3
 DUR=8
 LOGGERS=1
 ENGINE=()
+ENGINE_B=()
 TUPLES=1000000
 ENV_A=
 ENV_B=
@@ -56,6 +60,7 @@ while [ $# -gt 0 ]; do
     --duration) DUR=$2; shift 2 ;;
     --loggers) LOGGERS=$2; shift 2 ;;
     --engine) ENGINE+=("$2"); shift 2 ;;
+    --engine-b) ENGINE_B+=("$2"); shift 2 ;;
     --ycsb-tuples) TUPLES=$2; shift 2 ;;
     --env-a) ENV_A=$2; shift 2 ;;
     --env-b) ENV_B=$2; shift 2 ;;
@@ -106,13 +111,14 @@ cpu_ticks() {
     echo "$s"
 }
 
-# one LABEL TREE ENV: one run on a fresh pod; writes "committed/s
+# one LABEL TREE ENV [ENGINE_LINE...]: one run on a fresh pod; writes "committed/s
 # cpu_us_per_txn" to $WORK/LABEL.result (in this shell, so that the exit
 # trap brings the pod down if anything fails)
 one() {
     local label=$1 tree=$2 envs=$3 conf c0 c1 json
+    shift 3
     BIN=$tree/build/bin
-    conf=$(make_conf "$label" "$LOGGERS" "$TUPLES" ${ENGINE[@]+"${ENGINE[@]}"})
+    conf=$(make_conf "$label" "$LOGGERS" "$TUPLES" ${ENGINE[@]+"${ENGINE[@]}"} "$@")
     # shellcheck disable=SC2086
     env $envs true || { echo "ab.sh: bad environment '$envs'" >&2; exit 2; }
     # The servers get envs; this shell keeps its own environment.
@@ -138,13 +144,13 @@ print("%.0f %.1f" % (d["committed_per_s"], ticks / hz * 1e6 / n if n else 0))' \
 }
 
 echo "A: ${TREES[0]}${ENV_A:+ ($ENV_A)}"
-echo "B: ${TREES[1]}${ENV_B:+ ($ENV_B)}"
+echo "B: ${TREES[1]}${ENV_B:+ ($ENV_B)}${ENGINE_B[*]:+ (engine: ${ENGINE_B[*]})}"
 echo "$WORKLOAD $BENCH, $DUR s runs, loggers $LOGGERS${ENGINE[*]:+, engine: ${ENGINE[*]}}, $PAIRS pairs"
 A=()
 B=()
 for i in $(seq "$PAIRS"); do
     one "a$i" "${TREES[0]}" "$ENV_A"
-    one "b$i" "${TREES[1]}" "$ENV_B"
+    one "b$i" "${TREES[1]}" "$ENV_B" ${ENGINE_B[@]+"${ENGINE_B[@]}"}
     a=$(cat "$WORK/a$i.result")
     b=$(cat "$WORK/b$i.result")
     A+=("$a")
