@@ -46,9 +46,13 @@ grep -q "rejects the config.*engine.no_such_knob: unknown key" <(tr '\n' ' ' <"$
 pass "an engine key the server does not know is refused before anything runs"
 
 # tools/experiments/ab.sh: one pair of fresh-pod runs of this build, B with
-# an environment of its own; a tree without a build is refused.
+# an environment and a config line of its own; a tree without a build is refused.
 tools/experiments/ab.sh --pairs 1 --duration 1 --workload ycsb --ycsb-tuples 20000 \
-  --env-b "PODDB_AB_TEST=1" . . >"$TMP/ab" 2>&1 || { cat "$TMP/ab" >&2; fail "ab.sh exited with $?"; }
+  --env-b "PODDB_AB_TEST=1" --engine-b "checkpoint_after: 0" --keep "$TMP/abkeep" . . >"$TMP/ab" 2>&1 ||
+  { cat "$TMP/ab" >&2; fail "ab.sh exited with $?"; }
+grep -q '^B: .* (engine: checkpoint_after: 0)$' "$TMP/ab" || fail "ab.sh: B's engine line not shown: $(cat "$TMP/ab")"
+grep -q '^  checkpoint_after: 0$' "$TMP/abkeep/b1.yaml" && ! grep -q checkpoint_after "$TMP/abkeep/a1.yaml" ||
+  fail "ab.sh: --engine-b did not reach B's config only"
 grep -Eq '^pair 1: A [0-9]+/s \([0-9.]+ us CPU/txn\)  B [0-9]+/s \([0-9.]+ us CPU/txn\)' "$TMP/ab" ||
   fail "ab.sh: no pair line: $(cat "$TMP/ab")"
 grep -Eq '^mean: A [0-9]+/s .* B/A [0-9.]+, B ahead in [01] of 1 pairs$' "$TMP/ab" ||
