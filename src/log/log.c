@@ -339,8 +339,8 @@ void log_txn_update(pod_db *db, struct log_worker *lw, const pod_table *t, const
                     const void *after)
 {
     if (!db->log || !lw) return;
-    uint32_t lo, hi;
-    diff_range(before, (const unsigned char *)after + blo, bhi - blo, &lo, &hi);
+    uint32_t lo = 0, hi = bhi - blo;
+    if (before) diff_range(before, (const unsigned char *)after + blo, bhi - blo, &lo, &hi);
     lo += blo, hi += blo;
     uint32_t len = LOG_PATCH_HEADER + (hi - lo);
     unsigned char *p = len < t->tuple_size ? log_worker_scratch(lw, len) : NULL;

@@ -38,7 +38,8 @@ void log_txn_write(pod_db *db, struct log_worker *lw, const pod_table *t, const 
  * base_ev: before holds bytes lo..hi-1 of that version, the only ones the
  * update may have changed (after is the whole new tuple). Only the bytes
  * that changed are logged (a PATCH record), or the whole tuple when that is
- * not smaller. No-op when lw is NULL. */
+ * not smaller. before NULL (no before-image: another host's tuple, written
+ * in a copy) logs bytes lo..hi-1 as they are. No-op when lw is NULL. */
 void log_txn_update(pod_db *db, struct log_worker *lw, const pod_table *t, const void *key,
                     uint64_t ev, uint64_t base_ev, const void *before, uint32_t lo, uint32_t hi,
                     const void *after);

@@ -567,7 +567,7 @@ static unsigned char *writable_range(struct pod_txn *tx, struct access *a, uint3
                                      uint32_t hi)
 {
     if (a->rec) {
-        a->flags |= ACC_UPDATED;
+        txn_remote_written(a, lo, hi);
         return a->copy;
     }
     if (!(a->flags & ACC_INSERTED) && !save_before(tx, a, lo, hi)) {

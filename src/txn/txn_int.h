@@ -38,11 +38,25 @@ struct access {
     uint8_t flags;
     bool in_cxl;         /* local: the lock was taken in the row's CXL record */
     void *undo;          /* local: before-image of the tuple's bytes ulo..uhi-1 */
-    uint32_t ulo, uhi;   /* local, ACC_UPDATED: the range saved in undo (the only bytes written) */
+    uint32_t ulo, uhi;   /* ACC_UPDATED: the only bytes written (local: saved in undo;
+                          * remote: written in copy) */
     void *copy;          /* remote: the tuple; local: a CXL-only tuple read under a shared lock */
     const void *key;     /* a copy: for the log, the index, the CXL index; NULL: a sentinel */
     uint64_t ev;         /* remote: the epoch-version read */
 };
+
+/* Another host's tuple: bytes lo..hi-1 of the copy are written (the range
+ * the commit logs and publishes grows to cover them). */
+static inline void txn_remote_written(struct access *a, uint32_t lo, uint32_t hi)
+{
+    if (!(a->flags & ACC_UPDATED)) {
+        a->ulo = lo, a->uhi = hi;
+    } else {
+        if (lo < a->ulo) a->ulo = lo;
+        if (hi > a->uhi) a->uhi = hi;
+    }
+    a->flags |= ACC_UPDATED;
+}
 
 static inline const void *access_id(const struct access *a)
 {

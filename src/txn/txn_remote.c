@@ -279,7 +279,7 @@ int remote_insert(struct pod_txn *tx, pod_table *t, uint32_t part, const void *k
             if (a && (a->flags & ACC_DELETED)) { /* deleted and inserted again by us */
                 a->flags &= (uint8_t)~ACC_DELETED;
                 memcpy(a->copy, tuple, t->tuple_size);
-                a->flags |= ACC_UPDATED;
+                txn_remote_written(a, 0, t->tuple_size);
                 return POD_OK;
             }
             /* Present: a shared lock makes "exists" hold until commit. */
@@ -525,10 +525,19 @@ void remote_commit(struct pod_txn *tx, struct access *a, uint64_t epoch)
     } else if (a->flags & (ACC_INSERTED | ACC_UPDATED)) {
         if ((a->flags & ACC_INSERTED) && log_insert_ev_floor(tx->db) > a->ev)
             a->ev = log_insert_ev_floor(tx->db);
+        uint64_t base = a->ev;
         a->ev = txn_next_epoch_version(a->ev, epoch);
-        log_txn_write(tx->db, lw, a->table, a->key, a->ev, a->copy);
-        if (rec_row_write(ph->r, ph->coh, a->rec, a->copy, a->table->tuple_size, 1, a->ev) !=
-            REC_OK)
+        /* An update logs and publishes only the bytes it wrote (a PATCH made
+         * from the version it read); an insert, the whole tuple. */
+        uint32_t lo = 0, hi = a->table->tuple_size;
+        if (a->flags & ACC_INSERTED) {
+            log_txn_write(tx->db, lw, a->table, a->key, a->ev, a->copy);
+        } else {
+            lo = a->ulo, hi = a->uhi;
+            log_txn_update(tx->db, lw, a->table, a->key, a->ev, base, NULL, lo, hi, a->copy);
+        }
+        if (rec_row_write_range(ph->r, ph->coh, a->rec, (const unsigned char *)a->copy + lo, lo,
+                                hi - lo, a->table->tuple_size, 1, a->ev, true) != REC_OK)
             pod_error("%s: a committed write to host %d's tuple could not be published (its "
                       "latch stayed taken)", a->table->name, owner_of(a->table, a->part));
         pod_count(&ph->st.remote_writes, 1);

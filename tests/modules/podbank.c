@@ -15,10 +15,18 @@
 
 static pod_table *acct, *ev, *cnt;
 
+/* The memo makes a tuple large enough that an update of a part of it is
+ * logged as a PATCH (docs/log-format.md), not as the whole tuple. */
 struct account {
     int64_t balance;
     int64_t updates;
+    unsigned char memo[48];
 };
+
+static void memo_fill(struct account *acc, int64_t id)
+{
+    for (size_t i = 0; i < sizeof acc->memo; i++) acc->memo[i] = (unsigned char)(id * 7 + (int64_t)i);
+}
 
 static void ev_key(unsigned char k[16], uint64_t part, uint64_t seq)
 {
@@ -36,7 +44,8 @@ static int load(pod_txn *tx, const pod_args *a, pod_result *res, void *ctx)
         if ((i % NPARTS) % hosts != host) continue;
         unsigned char k[8];
         pod_key_u64(k, (uint64_t)i);
-        struct account acc = {BALANCE, 0};
+        struct account acc = {BALANCE, 0, {0}};
+        memo_fill(&acc, i);
         POD_TRY(pod_insert(tx, acct, k, &acc));
         made++;
     }
@@ -147,6 +156,37 @@ static int total(pod_txn *tx, const pod_args *a, pod_result *res, void *ctx)
         }
     }
     pod_result_i64(res, sum);
+    pod_result_i64(res, found);
+    return POD_OK;
+}
+
+/* pb.digest(accounts) -> (sum of balances, sum of update counts, FNV-1a
+ * hash of every account's key and whole tuple, accounts found), one
+ * transaction: two pods agree on it only when every byte of every account
+ * does. */
+static int digest(pod_txn *tx, const pod_args *a, pod_result *res, void *ctx)
+{
+    (void)ctx;
+    int64_t sum = 0, updates = 0, found = 0;
+    uint64_t h = 0xcbf29ce484222325ull;
+    for (int64_t i = 0; i < a->v[0].u.i64; i++) {
+        unsigned char k[8];
+        pod_key_u64(k, (uint64_t)i);
+        struct account acc;
+        int rc = pod_get(tx, acct, k, &acc);
+        if (rc < 0) return rc;
+        if (rc != POD_OK) continue;
+        sum += acc.balance;
+        updates += acc.updates;
+        found++;
+        const unsigned char *b[2] = {k, (const unsigned char *)&acc};
+        const size_t n[2] = {sizeof k, sizeof acc};
+        for (int j = 0; j < 2; j++)
+            for (size_t x = 0; x < n[j]; x++) h = (h ^ b[j][x]) * 0x100000001b3ull;
+    }
+    pod_result_i64(res, sum);
+    pod_result_i64(res, updates);
+    pod_result_i64(res, (int64_t)h);
     pod_result_i64(res, found);
     return POD_OK;
 }
@@ -264,7 +304,8 @@ int poddb_module_init(pod_db *db, char *err, size_t errlen)
         {"pb.load", load, NULL, 3, i3, false},   {"pb.transfer", transfer, NULL, 3, i3, false},
         {"pb.transfer_ref", transfer_ref, NULL, 3, i3, false},
         {"pb.transfer_range", transfer_range, NULL, 3, i3, false},
-        {"pb.total", total, NULL, 1, i1, true},  {"pb.ins", ins, NULL, 2, i2, false},
+        {"pb.total", total, NULL, 1, i1, true},  {"pb.digest", digest, NULL, 1, i1, true},
+        {"pb.ins", ins, NULL, 2, i2, false},
         {"pb.del", del, NULL, 1, i1, false},     {"pb.check", check, NULL, 1, i1, true},
     };
     for (size_t i = 0; i < sizeof defs / sizeof defs[0]; i++)
