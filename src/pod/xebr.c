@@ -20,16 +20,7 @@
 #include <string.h>
 
 #include "util/log.h"
-
-#if defined(__SANITIZE_THREAD__)
-void __tsan_acquire(void *addr);
-void __tsan_release(void *addr);
-#define TSAN_ACQUIRE(a) __tsan_acquire(a)
-#define TSAN_RELEASE(a) __tsan_release(a)
-#else
-#define TSAN_ACQUIRE(a) ((void)(a))
-#define TSAN_RELEASE(a) ((void)(a))
-#endif
+#include "util/tsan.h"
 
 struct xebr_class {
     struct xebr *x;

@@ -64,6 +64,7 @@
 #include <sched.h>
 
 #include "util/log.h"
+#include "util/tsan.h"
 
 struct ebr_entry {
     void *obj;
@@ -104,6 +105,14 @@ struct ebr_domain {
     /* Own G on a line of its own (the fields above are read-only after
      * creation and read by every thread). */
     uint64_t own_global __attribute__((aligned(64)));
+    /* TSan: every exit releases it, every free acquires it first. G and
+     * the slots may be shared with other processes (src/pod/xebr.c), whose
+     * scan can be what ends a grace period: TSan, following one process,
+     * then sees no edge from a reader of this process that exited to the
+     * free, and reports the free as a race with the reader's last read
+     * (test_pod_mp, 2 workers per host). The edge is what the invariant
+     * above guarantees for every critical section that ended. */
+    char tsan_exits;
 };
 
 static inline uint64_t *slot_word(const struct ebr_domain *d, int slot)
@@ -234,10 +243,11 @@ static inline void fifo_pop(struct ebr_local *l)
 
 /* Pop the head and run its free_fn. The FIFO is consistent before the call,
  * so free_fn may retire more objects on this slot. */
-static inline void free_head(struct ebr_local *l)
+static inline void free_head(struct ebr_domain *d, struct ebr_local *l)
 {
     struct ebr_entry e = *fifo_head(l);
     fifo_pop(l);
+    TSAN_ACQUIRE(&d->tsan_exits);
     e.fn(e.ctx, e.obj);
     __atomic_store_n(&l->freed, l->freed + 1, __ATOMIC_RELEASE);
 }
@@ -257,6 +267,7 @@ void ebr_exit(struct ebr_domain *d, int slot)
 {
     struct ebr_local *l = &d->local[slot];
     if (--l->nest > 0) return;
+    TSAN_RELEASE(&d->tsan_exits);
     __atomic_store_n(slot_word(d, slot), 0, __ATOMIC_RELEASE);
     if (++l->exits % EBR_COLLECT_EVERY == 0 || local_pending(l) >= l->collect_at)
         ebr_collect(d, slot);
@@ -321,7 +332,7 @@ void ebr_collect(struct ebr_domain *d, int slot)
         }
         /* Acquire load: synchronizes with the CAS that made it >= tag + 2. */
         g = __atomic_load_n(d->global, __ATOMIC_ACQUIRE);
-        while (!fifo_empty(l) && fifo_head(l)->tag + 2 <= g) free_head(l);
+        while (!fifo_empty(l) && fifo_head(l)->tag + 2 <= g) free_head(d, l);
     }
     l->collect_at = local_pending(l) + EBR_COLLECT_PENDING;
     l->collecting = false;
@@ -365,7 +376,7 @@ void ebr_domain_free(struct ebr_domain *d)
         struct ebr_local *l = &d->local[i];
         if (l->nest) pod_warn("ebr: domain freed while slot %d is in a critical section", i);
         l->collecting = true; /* a free_fn calling back into this slot must not collect */
-        while (l->tail && !fifo_empty(l)) free_head(l);
+        while (l->tail && !fifo_empty(l)) free_head(d, l);
         for (struct ebr_chunk *c = l->head; c;) {
             struct ebr_chunk *n = c->next;
             free(c);

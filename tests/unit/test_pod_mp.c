@@ -289,6 +289,14 @@ static long run_clients(const struct pod *p, const char *what)
     for (int h = 0; h < p->nhosts; h++) pthread_join(th[h], NULL);
     long transfers = 0;
     for (int h = 0; h < p->nhosts; h++) {
+        if (args[h].failure[0]) { /* the servers' logs say why (a crash, a report) */
+            for (int s = 0; s < p->nhosts; s++) {
+                char *t = sh_slurp(p->log[s]);
+                size_t n = strlen(t);
+                fprintf(stderr, "--- host %d's log (end) ---\n%s\n", s, t + (n > 6000 ? n - 6000 : 0));
+                free(t);
+            }
+        }
         ck_assert_msg(!args[h].failure[0], "%s (%s, %d hosts)", args[h].failure, what, p->nhosts);
         transfers += args[h].transfers;
     }
