@@ -1,6 +1,7 @@
 #include "engine/worker.h"
 
 #include <stdio.h>
+#include <sys/prctl.h>
 #include <string.h>
 #include <time.h>
 
@@ -119,6 +120,10 @@ static void *worker_main(void *arg)
     char name[16];
     snprintf(name, sizeof name, "pod-worker%d", w->id % 1000);
     pthread_setname_np(pthread_self(), name);
+    /* An idle worker sleeps IDLE_POLL_US at a time between polls of its
+     * inbox; the default 50 us timer slack would let each sleep run to
+     * twice that, and another host's request wait as long. */
+    (void)prctl(PR_SET_TIMERSLACK, 1000UL, 0, 0, 0);
     if (w->cpu >= 0) {
         pod_err perr;
         if (cxl_pin_thread(&w->cpu, 1, &perr)) pod_warn("worker %d: %s; not pinned", w->id, perr.msg);
