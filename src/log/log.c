@@ -343,17 +343,14 @@ void log_txn_update(pod_db *db, struct log_worker *lw, const pod_table *t, const
     if (before) diff_range(before, (const unsigned char *)after + blo, bhi - blo, &lo, &hi);
     lo += blo, hi += blo;
     uint32_t len = LOG_PATCH_HEADER + (hi - lo);
-    unsigned char *p = len < t->tuple_size ? log_worker_scratch(lw, len) : NULL;
-    if (!p) { /* not smaller (or no memory for the patch): the whole tuple */
+    if (len >= t->tuple_size) { /* not smaller: the whole tuple */
         log_txn_write(db, lw, t, key, ev, after);
         return;
     }
-    log_patch_put_header(p, base_ev, lo);
-    memcpy(p + LOG_PATCH_HEADER, (const unsigned char *)after + lo, hi - lo);
     struct log_record rec = {.table_id = t->id, .kind = LOG_PATCH,
                              .key_len = (uint16_t)t->key_size, .tuple_len = len,
-                             .epoch_version = ev, .key = key, .tuple = p};
-    log_worker_append(lw, &rec);
+                             .epoch_version = ev, .key = key};
+    log_worker_append_patch(lw, &rec, base_ev, lo, (const unsigned char *)after + lo);
 }
 
 void log_worker_idle_hook(pod_db *db, int worker_id)

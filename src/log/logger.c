@@ -155,21 +155,6 @@ void log_worker_fini(struct log_worker *lw)
 {
     free(lw->cur);
     lw->cur = NULL;
-    free(lw->scratch);
-    lw->scratch = NULL;
-    lw->scratch_cap = 0;
-}
-
-unsigned char *log_worker_scratch(struct log_worker *lw, size_t n)
-{
-    if (n > lw->scratch_cap) {
-        size_t cap = n < 256 ? 256 : n;
-        unsigned char *p = realloc(lw->scratch, cap);
-        if (!p) return NULL;
-        lw->scratch = p;
-        lw->scratch_cap = cap;
-    }
-    return lw->scratch;
 }
 
 uint64_t log_worker_commit_epoch(struct log_worker *lw, const uint64_t *global_epoch)
@@ -188,22 +173,27 @@ uint64_t log_worker_commit_epoch(struct log_worker *lw, const uint64_t *global_e
     return e;
 }
 
-void log_worker_append(struct log_worker *lw, const struct log_record *rec)
+/* The buffer the next `need` bytes of records go to (handing the current
+ * one over when they do not fit). */
+static struct log_buf *room_for(struct log_worker *lw, size_t need)
 {
-    size_t need = seg_record_size(rec->key_len, rec->tuple_len);
     struct log_buf *b = lw->cur;
     if (b && b->len + need > b->cap) {
         handover(lw);
         b = NULL;
     }
-    if (!b) {
-        if (!(b = lw->cur = get_buf(lw->lg, need))) {
-            pod_error("out of memory for a %zu-byte log buffer: a committed transaction cannot "
-                      "be logged; stopping (fail-stop)", need > LOG_BUF_BYTES ? need : LOG_BUF_BYTES);
-            abort();
-        }
+    if (!b && !(b = lw->cur = get_buf(lw->lg, need))) {
+        pod_error("out of memory for a %zu-byte log buffer: a committed transaction cannot "
+                  "be logged; stopping (fail-stop)", need > LOG_BUF_BYTES ? need : LOG_BUF_BYTES);
+        abort();
     }
-    seg_record_encode(b->data + b->len, rec);
+    return b;
+}
+
+/* Account for the record of `need` bytes just encoded at the buffer's end. */
+static void appended(struct log_worker *lw, struct log_buf *b, const struct log_record *rec,
+                     size_t need)
+{
     b->len += need;
     b->nrec++;
     uint64_t e = log_ev_epoch(rec->epoch_version);
@@ -211,6 +201,23 @@ void log_worker_append(struct log_worker *lw, const struct log_record *rec)
     if (e > b->epoch_hi) b->epoch_hi = e;
     __atomic_store_n(&lw->records, lw->records + 1, __ATOMIC_RELAXED);
     __atomic_store_n(&lw->bytes, lw->bytes + need, __ATOMIC_RELAXED);
+}
+
+void log_worker_append(struct log_worker *lw, const struct log_record *rec)
+{
+    size_t need = seg_record_size(rec->key_len, rec->tuple_len);
+    struct log_buf *b = room_for(lw, need);
+    seg_record_encode(b->data + b->len, rec);
+    appended(lw, b, rec, need);
+}
+
+void log_worker_append_patch(struct log_worker *lw, const struct log_record *rec,
+                             uint64_t base_ev, uint32_t offset, const void *bytes)
+{
+    size_t need = seg_record_size(rec->key_len, rec->tuple_len);
+    struct log_buf *b = room_for(lw, need);
+    seg_patch_encode(b->data + b->len, rec, base_ev, offset, bytes);
+    appended(lw, b, rec, need);
 }
 
 void log_worker_idle(struct log_worker *lw)

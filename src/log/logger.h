@@ -42,8 +42,6 @@ struct log_worker {
     uint64_t commit_epoch;   /* of the last commit */
     struct logger *lg;
     struct log_buf *cur;
-    unsigned char *scratch;  /* where a patch is put together (log_worker_scratch) */
-    size_t scratch_cap;
     uint64_t records, bytes; /* appended (atomic, relaxed) */
 } __attribute__((aligned(64)));
 
@@ -90,9 +88,11 @@ uint64_t log_worker_commit_epoch(struct log_worker *lw, const uint64_t *global_e
  * must be valid (seg_record_check); out of memory is fatal: a committed
  * transaction that cannot be logged must not be acknowledged. */
 void log_worker_append(struct log_worker *lw, const struct log_record *rec);
-/* A buffer of at least n bytes owned by the worker, valid until the next
- * call; NULL when out of memory. */
-unsigned char *log_worker_scratch(struct log_worker *lw, size_t n);
+/* log_worker_append of a PATCH (seg_patch_encode: rec's tuple is unused,
+ * the patch is base_ev, offset and tuple_len - LOG_PATCH_HEADER bytes read
+ * from `bytes`). */
+void log_worker_append_patch(struct log_worker *lw, const struct log_record *rec,
+                             uint64_t base_ev, uint32_t offset, const void *bytes);
 /* Not going to commit for a while: hand over the buffer, publish idle. */
 void log_worker_idle(struct log_worker *lw);
 

@@ -345,7 +345,9 @@ struct log_patch log_patch_parse(const void *tuple, uint32_t tuple_len)
                               .bytes = p + LOG_PATCH_HEADER};
 }
 
-size_t seg_record_encode(unsigned char *p, const struct log_record *rec)
+/* rec's tuple field is head (hlen bytes) then body (tuple_len - hlen). */
+static size_t encode_parts(unsigned char *p, const struct log_record *rec, const void *head,
+                           uint32_t hlen, const void *body)
 {
     size_t rlen = seg_record_size(rec->key_len, rec->tuple_len);
     put32(p, (uint32_t)rlen);
@@ -354,10 +356,26 @@ size_t seg_record_encode(unsigned char *p, const struct log_record *rec)
     p[10] = rec->kind;
     p[11] = 0;
     put64(p + 12, rec->epoch_version);
-    if (rec->key_len) memcpy(p + 20, rec->key, rec->key_len);
-    if (rec->tuple_len) memcpy(p + 20 + rec->key_len, rec->tuple, rec->tuple_len);
+    unsigned char *q = p + 20;
+    if (rec->key_len) memcpy(q, rec->key, rec->key_len);
+    q += rec->key_len;
+    if (hlen) memcpy(q, head, hlen);
+    if (rec->tuple_len > hlen) memcpy(q + hlen, body, rec->tuple_len - hlen);
     put32(p + rlen - 4, crc32c(0, p, rlen - 4));
     return rlen;
+}
+
+size_t seg_record_encode(unsigned char *p, const struct log_record *rec)
+{
+    return encode_parts(p, rec, NULL, 0, rec->tuple);
+}
+
+size_t seg_patch_encode(unsigned char *p, const struct log_record *rec, uint64_t base_ev,
+                        uint32_t offset, const void *bytes)
+{
+    unsigned char h[LOG_PATCH_HEADER];
+    log_patch_put_header(h, base_ev, offset);
+    return encode_parts(p, rec, h, LOG_PATCH_HEADER, bytes);
 }
 
 int seg_writer_append(struct seg_writer *w, const struct log_record *rec, pod_err *err)

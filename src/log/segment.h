@@ -110,6 +110,11 @@ int seg_record_check(const struct log_record *rec, pod_err *err);
  * its size. For callers that build block payloads themselves (the loggers'
  * per-worker buffers) and hand them to seg_writer_write_block. */
 size_t seg_record_encode(unsigned char *p, const struct log_record *rec);
+/* The same for a PATCH (rec: kind LOG_PATCH, tuple_len = LOG_PATCH_HEADER +
+ * the patch's length, tuple unused) whose header is base_ev and offset and
+ * whose new bytes are read from `bytes`: no patch is put together first. */
+size_t seg_patch_encode(unsigned char *p, const struct log_record *rec, uint64_t base_ev,
+                        uint32_t offset, const void *bytes);
 
 /* "seg-<host>-<logger>-<seq %010>.log" into buf (>= SEG_NAME_MAX). */
 void seg_format_name(char *buf, size_t len, uint32_t host, uint32_t logger, uint64_t seq);
