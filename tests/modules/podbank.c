@@ -139,55 +139,57 @@ static int transfer_range(pod_txn *tx, const pod_args *a, pod_result *res, void 
     return POD_OK;
 }
 
-/* pb.total(accounts) -> (sum of balances, accounts found), one transaction. */
-static int total(pod_txn *tx, const pod_args *a, pod_result *res, void *ctx)
-{
-    (void)ctx;
-    int64_t sum = 0, found = 0;
-    for (int64_t i = 0; i < a->v[0].u.i64; i++) {
-        unsigned char k[8];
-        pod_key_u64(k, (uint64_t)i);
-        struct account acc;
-        int rc = pod_get(tx, acct, k, &acc);
-        if (rc < 0) return rc;
-        if (rc == POD_OK) {
-            sum += acc.balance;
-            found++;
-        }
-    }
-    pod_result_i64(res, sum);
-    pod_result_i64(res, found);
-    return POD_OK;
-}
+/* Accounts 0..n-1 read in the caller's transaction: sums, and an FNV-1a
+ * hash of every present account's key and whole tuple. */
+struct acct_sums {
+    int64_t balance, updates, found;
+    uint64_t hash;
+};
 
-/* pb.digest(accounts) -> (sum of balances, sum of update counts, FNV-1a
- * hash of every account's key and whole tuple, accounts found), one
- * transaction: two pods agree on it only when every byte of every account
- * does. */
-static int digest(pod_txn *tx, const pod_args *a, pod_result *res, void *ctx)
+static int read_accounts(pod_txn *tx, int64_t n, struct acct_sums *s)
 {
-    (void)ctx;
-    int64_t sum = 0, updates = 0, found = 0;
-    uint64_t h = 0xcbf29ce484222325ull;
-    for (int64_t i = 0; i < a->v[0].u.i64; i++) {
+    *s = (struct acct_sums){0, 0, 0, 0xcbf29ce484222325ull};
+    for (int64_t i = 0; i < n; i++) {
         unsigned char k[8];
         pod_key_u64(k, (uint64_t)i);
         struct account acc;
         int rc = pod_get(tx, acct, k, &acc);
         if (rc < 0) return rc;
         if (rc != POD_OK) continue;
-        sum += acc.balance;
-        updates += acc.updates;
-        found++;
+        s->balance += acc.balance;
+        s->updates += acc.updates;
+        s->found++;
         const unsigned char *b[2] = {k, (const unsigned char *)&acc};
-        const size_t n[2] = {sizeof k, sizeof acc};
+        const size_t len[2] = {sizeof k, sizeof acc};
         for (int j = 0; j < 2; j++)
-            for (size_t x = 0; x < n[j]; x++) h = (h ^ b[j][x]) * 0x100000001b3ull;
+            for (size_t x = 0; x < len[j]; x++) s->hash = (s->hash ^ b[j][x]) * 0x100000001b3ull;
     }
-    pod_result_i64(res, sum);
-    pod_result_i64(res, updates);
-    pod_result_i64(res, (int64_t)h);
-    pod_result_i64(res, found);
+    return POD_OK;
+}
+
+/* pb.total(accounts) -> (sum of balances, accounts found), one transaction. */
+static int total(pod_txn *tx, const pod_args *a, pod_result *res, void *ctx)
+{
+    (void)ctx;
+    struct acct_sums s;
+    POD_TRY(read_accounts(tx, a->v[0].u.i64, &s));
+    pod_result_i64(res, s.balance);
+    pod_result_i64(res, s.found);
+    return POD_OK;
+}
+
+/* pb.digest(accounts) -> (sum of balances, sum of update counts, hash of
+ * every account's key and whole tuple, accounts found), one transaction:
+ * two pods agree on it only when every byte of every account does. */
+static int digest(pod_txn *tx, const pod_args *a, pod_result *res, void *ctx)
+{
+    (void)ctx;
+    struct acct_sums s;
+    POD_TRY(read_accounts(tx, a->v[0].u.i64, &s));
+    pod_result_i64(res, s.balance);
+    pod_result_i64(res, s.updates);
+    pod_result_i64(res, (int64_t)s.hash);
+    pod_result_i64(res, s.found);
     return POD_OK;
 }
 
