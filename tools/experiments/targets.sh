@@ -79,14 +79,19 @@ runs() {
     true
 }
 
-# repeated NAME ARGS...: REPEAT runs of one figure (NAME-1, NAME-2, ...);
-# prints their median and notes the runs
-repeated() {
-    local name=$1 v=() r
-    shift
-    for r in $(seq "$REPEAT"); do v+=("$(bench "$name-$r" "$@")"); done
-    runs "$name" "${v[@]}"
-    median "${v[@]}"
+# tpcc_runs SUFFIX: load TPC-C on the pod that is up, then REPEAT pairs of
+# runs, 10/15 then 60/90, into A and B. Every TPC-C pod (logging on, off,
+# locking and logging off) runs this same sequence, so that the runs whose
+# ratios the targets take meet the same data: TPC-C inserts all the time,
+# and a pod's throughput falls as its data grows (docs/performance.md).
+tpcc_runs() {
+    local r
+    "$BIN/poddb-bench" --conf "$CONF" --workload tpcc --remote 0/0 --duration 1 --warmup 0 >/dev/null 2>&1 # load
+    A=(); B=()
+    for r in $(seq "$REPEAT"); do
+        A+=("$(bench "tpcc-10-15$1-$r" --workload tpcc --remote 10/15)")
+        B+=("$(bench "tpcc-60-90$1-$r" --workload tpcc --remote 60/90)")
+    done
 }
 
 RESULTS=$WORK/results.txt
@@ -107,12 +112,7 @@ echo "pod: 2 hosts x 1 worker on CPUs 0 and 1, internal mode, ${DUR} s runs afte
 
 echo "TPC-C, logging on" >&2
 up "$(make_conf on 1 "$YCSB_TUPLES" "locking: true")"
-"$BIN/poddb-bench" --conf "$CONF" --workload tpcc --remote 0/0 --duration 1 --warmup 0 >/dev/null 2>&1 # load
-A=(); B=()
-for r in $(seq "$REPEAT"); do
-    A+=("$(bench tpcc-10-15-$r --workload tpcc --remote 10/15)")
-    B+=("$(bench tpcc-60-90-$r --workload tpcc --remote 60/90)")
-done
+tpcc_runs ""
 T1015=$(median "${A[@]}"); runs tpcc-10-15 "${A[@]}"
 T6090=$(median "${B[@]}"); runs tpcc-60-90 "${B[@]}"
 # Resident set vs data, on the loaded TPC-C pod
@@ -140,14 +140,14 @@ down
 
 echo "TPC-C, logging off" >&2
 up "$(make_conf off 0 "$YCSB_TUPLES" "locking: true")"
-"$BIN/poddb-bench" --conf "$CONF" --workload tpcc --remote 0/0 --duration 1 --warmup 0 >/dev/null 2>&1
-T1015_NOLOG=$(repeated tpcc-10-15-nolog --workload tpcc --remote 10/15)
+tpcc_runs -nolog
+T1015_NOLOG=$(median "${A[@]}"); runs tpcc-10-15-nolog "${A[@]}"; runs tpcc-60-90-nolog "${B[@]}"
 down
 
 echo "TPC-C, locking and logging off (benchmark-only mode)" >&2
 up "$(make_conf bare 0 "$YCSB_TUPLES" "locking: false")"
-"$BIN/poddb-bench" --conf "$CONF" --workload tpcc --remote 0/0 --duration 1 --warmup 0 >/dev/null 2>&1
-T1015_BARE=$(repeated tpcc-10-15-bare --workload tpcc --remote 10/15)
+tpcc_runs -bare
+T1015_BARE=$(median "${A[@]}"); runs tpcc-10-15-bare "${A[@]}"; runs tpcc-60-90-bare "${B[@]}"
 down
 
 echo "YCSB, logging on" >&2
