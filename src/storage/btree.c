@@ -524,6 +524,24 @@ static inline bool tree_usable(const bt_tree *t)
     return t && t->hdr && load_word(&t->hdr->root) != 0;
 }
 
+/* ---- hints: answers from a remembered leaf ------------------------------------ */
+
+/* The hinted leaf at its remembered version, or NULL. */
+static char *hint_leaf(const bt_tree *t, const bt_hint *h)
+{
+    /* h->v is an unlocked version: equal means unlocked and unchanged. */
+    if (!h || h->tree != t || !h->leaf || load_word(version_word(h->leaf)) != h->v) return NULL;
+    return h->leaf;
+}
+
+static void hint_set(const bt_tree *t, bt_hint *h, char *leaf, uint64_t v)
+{
+    if (!h) return;
+    h->tree = t;
+    h->leaf = leaf;
+    h->v = v;
+}
+
 /* ---- public: lookup -------------------------------------------------------- */
 
 /* Group prefetching: all descents advance one level per round, so the cache
@@ -533,7 +551,7 @@ static inline bool tree_usable(const bt_tree *t)
  * read from a validated node; the caller's EBR section keeps those nodes
  * readable. A value is a hint, valid when its leaf was. */
 void bt_prefetch(const bt_tree *const *trees, const void *const *keys, unsigned n,
-                 uint64_t *values)
+                 uint64_t *values, bt_hint *hints)
 {
     struct lane {
         const bt_tree *t;
@@ -544,6 +562,7 @@ void bt_prefetch(const bt_tree *const *trees, const void *const *keys, unsigned 
     unsigned live = 0;
     for (unsigned i = 0; i < n; i++) {
         values[i] = 0;
+        if (hints) hints[i] = (bt_hint){0};
         struct lane *l = &lane[i];
         l->t = trees[i];
         l->node = NULL;
@@ -567,9 +586,11 @@ void bt_prefetch(const bt_tree *const *trees, const void *const *keys, unsigned 
             unsigned count = meta_count(t, meta);
             if (meta_level(meta) == 0) {
                 unsigned pos = key_bound(t, node, count, &l->sk, false);
-                if (pos < count && compare_slot(t, key_slot(t, node, pos), &l->sk) == 0) {
-                    uint64_t val = load_word(leaf_value(t, node, pos));
-                    if (validate(node, v)) values[i] = val;
+                bool found = pos < count && compare_slot(t, key_slot(t, node, pos), &l->sk) == 0;
+                uint64_t val = found ? load_word(leaf_value(t, node, pos)) : 0;
+                if (validate(node, v)) {
+                    values[i] = val;
+                    if (hints) hint_set(t, &hints[i], node, v);
                 }
                 continue;
             }
@@ -580,24 +601,6 @@ void bt_prefetch(const bt_tree *const *trees, const void *const *keys, unsigned 
             live++;
         }
     }
-}
-
-/* ---- hints: answers from a remembered leaf ------------------------------------ */
-
-/* The hinted leaf at its remembered version, or NULL. */
-static char *hint_leaf(const bt_tree *t, const bt_hint *h)
-{
-    /* h->v is an unlocked version: equal means unlocked and unchanged. */
-    if (!h || h->tree != t || !h->leaf || load_word(version_word(h->leaf)) != h->v) return NULL;
-    return h->leaf;
-}
-
-static void hint_set(const bt_tree *t, bt_hint *h, char *leaf, uint64_t v)
-{
-    if (!h) return;
-    h->tree = t;
-    h->leaf = leaf;
-    h->v = v;
 }
 
 /* A leaf that is unchanged since it was validated is still in the tree with

@@ -143,11 +143,14 @@ bt_status bt_insert_at(const bt_tree *t, const void *key, uint64_t value, bt_hin
  * descending all of them one level at a time, so that their cache misses
  * overlap: values[i] is key i's value, or 0 when it was not found or its
  * descent met a concurrent change. For prefetching what a transaction will
- * read next — a value is a hint, not an answer. Call inside the EBR section
- * that protects the trees' nodes. */
+ * read next — a value is a hint, not an answer. With hints (may be NULL),
+ * hints[i] is the leaf key i's descent reached (zeroed when it met a
+ * change): the later lookup of the key, inside the same EBR section, can
+ * start there (bt_lookup_at) instead of descending again. Call inside the
+ * EBR section that protects the trees' nodes. */
 #define BT_PREFETCH_MAX 16
 void bt_prefetch(const bt_tree *const *trees, const void *const *keys, unsigned n,
-                 uint64_t *values);
+                 uint64_t *values, bt_hint *hints);
 
 /* Called once per entry of a scan, in scan order. key points to key_width
  * bytes valid only during the call. Return true to go on, false to stop. No

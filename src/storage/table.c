@@ -20,14 +20,14 @@ void row_free(struct pod_row *r) { free(r); }
 #define PREFETCH_ROW_BYTES 512u /* the row's lock word and the start of its tuple */
 
 void table_prefetch(const pod_table *t, const uint32_t *parts, const void *const *keys,
-                    unsigned n)
+                    unsigned n, bt_hint *hints)
 {
     const bt_tree *trees[BT_PREFETCH_MAX];
     uint64_t rows[BT_PREFETCH_MAX];
     if (n == 0) return;
     if (n > BT_PREFETCH_MAX) n = BT_PREFETCH_MAX;
     for (unsigned i = 0; i < n; i++) trees[i] = &t->parts[parts[i]].tree;
-    bt_prefetch(trees, keys, n, rows);
+    bt_prefetch(trees, keys, n, rows, hints);
     size_t bytes = sizeof(struct pod_row) + t->tuple_size;
     if (bytes > PREFETCH_ROW_BYTES) bytes = PREFETCH_ROW_BYTES;
     for (unsigned i = 0; i < n; i++) {

@@ -99,6 +99,7 @@ void txn_begin(struct pod_txn *tx)
     tx->msg[0] = 0;
     for (struct undo_chunk *c = tx->chunks; c; c = c->next) c->used = 0;
     tx->cur = tx->chunks;
+    leaf_memo_begin(&tx->memo);
     tx->active = true;
     ebr_enter(tx->db->ebr, tx->w->id);
     /* Records and CXL index nodes of every host stay readable until exit. */
@@ -451,6 +452,7 @@ static int find_locked(struct pod_txn *tx, pod_table *t, const void *key, uint8_
     }
     txn_serve_inbox(tx);
     bt_hint hint = {0};
+    leaf_memo_get(&tx->memo, &t->parts[part].tree, key, t->key_size, &hint);
     for (int tries = 0; tries < OP_RESTARTS; tries++) {
         uint64_t v;
         struct pod_row *row = table_lookup(t, part, key, &hint);
@@ -503,6 +505,7 @@ int pod_prefetch(pod_txn *tx, pod_table *t, const void *keys, uint32_t n)
     /* This host's rows, and other hosts' tuples that are in CXL memory. */
     uint32_t parts[2][BT_PREFETCH_MAX];
     const void *batch[2][BT_PREFETCH_MAX];
+    bt_hint hints[BT_PREFETCH_MAX];
     unsigned m[2] = {0, 0};
     for (uint32_t i = 0; i < n; i++) {
         const void *key = k + (size_t)i * t->key_size;
@@ -513,8 +516,13 @@ int pod_prefetch(pod_txn *tx, pod_table *t, const void *keys, uint32_t n)
         if (m[r] == BT_PREFETCH_MAX || i + 1 == n)
             for (int b = 0; b < 2; b++) {
                 if (!m[b]) continue;
-                if (b) remote_prefetch(tx, t, parts[b], batch[b], m[b]);
-                else table_prefetch(t, parts[b], batch[b], m[b]);
+                if (b) {
+                    remote_prefetch(tx, t, parts[b], batch[b], m[b]);
+                } else {
+                    table_prefetch(t, parts[b], batch[b], m[b], hints);
+                    for (unsigned j = 0; j < m[b]; j++)
+                        leaf_memo_put(&tx->memo, batch[b][j], t->key_size, &hints[j]);
+                }
                 m[b] = 0;
             }
     }
@@ -671,7 +679,10 @@ int pod_insert(pod_txn *tx, pod_table *t, const void *key, const void *tuple)
     if (txn_is_remote(tx, t, part)) return remote_insert(tx, t, part, key, tuple);
     txn_serve_inbox(tx);
     const struct cxl_region *reg = txn_region(tx);
+    /* The leaf of this transaction's last insert into the tree: a run of
+     * inserts (an order's lines) goes on there without a descent. */
     bt_hint hint = {0};
+    leaf_memo_get(&tx->memo, &t->parts[part].tree, NULL, 0, &hint);
     for (int tries = 0; tries < OP_RESTARTS; tries++) {
         struct pod_row *row = table_lookup(t, part, key, &hint);
         if (row) {
@@ -748,6 +759,7 @@ int pod_insert(pod_txn *tx, pod_table *t, const void *key, const void *tuple)
             return POD_E_NOMEM;
         }
         a->flags = ACC_INSERTED;
+        leaf_memo_put(&tx->memo, NULL, 0, &hint);
         return POD_OK;
     }
     return conflict(tx, POD_CAUSE_NEXT_KEY);

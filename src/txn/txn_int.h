@@ -10,6 +10,7 @@
 #include "engine/worker.h"
 #include "pod/pod.h"
 #include "storage/table.h"
+#include "txn/leaf_memo.h"
 #include "txn/txn.h"
 
 enum {
@@ -86,6 +87,7 @@ struct pod_txn {
     bool active;
     uint32_t ops;           /* local row operations, to serve the inbox every few */
     char msg[256];
+    struct leaf_memo memo;  /* leaves pod_prefetch reached, for find_locked */
 };
 
 #define OP_RESTARTS 1000 /* bound on "start this operation over" loops */

@@ -80,7 +80,7 @@ void remote_prefetch(struct pod_txn *tx, pod_table *t, const uint32_t *parts,
         mine[m++] = keys[i];
     }
     if (!m) return;
-    bt_prefetch(trees, mine, m, offs);
+    bt_prefetch(trees, mine, m, offs, NULL);
     for (unsigned i = 0; i < m; i++)
         if (offs[i]) __builtin_prefetch(pod_rec(host_of(tx), offs[i]));
 }

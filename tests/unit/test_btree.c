@@ -724,7 +724,9 @@ START_TEST(empty_tree_and_upsert)
 END_TEST
 
 /* bt_prefetch: the same answers as lookups, over two trees of different
- * depths and key widths, with missing keys and more keys than one batch. */
+ * depths and key widths, with missing keys and more keys than one batch; and
+ * the leaves it reports as hints give lookups the same answers, also after
+ * the trees changed around them (a stale hint must not answer). */
 START_TEST(prefetch_answers_like_lookups)
 {
     bt_local_space ls;
@@ -757,11 +759,36 @@ START_TEST(prefetch_answers_like_lookups)
             tp[i] = which == 0 ? &t8 : which == 1 ? &t12 : &empty;
             kp[i] = keys[i];
         }
-        bt_prefetch(tp, kp, n, vals);
+        bt_hint hints[BT_PREFETCH_MAX];
+        bt_prefetch(tp, kp, n, vals, round % 2 ? hints : NULL);
         for (unsigned i = 0; i < n; i++) {
             uint64_t v = 0;
             bool found = bt_lookup(tp[i], kp[i], &v) == BT_OK;
             CHECK_EQ(vals[i], found ? v : 0);
+        }
+        if (!(round % 2)) continue;
+        /* Every third round, change the trees first: odd keys in (present
+         * now, where a stale leaf would say missing) and even keys out. */
+        for (unsigned i = 0; round % 3 == 0 && i < n; i++) {
+            uint8_t k[12] = {0};
+            memcpy(k, keys[i], 8);
+            k[7] ^= 1;
+            if (k[7] & 1) bt_insert(tp[i], k, 7777);
+            else bt_remove(tp[i], k, NULL);
+            bt_remove(tp[i], keys[i], NULL);
+        }
+        for (unsigned i = 0; i < n; i++) {
+            uint64_t v = 0, hv = 0;
+            bool found = bt_lookup(tp[i], kp[i], &v) == BT_OK;
+            CHECK_EQ(bt_lookup_at(tp[i], kp[i], &hv, &hints[i]) == BT_OK, found);
+            if (found) CHECK_EQ(hv, v);
+            uint8_t k[12] = {0};
+            memcpy(k, keys[i], 8);
+            k[7] ^= 1;
+            bt_hint h = hints[i]; /* a neighbour's key, through the same leaf */
+            found = bt_lookup(tp[i], k, &v) == BT_OK;
+            CHECK_EQ(bt_lookup_at(tp[i], k, &hv, &h) == BT_OK, found);
+            if (found) CHECK_EQ(hv, v);
         }
     }
     bt_destroy(&t8);

@@ -214,10 +214,16 @@ static bool writer_lookup(writer *w, size_t i)
     const bt_tree *tp[1] = {&tree};
     const void *kp[1] = {k};
     uint64_t pv;
-    bt_prefetch(tp, kp, 1, &pv);
+    bt_hint h;
+    bt_prefetch(tp, kp, 1, &pv, &h);
     if (pv != 0 && (!w->present[i] || pv != value_of(w->ids[i])))
         return flag_failure("writer %d: bt_prefetch of own key %llu gave a wrong value", w->index,
                     (unsigned long long)w->ids[i]);
+    /* A lookup from the leaf it reached, while other writers change it. */
+    st = bt_lookup_at(&tree, k, &v, &h);
+    if (st != (w->present[i] ? BT_OK : BT_NOT_FOUND) || (st == BT_OK && v != value_of(w->ids[i])))
+        return flag_failure("writer %d: lookup of own key %llu from its prefetched leaf gave %s",
+                            w->index, (unsigned long long)w->ids[i], bt_status_name(st));
     return true;
 }
 

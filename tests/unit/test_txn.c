@@ -9,6 +9,7 @@
 #include "engine/db.h"
 #include "engine/result.h"
 #include "engine/worker.h"
+#include "txn/leaf_memo.h"
 #include "txn/txn.h"
 
 struct acct {
@@ -847,6 +848,101 @@ START_TEST(partitioned_scans_stay_in_one_partition)
 }
 END_TEST
 
+/* pod_prefetch leaves the leaves it reached to the reads that follow
+ * (src/txn/leaf_memo.h). Those reads must still see what changed in
+ * between: rows another transaction inserted and deleted next to the
+ * prefetched keys, and this transaction's own inserts. */
+START_TEST(prefetched_reads_see_changes)
+{
+    load_even(0, 3998); /* 2 000 rows: ~70 leaves */
+    enum { N = 40 };
+    unsigned char keys[N][8];
+    /* Present (even) and missing (odd) keys, flipped or not by B below. */
+    for (int i = 0; i < N; i++) key(keys[i], (uint64_t)i * 100 + (uint64_t)(i / 2 % 2));
+    txn_begin(A);
+    ck_assert_int_eq(pod_prefetch(A, T, keys, N), POD_OK);
+    int found = 0;
+    /* B flips every other key: an odd one is inserted, an even one deleted,
+     * and its neighbour key+1 the other way round. */
+    txn_begin(B);
+    for (int i = 0; i < N; i += 2) {
+        uint64_t k = (uint64_t)i * 100 + (uint64_t)(i / 2 % 2);
+        unsigned char kk[8], kn[8];
+        key(kk, k);
+        key(kn, k + 1);
+        struct acct a = {-(int64_t)k, 1};
+        if (k % 2) {
+            ck_assert_int_eq(pod_insert(B, T, kk, &a), POD_OK);
+            ck_assert_int_eq(pod_delete(B, T, kn), POD_OK);
+        } else {
+            ck_assert_int_eq(pod_delete(B, T, kk), POD_OK);
+            ck_assert_int_eq(pod_insert(B, T, kn, &a), POD_OK);
+        }
+    }
+    ck_assert_int_eq(txn_status(B), POD_OK);
+    txn_commit(B);
+    for (int i = 0; i < N; i++) {
+        uint64_t k = (uint64_t)i * 100 + (uint64_t)(i / 2 % 2);
+        bool present = (k % 2 == 0) != (i % 2 == 0); /* flipped by B */
+        struct acct got;
+        int rc = pod_get(A, T, keys[i], &got);
+        ck_assert_msg(rc == (present ? POD_OK : POD_NOT_FOUND), "key %llu: %d",
+                      (unsigned long long)k, rc);
+        if (present) ck_assert_int_eq(got.balance, i % 2 ? (int64_t)k * 10 : -(int64_t)k);
+        found += present;
+    }
+    ck_assert_int_eq(found, N / 2);
+    /* A run of inserts continues in the leaf of the last one; each is there. */
+    for (uint64_t k = 4001; k < 4400; k += 2) {
+        unsigned char kk[8];
+        key(kk, k);
+        struct acct a = {(int64_t)k, 2};
+        ck_assert_int_eq(pod_insert(A, T, kk, &a), POD_OK);
+        struct acct got;
+        ck_assert_int_eq(pod_get(A, T, kk, &got), POD_OK);
+        ck_assert_int_eq(got.balance, (int64_t)k);
+    }
+    ck_assert_int_eq(txn_status(A), POD_OK);
+    txn_commit(A);
+    txn_begin(A);
+    for (uint64_t k = 3990; k < 4400; k++) {
+        unsigned char kk[8];
+        key(kk, k);
+        bool present = k < 4000 ? k % 2 == 0 : k % 2 == 1;
+        ck_assert_int_eq(pod_get(A, T, kk, NULL), present ? POD_OK : POD_NOT_FOUND);
+    }
+    txn_commit(A);
+}
+END_TEST
+
+/* A remembered leaf is found only for its tree and only in the transaction
+ * that remembered it: a later one could meet a freed leaf. */
+START_TEST(leaf_memo_is_per_transaction)
+{
+    static struct leaf_memo m;
+    bt_tree t1, t2;
+    char leaf[64];
+    bt_hint h = {&t1, leaf, 4}, got = {0};
+    unsigned char k[8], k2[8];
+    key(k, 5);
+    key(k2, 6);
+    leaf_memo_begin(&m);
+    ck_assert(!leaf_memo_get(&m, &t1, k, 8, &got));
+    leaf_memo_put(&m, k, 8, &h);
+    ck_assert(leaf_memo_get(&m, &t1, k, 8, &got));
+    ck_assert_ptr_eq(got.leaf, leaf);
+    ck_assert(got.tree == &t1 && got.v == 4);
+    ck_assert(!leaf_memo_get(&m, &t2, k, 8, &got));
+    leaf_memo_put(&m, NULL, 0, &(bt_hint){&t2, leaf, 8}); /* the tree's last insert */
+    ck_assert(leaf_memo_get(&m, &t2, NULL, 0, &got));
+    ck_assert(got.tree == &t2 && got.v == 8);
+    leaf_memo_begin(&m);
+    ck_assert(!leaf_memo_get(&m, &t1, k, 8, &got));
+    ck_assert(!leaf_memo_get(&m, &t2, NULL, 0, &got));
+    ck_assert(!leaf_memo_get(&m, &t1, k2, 8, &got));
+}
+END_TEST
+
 START_TEST(keys_sort_naturally)
 {
     unsigned char a[8], b[8];
@@ -886,6 +982,8 @@ int main(void)
     tcase_add_test(on, bigger_index_nodes);
     tcase_add_test(on, partitioned_scans_stay_in_one_partition);
     tcase_add_test(on, keys_sort_naturally);
+    tcase_add_test(on, prefetched_reads_see_changes);
+    tcase_add_test(on, leaf_memo_is_per_transaction);
     suite_add_tcase(s, on);
     TCase *off = tcase_create("phantom protection off");
     tcase_add_checked_fixture(off, setup_off, teardown);
