@@ -74,7 +74,8 @@ struct pod_txn {
     /* Open-addressing index id -> access, built once a transaction has more
      * than LINEAR_MAX accesses (small ones search linearly: faster). */
     uint32_t *hidx;
-    uint32_t hcap;          /* a power of two, or 0 */
+    uint32_t hcap;          /* slots allocated: a power of two, or 0 */
+    uint32_t hsize;         /* slots in use (a power of two <= hcap): grows with nacc */
     bool hvalid;
     /* A Bloom filter (one bit per id) of the ids added since txn_begin:
      * most lookups are of rows not yet touched, and a clear bit answers

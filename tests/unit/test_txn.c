@@ -554,6 +554,26 @@ START_TEST(large_transactions_find_their_own_locks)
     key(k, 1);
     ck_assert_int_eq(pod_get(B, T, k, &a), POD_NOT_FOUND);
     txn_commit(B);
+    /* After the big one, A's index is large; smaller transactions use a
+     * part of it sized to them, and grow it again as they grow. */
+    for (uint64_t n = 20; n <= 200; n += 60) {
+        txn_begin(A);
+        for (uint64_t i = 0; i < 2 * n; i += 2) {
+            key(k, i);
+            ck_assert_int_eq(pod_get(A, T, k, &a), POD_OK);
+        }
+        for (uint64_t i = 0; i < 2 * n; i += 2) { /* each found as A's own read lock */
+            key(k, i);
+            a = (struct acct){(int64_t)n, 3};
+            ck_assert_int_eq(pod_put(A, T, k, &a), POD_OK);
+        }
+        txn_begin(B);
+        key(k, 2 * n - 2);
+        ck_assert_int_eq(pod_get(B, T, k, &a), POD_CONFLICT);
+        txn_abort(B);
+        ck_assert_int_eq(txn_status(A), POD_OK);
+        txn_commit(A);
+    }
 }
 END_TEST
 
