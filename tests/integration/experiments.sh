@@ -4,6 +4,7 @@
 # check, the plot is a PNG, no region is left.
 # A config key the server does not know is refused before anything runs.
 # tools/experiments/ab.sh: one pair of runs, its means, no region left.
+# tools/experiments/fold-profile.py: synthetic perf script text folded right.
 source tests/lib.sh
 export PODDB_RUN_DIR=$TMP/run PODDB_EXP_TAG=$TEST_TAG
 BIN_ABS=$(cd "$BIN" && pwd)
@@ -66,3 +67,23 @@ set -e
 [ $rc = 2 ] && grep -q "build/bin/poddb-server not found: run make there" "$TMP/ab" ||
   fail "ab.sh with a tree without a build: exit $rc: $(cat "$TMP/ab")"
 pass "ab.sh refuses a tree without a build"
+
+# tools/experiments/fold-profile.py on perf script's text: samples folded by
+# procedure and call; --leaf counts a function with what was inlined into it;
+# other threads' samples are left out.
+printf '%s\n' \
+  'pod-worker0 ' '	 10 be_word (inlined)' '	 10 key_bound' '	 20 descend' '	 30 bt_lookup_at' \
+  '	 40 find_locked' '	 50 pod_get_ref' '	 60 p_stock_level' '	 70 pod_call' '' \
+  'pod-worker0 ' '	 11 key_bound' '	 21 bt_prefetch' '	 31 table_prefetch' '	 41 pod_prefetch' \
+  '	 51 p_new_order' '	 61 pod_call' '' \
+  'pod-worker0 ' '	 12 lock_row' '	 22 find_locked' '	 32 pod_get_ref' '	 42 p_new_order' \
+  '	 52 pod_call' '' \
+  'pod-logger0 ' '	 13 key_bound' '	 23 p_new_order' '' >"$TMP/perf.txt"
+tools/experiments/fold-profile.py --script --leaf key_bound "$TMP/perf.txt" >"$TMP/fold" 2>&1 ||
+  fail "fold-profile.py exited with $?: $(cat "$TMP/fold")"
+grep -q '^3 worker samples$' "$TMP/fold" && grep -Eq '^ +66\.7% +p_new_order$' "$TMP/fold" &&
+  grep -Eq '^ +33\.3% +p_stock_level +pod_get_ref$' "$TMP/fold" &&
+  grep -Eq '^ +33\.3% +p_new_order +pod_prefetch$' "$TMP/fold" &&
+  ! grep -q 'lock_row\|pod_get_ref.*p_new_order\|p_new_order +pod_get_ref' "$TMP/fold" ||
+  fail "fold-profile.py: wrong folding: $(cat "$TMP/fold")"
+pass "fold-profile.py folds worker samples by procedure and call, inlined frames with their function"

@@ -24,17 +24,22 @@ import sys
 API_SKIP = {"pod_call", "pod_bench_work"}
 
 
-def samples(path):
-    """Yield (comm, frames, n_inner) per sample: the frames' function names,
-    innermost first, and how many of them belong to the function the sample
-    is in (the first one that is not inlined, with its inlined callees)."""
+def perf_script(path):
+    """The text of `perf script -F comm,ip,sym` of a perf.data."""
     try:
-        out = subprocess.run(["perf", "script", "-i", path, "-F", "comm,ip,sym"],
-                             capture_output=True, text=True, check=True).stdout
+        return subprocess.run(["perf", "script", "-i", path, "-F", "comm,ip,sym"],
+                              capture_output=True, text=True, check=True).stdout
     except FileNotFoundError:
         sys.exit("fold-profile: perf is not installed")
     except subprocess.CalledProcessError as e:
         sys.exit(f"fold-profile: perf script -i {path} failed: {e.stderr.strip()}")
+
+
+def samples(out):
+    """Yield (comm, frames, n_inner) per sample of perf script's text: the
+    frames' function names, innermost first, and how many of them belong to
+    the function the sample is in (the first one that is not inlined, with
+    its inlined callees)."""
     for block in out.split("\n\n"):
         lines = [l for l in block.split("\n") if l.strip()]
         if not lines:
@@ -54,7 +59,10 @@ def main():
     ap = argparse.ArgumentParser(
         description="Fold a perf profile of PodDB workers by procedure and API call.",
         formatter_class=argparse.RawDescriptionHelpFormatter, epilog=__doc__)
-    ap.add_argument("perf_data", help="a perf.data recorded with --call-graph dwarf")
+    ap.add_argument("perf_data", help="a perf.data recorded with --call-graph dwarf (with "
+                    "--script: the text of `perf script -F comm,ip,sym` of one)")
+    ap.add_argument("--script", action="store_true",
+                    help="perf_data is perf script's text already (from another machine, say)")
     ap.add_argument("--leaf", default="",
                     help="comma-separated functions: fold only the samples taken in one of "
                          "them or in what the compiler inlined into it (e.g. key_bound,descend)")
@@ -67,7 +75,14 @@ def main():
     total = 0
     by_proc = collections.Counter()
     folded = collections.Counter()
-    for comm, fr, n_inner in samples(a.perf_data):
+    if a.script:
+        try:
+            text = open(a.perf_data).read()
+        except OSError as e:
+            sys.exit(f"fold-profile: {a.perf_data}: {e.strerror}")
+    else:
+        text = perf_script(a.perf_data)
+    for comm, fr, n_inner in samples(text):
         if not comm.startswith("pod-worker") or not fr:
             continue
         total += 1
