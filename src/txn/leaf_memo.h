@@ -1,15 +1,18 @@
-/* The leaves a transaction's pod_prefetch reached, for the reads that follow.
+/* The leaves a transaction's pod_prefetch reached, for the reads that follow,
+ * and the leaf of its last insert into each tree, for the next insert.
  *
  * pod_prefetch descends to the leaves of the keys a transaction is about to
  * read, all keys a level at a time (bt_prefetch); then each read descended
  * again from the root. The memo keeps the leaf of each prefetched key as a
  * bt_hint in a direct-mapped table indexed by a hash of the tree and the key,
- * and the read starts from it (bt_lookup_at). A hint never gives a wrong
- * answer: it is used only while the leaf's version is unchanged, and then
- * only for a key that lies inside the leaf, so a collision or a changed leaf
- * costs a descent and nothing else. Entries belong to one transaction (gen):
- * its EBR section keeps their leaves readable until it ends, and no later
- * transaction may read a leaf that was freed meanwhile. */
+ * and the read starts from it (bt_lookup_at); a run of inserts (an order's
+ * lines) starts each from the leaf the one before went into. A hint never
+ * gives a wrong answer: it is used only while the leaf's version is
+ * unchanged, and then only for a key that lies inside the leaf, so a
+ * collision or a changed leaf costs a descent and nothing else. Entries
+ * belong to one transaction (gen): its EBR section keeps their leaves
+ * readable until it ends, and no later transaction may read a leaf that was
+ * freed meanwhile. */
 #ifndef PODDB_TXN_LEAF_MEMO_H
 #define PODDB_TXN_LEAF_MEMO_H
 

@@ -88,7 +88,7 @@ struct pod_txn {
     bool active;
     uint32_t ops;           /* local row operations, to serve the inbox every few */
     char msg[256];
-    struct leaf_memo memo;  /* leaves pod_prefetch reached, for find_locked */
+    struct leaf_memo memo;  /* leaves pod_prefetch and inserts reached (leaf_memo.h) */
 };
 
 #define OP_RESTARTS 1000 /* bound on "start this operation over" loops */
