@@ -16,6 +16,8 @@ tuples (50/50, skew 0.7, 10% and 100% multi-partition), the cross-host
 move-in round trip, the cost of logging (loggers 0 vs 1), the cost of
 concurrency control and logging together (engine.locking false and loggers 0
 vs both on), HWcc bytes per CXL-resident tuple and resident set vs data.
+Each of the three TPC-C pods runs the same 10/15, 60/90 sequence, so that
+the ratios compare runs that met the same amount of data.
 
   --duration S   seconds per throughput run (default 10; 1 s warmup first)
   --repeat N     take every throughput figure and the move-in round trip N
