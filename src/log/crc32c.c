@@ -51,21 +51,31 @@ uint32_t crc32c_sw(uint32_t crc, const void *buf, size_t len)
 __attribute__((target("sse4.2"))) static uint32_t crc32c_sse42(uint32_t crc, const void *buf,
                                                                size_t len)
 {
+    /* Unaligned 8-byte steps (no byte-wise lead-in to an alignment: log
+     * records start anywhere, and the crc32 instruction's 3-cycle latency
+     * per step is the cost), then at most a 4-, a 2- and a 1-byte step. */
     const unsigned char *p = buf;
     uint64_t c = (uint32_t)~crc;
-    while (len && ((uintptr_t)p & 7)) {
-        c = __builtin_ia32_crc32qi((uint32_t)c, *p++);
-        len--;
-    }
-    while (len >= 8) {
+    for (; len >= 8; p += 8, len -= 8) {
         uint64_t v;
         memcpy(&v, p, 8);
         c = __builtin_ia32_crc32di(c, v);
-        p += 8;
-        len -= 8;
     }
-    while (len--) c = __builtin_ia32_crc32qi((uint32_t)c, *p++);
-    return ~(uint32_t)c;
+    uint32_t c32 = (uint32_t)c;
+    if (len & 4) {
+        uint32_t v;
+        memcpy(&v, p, 4);
+        c32 = __builtin_ia32_crc32si(c32, v);
+        p += 4;
+    }
+    if (len & 2) {
+        uint16_t v;
+        memcpy(&v, p, 2);
+        c32 = __builtin_ia32_crc32hi(c32, v);
+        p += 2;
+    }
+    if (len & 1) c32 = __builtin_ia32_crc32qi(c32, *p);
+    return ~c32;
 }
 
 /* 0 unknown, 1 no, 2 yes */
