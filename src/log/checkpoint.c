@@ -51,7 +51,9 @@
 #define ROWS_PER_CHUNK 256 /* rows per EBR critical section */
 #define ROWS_PER_BATCH 16  /* rows gathered and prefetched together */
 #define FLUSH_BYTES (1u << 20)
-/* Written back to disk while the scan goes on (seg_writer_pace): measured,
+/* Written back to disk while the scan goes on (seg_writer_pace; a direct
+ * writer writes every 4 MiB by itself, this is for the buffered fallback):
+ * measured,
  * a 500 MiB checkpoint synced at its end held the loggers' fdatasyncs up for
  * a second or two on ext4, and YCSB fell to a quarter meanwhile. */
 #define WRITEBACK_BYTES (4u << 20)
@@ -356,6 +358,9 @@ static int run_checkpoint(struct checkpointer *c)
                            .since_epoch = delta ? c->last_es : 0};
     struct seg_writer *w = seg_writer_open_named(lh->dir, tmp, &h, &err);
     if (!w) goto fail;
+    /* Past the page cache like the log (docs/performance.md, section 33);
+     * a writer that cannot is paced through the page cache instead. */
+    if (seg_writer_go_direct(w, &err) != 0) goto fail_w;
     uint64_t rows = 0, older = 0, deleted = 0;
     for (uint32_t i = 0; i < db->ntables; i++) {
         pod_table *t = db->tables[i];

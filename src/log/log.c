@@ -204,6 +204,7 @@ void log_host_get_stats(const struct log_host *lh, struct log_host_stats *out)
         if (s.sync_ns_max > out->sync_ns_max) out->sync_ns_max = s.sync_ns_max;
         out->segments += s.segments;
         out->write_errors += s.write_errors;
+        out->direct_segments += s.direct_segments;
     }
     if (lh->ckpt) checkpointer_stats(lh->ckpt, &out->checkpoints, &out->checkpoint_epoch,
                                      &out->segments_removed, &out->checkpoint_deltas);

@@ -92,6 +92,7 @@ uint64_t log_host_close_epoch(struct log_host *lh);
 struct log_host_stats {
     uint64_t global_epoch, pod_durable_epoch, persisted_epoch;
     uint64_t records, bytes, blocks, syncs, sync_ns, sync_ns_max, segments, write_errors;
+    uint64_t direct_segments; /* of segments: written with O_DIRECT */
     uint64_t checkpoints, checkpoint_epoch, segments_removed;
     uint64_t checkpoint_deltas; /* deltas after the last full checkpoint (recovery's chain) */
 };

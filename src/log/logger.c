@@ -282,6 +282,12 @@ static int write_all(struct logger *lg, struct log_buf *list)
             }
             lg->seq++;
             count(&lg->st.segments, 1);
+            /* Past the page cache (docs/performance.md, section 33); where the
+             * file system refuses O_DIRECT the segment is written as before. */
+            if (seg_writer_go_direct(lg->w, &err) != 0)
+                warn_rate_limited(lg, "cannot write the segment with O_DIRECT", err.msg);
+            else if (seg_writer_is_direct(lg->w))
+                count(&lg->st.direct_segments, 1);
         }
         struct log_buf *b = list;
         if (seg_writer_write_block(lg->w, b->data, b->len, b->nrec, b->epoch_lo, b->epoch_hi,

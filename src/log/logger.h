@@ -62,6 +62,7 @@ struct logger_options {
 struct logger_stats {
     uint64_t durable;        /* published durable epoch */
     uint64_t blocks, records, bytes, syncs, sync_ns, segments, write_errors;
+    uint64_t direct_segments; /* segments written with O_DIRECT (seg_writer_go_direct) */
     uint64_t sync_ns_max;    /* the slowest fdatasync */
 };
 

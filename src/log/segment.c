@@ -187,7 +187,20 @@ struct seg_writer {
     uint64_t epoch_lo, epoch_hi;
     bool broken;
     pod_err broken_err;
+    /* Direct mode (seg_writer_go_direct): `stage` holds the file's bytes from
+     * stage_off (a page boundary) to size, 4 KiB-aligned, and is written with
+     * O_DIRECT in whole pages; the partial last page is padded with zeros at a
+     * sync and written again, with the same leading bytes, by the next one. */
+    bool direct;
+    bool odirect;            /* the fd has O_DIRECT (cleared when the file system refuses it) */
+    unsigned char *stage;
+    size_t stage_cap;
+    uint64_t stage_off;
 };
+
+#define DIRECT_PAGE 4096u
+/* Full pages are written before a sync once this much is staged. */
+#define DIRECT_EARLY_BYTES (4u << 20)
 
 int seg_fsync_dir(const char *dir, pod_err *err)
 {
@@ -220,7 +233,7 @@ struct seg_writer *seg_writer_open_named(const char *dir, const char *name,
         free(w);
         return NULL;
     }
-    w->fd = open(w->path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+    w->fd = open(w->path, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0644); /* RDWR: seg_writer_go_direct reads its last page */
     if (w->fd < 0) {
         int e = errno;
         if (e == EEXIST)
@@ -405,11 +418,16 @@ int seg_writer_append(struct seg_writer *w, const struct log_record *rec, pod_er
     return 0;
 }
 
+static int stage_block(struct seg_writer *w, const unsigned char *hdr, const void *payload,
+                       size_t len, pod_err *err);
+
 /* Write header + payload at w->size with one pwritev sequence; on failure
- * take a partial block back off the file (see seg_writer_flush_block). */
+ * take a partial block back off the file (see seg_writer_flush_block). A
+ * direct writer gathers the block instead (stage_block). */
 static int write_block(struct seg_writer *w, unsigned char *hdr, const void *payload, size_t len,
                        pod_err *err)
 {
+    if (w->direct) return stage_block(w, hdr, payload, len, err);
     size_t total = SEG_BLOCK_HEADER_SIZE + len, done = 0;
     while (done < total) {
         struct iovec iov[2];
@@ -472,6 +490,115 @@ int seg_writer_write_block(struct seg_writer *w, const void *payload, size_t len
     return write_block(w, h, payload, len, err);
 }
 
+/* ---- direct mode ---------------------------------------------------------------- */
+
+int seg_writer_go_direct(struct seg_writer *w, pod_err *err)
+{
+    if (check_broken(w, err)) return -1;
+    if (w->direct) return 0;
+    if (w->nrec || w->synced != w->size) {
+        pod_err_set(err, "log segment %s: direct mode starts only on a synced writer", w->path);
+        return -1;
+    }
+    int fl = fcntl(w->fd, F_GETFL);
+    if (fl < 0 || fcntl(w->fd, F_SETFL, fl | O_DIRECT) != 0) return 0; /* EINVAL: tmpfs and the like */
+    size_t cap = 1u << 20;
+    uint64_t off = w->size & ~(uint64_t)(DIRECT_PAGE - 1);
+    size_t have = (size_t)(w->size - off);
+    void *p;
+    if (posix_memalign(&p, DIRECT_PAGE, cap) != 0) {
+        (void)fcntl(w->fd, F_SETFL, fl);
+        pod_err_set(err, "out of memory for the direct-write buffer of %s", w->path);
+        return -1;
+    }
+    /* The leading bytes of the partial page, which every write of it repeats
+     * (read with O_DIRECT off: a direct read would need an aligned length). */
+    if (have) {
+        (void)fcntl(w->fd, F_SETFL, fl);
+        ssize_t n = pread(w->fd, p, have, (off_t)off);
+        if (n != (ssize_t)have || fcntl(w->fd, F_SETFL, fl | O_DIRECT) != 0) {
+            free(p);
+            pod_err_set(err, "cannot read back the last page of %s: %s", w->path,
+                        n < 0 ? strerror(errno) : "short read");
+            return -1;
+        }
+    }
+    w->stage = p;
+    w->stage_cap = cap;
+    w->stage_off = off;
+    w->direct = w->odirect = true;
+    return 0;
+}
+
+bool seg_writer_is_direct(const struct seg_writer *w) { return w->direct && w->odirect; }
+
+static int stage_reserve(struct seg_writer *w, size_t need, pod_err *err)
+{
+    if (need <= w->stage_cap) return 0;
+    size_t nc = w->stage_cap;
+    while (nc < need) nc *= 2;
+    void *p;
+    if (posix_memalign(&p, DIRECT_PAGE, nc) != 0) {
+        pod_err_set(err, "out of memory growing the direct-write buffer of %s to %zu bytes", w->path, nc);
+        return -1;
+    }
+    memcpy(p, w->stage, (size_t)(w->size - w->stage_off));
+    free(w->stage);
+    w->stage = p;
+    w->stage_cap = nc;
+    return 0;
+}
+
+/* Write the staged pages: all of them, the last one padded with zeros
+ * (pad), or only the full ones. The partial last page stays staged. */
+static int write_stage(struct seg_writer *w, bool pad, pod_err *err)
+{
+    size_t n = (size_t)(w->size - w->stage_off);
+    size_t full = n & ~(size_t)(DIRECT_PAGE - 1);
+    size_t out = pad ? (n + DIRECT_PAGE - 1) & ~(size_t)(DIRECT_PAGE - 1) : full;
+    if (out == 0) return 0;
+    if (out > n) memset(w->stage + n, 0, out - n); /* stage_cap is a multiple of the page */
+    size_t done = 0;
+    while (done < out) {
+        ssize_t k = pwrite(w->fd, w->stage + done, out - done, (off_t)(w->stage_off + done));
+        if (k < 0 && errno == EINTR) continue;
+        if (k < 0 && errno == EINVAL && w->odirect) {
+            /* The file system took O_DIRECT at fcntl but not for this write:
+             * go on through the page cache (same bytes, same offsets). */
+            int fl = fcntl(w->fd, F_GETFL);
+            if (fl >= 0 && fcntl(w->fd, F_SETFL, fl & ~O_DIRECT) == 0) {
+                w->odirect = false;
+                continue;
+            }
+        }
+        if (k <= 0) {
+            char msg[300];
+            snprintf(msg, sizeof msg, "a direct write of %zu bytes at offset %" PRIu64 " failed: %s",
+                     out, w->stage_off, k < 0 ? strerror(errno) : "no progress");
+            set_broken(w, msg);
+            pod_err_set(err, "%s", w->broken_err.msg);
+            return -1;
+        }
+        done += (size_t)k;
+    }
+    if (full) memmove(w->stage, w->stage + full, n - full);
+    w->stage_off += full;
+    return 0;
+}
+
+static int stage_block(struct seg_writer *w, const unsigned char *hdr, const void *payload,
+                       size_t len, pod_err *err)
+{
+    size_t n = (size_t)(w->size - w->stage_off), total = SEG_BLOCK_HEADER_SIZE + len;
+    /* Room for the padding of the last page too (write_stage). */
+    if (stage_reserve(w, n + total + DIRECT_PAGE, err)) return -1;
+    memcpy(w->stage + n, hdr, SEG_BLOCK_HEADER_SIZE);
+    if (len) memcpy(w->stage + n + SEG_BLOCK_HEADER_SIZE, payload, len);
+    w->size += total;
+    if (n + total >= DIRECT_EARLY_BYTES) return write_stage(w, false, err);
+    return 0;
+}
+
 /* Drop the file's pages below `upto` (written back already) from the page cache.
  * Nothing reads a segment while it is written, and a log that stayed cached
  * made every write take fresh pages: the page cache grew by the log's rate
@@ -490,6 +617,7 @@ int seg_writer_sync(struct seg_writer *w, pod_err *err)
 {
     if (check_broken(w, err)) return -1;
     if (w->synced == w->size) return 0;
+    if (w->direct && write_stage(w, true, err) != 0) return -1;
     if (fdatasync(w->fd) != 0) {
         char msg[300];
         snprintf(msg, sizeof msg, "fdatasync failed: %s", strerror(errno));
@@ -499,13 +627,14 @@ int seg_writer_sync(struct seg_writer *w, pod_err *err)
         return -1;
     }
     w->synced = w->size;
-    drop_written(w, w->synced);
+    if (!w->odirect) drop_written(w, w->synced);
     return 0;
 }
 
 int seg_writer_pace(struct seg_writer *w, uint64_t chunk, pod_err *err)
 {
     if (check_broken(w, err)) return -1;
+    if (w->direct) return 0; /* no page cache to keep small: stage_block writes as it goes */
     if (w->size - w->wb_end < chunk) return 0;
     /* Wait for the range started last time, then start the new one: at most
      * two chunks are dirty or in flight. An error here is a write error
@@ -544,6 +673,7 @@ static void writer_free(struct seg_writer *w)
 {
     if (w->fd >= 0) close(w->fd);
     free(w->buf);
+    free(w->stage);
     free(w);
 }
 
@@ -552,6 +682,13 @@ int seg_writer_close(struct seg_writer *w, pod_err *err)
     if (!w) return 0;
     int rc = 0;
     if (seg_writer_flush_block(w, err) != 0 || seg_writer_sync(w, err) != 0) rc = -1;
+    /* A direct writer's last page is padded with zeros: end the file at the
+     * last block (a reader takes the padding for a clean end either way). */
+    if (rc == 0 && w->direct && (w->size & (DIRECT_PAGE - 1)) &&
+        (ftruncate(w->fd, (off_t)w->size) != 0 || fdatasync(w->fd) != 0)) {
+        pod_err_set(err, "cannot cut the padding off log segment %s: %s", w->path, strerror(errno));
+        rc = -1;
+    }
     int fd = w->fd;
     w->fd = -1;
     if (close(fd) != 0 && rc == 0) {
@@ -703,6 +840,15 @@ static int load_block(struct seg_reader *r, pod_err *err)
     }
     uint64_t rem = size - off;
     int z;
+    if (rem < DIRECT_PAGE && size % DIRECT_PAGE == 0) {
+        /* A direct writer's sync pads the last page (seg_writer_go_direct). */
+        if ((z = all_zero_from(r, off)) < 0) goto io_error;
+        if (z == 1) {
+            set_tail(r, SEG_TAIL_CLEAN, "end of file after the last complete block and %" PRIu64
+                     " zero bytes of padding to the page's end", rem);
+            return 0;
+        }
+    }
     if (rem < SEG_BLOCK_HEADER_SIZE) {
         set_tail(r, SEG_TAIL_TORN, "incomplete block header: %" PRIu64 " of %u bytes", rem,
                  SEG_BLOCK_HEADER_SIZE);

@@ -164,6 +164,20 @@ int seg_writer_flush_block(struct seg_writer *w, pod_err *err);
 int seg_writer_write_block(struct seg_writer *w, const void *payload, size_t len, uint32_t count,
                            uint64_t epoch_lo, uint64_t epoch_hi, pod_err *err);
 
+/* From now on write with O_DIRECT, bypassing the page cache (loggers and
+ * checkpoints: docs/performance.md, section 33). Blocks are gathered in an
+ * aligned buffer and written in whole 4 KiB pages, at a sync (the last page
+ * padded with zeros, written again with more blocks at the next sync; a
+ * reader takes zeros from the last block to a page end for a clean end) or
+ * once 4 MiB are gathered; seg_writer_close cuts the padding off. A failed
+ * write breaks a direct writer (like a failed sync): continue in a new file.
+ * Call on a synced writer without a pending block. Returns 0 also when the
+ * file system refuses O_DIRECT (the writer stays as it was); -1 with err on
+ * a failure. */
+int seg_writer_go_direct(struct seg_writer *w, pod_err *err);
+/* True when the writer writes with O_DIRECT. */
+bool seg_writer_is_direct(const struct seg_writer *w);
+
 /* Make everything written so far durable (fdatasync). Does not flush the
  * current block: call seg_writer_flush_block first. A failed fdatasync breaks
  * the writer for good (the kernel may have dropped the dirty pages; retrying

@@ -178,6 +178,7 @@ static int sys_log(pod_txn *tx, const pod_args *a, pod_result *res, void *ctx)
                st.syncs ? (double)st.sync_ns / (double)st.syncs / 1000.0 : 0.0);
         kv_row(res, &row, "sync_us_max", "%.1f", (double)st.sync_ns_max / 1000.0);
         kv_row(res, &row, "segments", "%llu", (unsigned long long)st.segments);
+        kv_row(res, &row, "direct_segments", "%llu", (unsigned long long)st.direct_segments);
         kv_row(res, &row, "write_errors", "%llu", (unsigned long long)st.write_errors);
         kv_row(res, &row, "checkpoints", "%llu", (unsigned long long)st.checkpoints);
         kv_row(res, &row, "checkpoint_epoch", "%llu", (unsigned long long)st.checkpoint_epoch);

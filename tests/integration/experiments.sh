@@ -48,7 +48,7 @@ pass "an engine key the server does not know is refused before anything runs"
 
 # tools/experiments/ab.sh: one pair of fresh-pod runs of this build, B with
 # an environment and a config line of its own; a tree without a build is refused.
-tools/experiments/ab.sh --pairs 1 --duration 1 --workload ycsb --ycsb-tuples 20000 \
+tools/experiments/ab.sh --pairs 1 --duration 1 --workload ycsb --ycsb-tuples 20000 --threads \
   --env-b "PODDB_AB_TEST=1" --engine-b "checkpoint_after: 0" --keep "$TMP/abkeep" . . >"$TMP/ab" 2>&1 ||
   { cat "$TMP/ab" >&2; fail "ab.sh exited with $?"; }
 grep -q '^B: .* (engine: checkpoint_after: 0)$' "$TMP/ab" || fail "ab.sh: B's engine line not shown: $(cat "$TMP/ab")"
@@ -58,8 +58,11 @@ grep -Eq '^pair 1: A [0-9]+/s \([0-9.]+ us CPU/txn\)  B [0-9]+/s \([0-9.]+ us CP
   fail "ab.sh: no pair line: $(cat "$TMP/ab")"
 grep -Eq '^mean: A [0-9]+/s .* B/A [0-9.]+, B ahead in [01] of 1 pairs$' "$TMP/ab" ||
   fail "ab.sh: no means: $(cat "$TMP/ab")"
+grep -Eq '^  B threads \(CPU s\): .*pod-logger=[0-9.]+ .*pod-worker=[0-9.]+' "$TMP/ab" &&
+  grep -Eq '^mean threads A \(CPU s\): .*pod-worker=[0-9.]+' "$TMP/ab" ||
+  fail "ab.sh --threads: no CPU by thread kind: $(cat "$TMP/ab")"
 [ -z "$(ls /dev/shm | grep '^poddb-ab-' || true)" ] || fail "ab.sh left a region behind"
-pass "ab.sh: a pair with committed/s and CPU per transaction each, the means, no region left"
+pass "ab.sh: a pair with committed/s and CPU per transaction each (and by thread kind), the means, no region left"
 set +e
 tools/experiments/ab.sh . "$TMP" >"$TMP/ab" 2>&1
 rc=$?

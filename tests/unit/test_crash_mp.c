@@ -26,12 +26,14 @@
  * checkpoints and nowhere else that recovery reads (log records older than a
  * checkpoint are skipped); SIGKILL, restart, and the same checks. */
 #include <check.h>
+#include <fcntl.h>
 #include <inttypes.h>
 #include <limits.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "helpers/server_harness.h"
 #include "poddb/client.h"
@@ -706,6 +708,25 @@ END_TEST
  * the recovered pod must hold every account in exactly one table with the
  * right balance: a delete left out of a delta would bring a parked account
  * back from an older checkpoint of the chain. Two rounds. */
+/* Whether the file system of dir takes an O_DIRECT write of a page. */
+static bool takes_odirect(const char *dir)
+{
+    char path[SH_PATH + 32];
+    snprintf(path, sizeof path, "%s/odirect-probe", dir);
+    int fd = open(path, O_RDWR | O_CREAT | O_DIRECT, 0644);
+    if (fd < 0) return false;
+    void *page = NULL;
+    bool ok = posix_memalign(&page, 4096, 4096) == 0;
+    if (ok) {
+        memset(page, 0, 4096);
+        ok = pwrite(fd, page, 4096, 0) == 4096;
+    }
+    free(page);
+    close(fd);
+    unlink(path);
+    return ok;
+}
+
 START_TEST(delta_checkpoints_keep_deletes)
 {
     struct pod p;
@@ -733,10 +754,17 @@ START_TEST(delta_checkpoints_keep_deletes)
                               rd.cl[h].err);
                 sh_sleep_ms(5);
             }
-        for (int h = 0; h < NHOSTS; h++)
+        for (int h = 0; h < NHOSTS; h++) {
             fprintf(stderr, "round %d: host %d: %lld checkpoints, %lld deltas in its chain "
                     "(%lld before)\n", round, h, sys_counter(&p, h, "sys.log", "checkpoints"),
                     sys_counter(&p, h, "sys.log", "checkpoint_deltas"), deltas0[h]);
+            /* Every segment written with O_DIRECT where the file system takes it
+             * (the padded files it leaves at the kill below are read back). */
+            long long segs = sys_counter(&p, h, "sys.log", "segments"),
+                      direct = sys_counter(&p, h, "sys.log", "direct_segments");
+            ck_assert_int_gt(segs, 0);
+            ck_assert_int_eq(direct, takes_odirect(p.logdir[h]) ? segs : 0);
+        }
         kill_mid_workload(&p, &rd, round);
         join_clients(&rd, "after the kill", acked, nacked, cap, NULL);
         check_logs_clean(&p);

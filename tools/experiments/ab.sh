@@ -30,6 +30,9 @@ them apart.
                    "checkpoint_after: 0" (repeatable; after --engine's)
   --ycsb-tuples N  YCSB tuples (default 1000000)
   --env-a "V=X .." environment of A's servers (and of B's with --env-b)
+  --threads        also print, per run and as means, the CPU seconds of the
+                   servers' threads by kind (pod-worker, pod-logger, pod-epoch,
+                   pod-ckpt, ...: both hosts' together) during the measured run
   --keep DIR       keep the configs, JSON lines and server logs in DIR
   -h, --help       this text
 
@@ -51,6 +54,7 @@ TUPLES=1000000
 ENV_A=
 ENV_B=
 KEEP=
+THREADS=0
 ARGS=()
 while [ $# -gt 0 ]; do
     case $1 in
@@ -65,6 +69,7 @@ while [ $# -gt 0 ]; do
     --env-a) ENV_A=$2; shift 2 ;;
     --env-b) ENV_B=$2; shift 2 ;;
     --keep) KEEP=$2; shift 2 ;;
+    --threads) THREADS=1; shift ;;
     -h | --help) usage; exit 0 ;;
     -*) echo "ab.sh: unknown option '$1' (see --help)" >&2; exit 2 ;;
     *) ARGS+=("$1"); shift ;;
@@ -111,6 +116,19 @@ cpu_ticks() {
     echo "$s"
 }
 
+# "KIND#TID TICKS" for every thread of both servers of the running pod (KIND:
+# the thread's name without its trailing number)
+thread_ticks() {
+    local dir f pid t
+    dir=$(ls -d "$(run_base)"/poddb-"$TAG"-* | head -1)
+    for f in "$dir"/host0.pid "$dir"/host1.pid; do
+        pid=$(cut -d' ' -f1 "$f")
+        for t in /proc/"$pid"/task/*; do
+            echo "$(sed 's/[0-9]*$//' "$t/comm" 2>/dev/null)#${t##*/} $(sed 's/.*) //' "$t/stat" 2>/dev/null | awk '{print $12 + $13}')"
+        done
+    done
+}
+
 # one LABEL TREE ENV [ENGINE_LINE...]: one run on a fresh pod; writes "committed/s
 # cpu_us_per_txn" to $WORK/LABEL.result (in this shell, so that the exit
 # trap brings the pod down if anything fails)
@@ -128,10 +146,12 @@ one() {
     "$BIN/poddb-bench" --conf "$CONF" --workload "$WORKLOAD" --duration 1 --warmup 0 \
         >"$WORK/$label.load" 2>&1 || { tail -5 "$WORK/$label.load" >&2; exit 2; }
     c0=$(cpu_ticks)
+    [ $THREADS = 0 ] || thread_ticks >"$WORK/$label.t0"
     # shellcheck disable=SC2086
     "$BIN/poddb-bench" --conf "$CONF" --workload "$WORKLOAD" $BENCH --duration "$DUR" --warmup 0 \
         --json >"$WORK/$label.json" 2>"$WORK/$label.err" || { tail -5 "$WORK/$label.err" >&2; exit 2; }
     c1=$(cpu_ticks)
+    [ $THREADS = 0 ] || thread_ticks >"$WORK/$label.t1"
     cp "$(ls -d "$(run_base)"/poddb-"$TAG"-* | head -1)"/host0.log "$WORK/$label-host0.log" 2>/dev/null || true
     down
     json=$(tail -1 "$WORK/$label.json")
@@ -141,6 +161,18 @@ d = json.loads(sys.argv[1]); ticks = int(sys.argv[2]); hz = int(sys.argv[3])
 n = sum(d["commits"].values())
 print("%.0f %.1f" % (d["committed_per_s"], ticks / hz * 1e6 / n if n else 0))' \
         "$json" $((c1 - c0)) "$(getconf CLK_TCK)" >"$WORK/$label.result"
+    [ $THREADS = 0 ] && return
+    # per kind: the sum over its threads (by TID) of the ticks in the run
+    python3 - "$WORK/$label.t0" "$WORK/$label.t1" "$(getconf CLK_TCK)" >"$WORK/$label.threads" <<'EOF'
+import collections, sys
+def rd(f):
+    return {l.split()[0]: int(l.split()[1]) for l in open(f) if len(l.split()) == 2}
+a, b, hz = rd(sys.argv[1]), rd(sys.argv[2]), int(sys.argv[3])
+k = collections.Counter()
+for t, v in b.items():
+    k[t.split("#")[0]] += v - a.get(t, 0)
+print(" ".join("%s=%.2f" % (n, v / hz) for n, v in sorted(k.items()) if v > 0))
+EOF
 }
 
 echo "A: ${TREES[0]}${ENV_A:+ ($ENV_A)}"
@@ -157,7 +189,25 @@ for i in $(seq "$PAIRS"); do
     B+=("$b")
     printf 'pair %d: A %s/s (%s us CPU/txn)  B %s/s (%s us CPU/txn)  [load %s]\n' "$i" \
         ${a% *} ${a#* } ${b% *} ${b#* } "$(uptime | sed 's/.*load average: //')"
+    if [ $THREADS = 1 ]; then
+        echo "  A threads (CPU s): $(cat "$WORK/a$i.threads")"
+        echo "  B threads (CPU s): $(cat "$WORK/b$i.threads")"
+    fi
 done
+if [ $THREADS = 1 ]; then
+    python3 - "$WORK" "$PAIRS" <<'EOF'
+import collections, sys
+work, n = sys.argv[1], int(sys.argv[2])
+for side in "ab":
+    k = collections.defaultdict(float)
+    for i in range(1, n + 1):
+        for kv in open("%s/%s%d.threads" % (work, side, i)).read().split():
+            name, v = kv.split("=")
+            k[name] += float(v)
+    print("mean threads %s (CPU s): %s" % (side.upper(), " ".join(
+        "%s=%.2f" % (name, v / n) for name, v in sorted(k.items()))))
+EOF
+fi
 python3 - "${A[@]}" "${B[@]}" <<'EOF'
 import statistics as s, sys
 v = sys.argv[1:]
