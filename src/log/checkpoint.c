@@ -53,9 +53,9 @@
 #define FLUSH_BYTES (1u << 20)
 /* Written back to disk while the scan goes on (seg_writer_pace; a direct
  * writer writes every 4 MiB by itself, this is for the buffered fallback):
- * measured,
- * a 500 MiB checkpoint synced at its end held the loggers' fdatasyncs up for
- * a second or two on ext4, and YCSB fell to a quarter meanwhile. */
+ * measured, a 500 MiB checkpoint synced at its end held the loggers'
+ * fdatasyncs up for a second or two on ext4, and YCSB fell to a quarter
+ * meanwhile. */
 #define WRITEBACK_BYTES (4u << 20)
 #define CKPT_NICE 10 /* the thread's nice value (ckpt_main) */
 #define DELETED_HEADER 12u /* table id, epoch-version: struct log_deleted's entries */
