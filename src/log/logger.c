@@ -285,7 +285,8 @@ static int write_all(struct logger *lg, struct log_buf *list)
             /* Past the page cache (docs/performance.md, section 33); where the
              * file system refuses O_DIRECT the segment is written as before. */
             if (seg_writer_go_direct(lg->w, &err) != 0)
-                warn_rate_limited(lg, "cannot write the segment with O_DIRECT", err.msg);
+                pod_warn("logger %" PRIu32 ": %s; writing the segment through the page cache",
+                         lg->o.id, err.msg);
             else if (seg_writer_is_direct(lg->w))
                 count(&lg->st.direct_segments, 1);
         }

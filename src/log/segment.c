@@ -233,7 +233,8 @@ struct seg_writer *seg_writer_open_named(const char *dir, const char *name,
         free(w);
         return NULL;
     }
-    w->fd = open(w->path, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0644); /* RDWR: seg_writer_go_direct reads its last page */
+    /* O_RDWR: seg_writer_go_direct reads back the partial last page. */
+    w->fd = open(w->path, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
     if (w->fd < 0) {
         int e = errno;
         if (e == EEXIST)
@@ -500,28 +501,27 @@ int seg_writer_go_direct(struct seg_writer *w, pod_err *err)
         pod_err_set(err, "log segment %s: direct mode starts only on a synced writer", w->path);
         return -1;
     }
-    int fl = fcntl(w->fd, F_GETFL);
-    if (fl < 0 || fcntl(w->fd, F_SETFL, fl | O_DIRECT) != 0) return 0; /* EINVAL: tmpfs and the like */
     size_t cap = 1u << 20;
     uint64_t off = w->size & ~(uint64_t)(DIRECT_PAGE - 1);
     size_t have = (size_t)(w->size - off);
     void *p;
     if (posix_memalign(&p, DIRECT_PAGE, cap) != 0) {
-        (void)fcntl(w->fd, F_SETFL, fl);
         pod_err_set(err, "out of memory for the direct-write buffer of %s", w->path);
         return -1;
     }
     /* The leading bytes of the partial page, which every write of it repeats
-     * (read with O_DIRECT off: a direct read would need an aligned length). */
-    if (have) {
-        (void)fcntl(w->fd, F_SETFL, fl);
-        ssize_t n = pread(w->fd, p, have, (off_t)off);
-        if (n != (ssize_t)have || fcntl(w->fd, F_SETFL, fl | O_DIRECT) != 0) {
-            free(p);
-            pod_err_set(err, "cannot read back the last page of %s: %s", w->path,
-                        n < 0 ? strerror(errno) : "short read");
-            return -1;
-        }
+     * (read before O_DIRECT is set: a direct read would need an aligned length). */
+    ssize_t n = have ? pread(w->fd, p, have, (off_t)off) : 0;
+    if (n != (ssize_t)have) {
+        free(p);
+        pod_err_set(err, "cannot read back the last page of %s: %s", w->path,
+                    n < 0 ? strerror(errno) : "short read");
+        return -1;
+    }
+    int fl = fcntl(w->fd, F_GETFL);
+    if (fl < 0 || fcntl(w->fd, F_SETFL, fl | O_DIRECT) != 0) { /* EINVAL: tmpfs and the like */
+        free(p);
+        return 0;
     }
     w->stage = p;
     w->stage_cap = cap;
@@ -559,27 +559,24 @@ static int write_stage(struct seg_writer *w, bool pad, pod_err *err)
     if (out == 0) return 0;
     if (out > n) memset(w->stage + n, 0, out - n); /* stage_cap is a multiple of the page */
     size_t done = 0;
-    while (done < out) {
-        ssize_t k = pwrite(w->fd, w->stage + done, out - done, (off_t)(w->stage_off + done));
-        if (k < 0 && errno == EINTR) continue;
-        if (k < 0 && errno == EINVAL && w->odirect) {
-            /* The file system took O_DIRECT at fcntl but not for this write:
-             * go on through the page cache (same bytes, same offsets). */
-            int fl = fcntl(w->fd, F_GETFL);
-            if (fl >= 0 && fcntl(w->fd, F_SETFL, fl & ~O_DIRECT) == 0) {
-                w->odirect = false;
-                continue;
-            }
+    int rc = pwrite_all(w->fd, w->stage, out, w->stage_off, &done);
+    if (rc != 0 && errno == EINVAL && w->odirect) {
+        /* The file system took O_DIRECT at fcntl but not for this write: go
+         * on through the page cache (same bytes, same offsets). */
+        int fl = fcntl(w->fd, F_GETFL);
+        if (fl >= 0 && fcntl(w->fd, F_SETFL, fl & ~O_DIRECT) == 0) {
+            w->odirect = false;
+            size_t more;
+            rc = pwrite_all(w->fd, w->stage + done, out - done, w->stage_off + done, &more);
         }
-        if (k <= 0) {
-            char msg[300];
-            snprintf(msg, sizeof msg, "a direct write of %zu bytes at offset %" PRIu64 " failed: %s",
-                     out, w->stage_off, k < 0 ? strerror(errno) : "no progress");
-            set_broken(w, msg);
-            pod_err_set(err, "%s", w->broken_err.msg);
-            return -1;
-        }
-        done += (size_t)k;
+    }
+    if (rc != 0) {
+        char msg[300];
+        snprintf(msg, sizeof msg, "a direct write of %zu bytes at offset %" PRIu64 " failed: %s",
+                 out, w->stage_off, strerror(errno));
+        set_broken(w, msg);
+        pod_err_set(err, "%s", w->broken_err.msg);
+        return -1;
     }
     if (full) memmove(w->stage, w->stage + full, n - full);
     w->stage_off += full;
