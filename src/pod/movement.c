@@ -81,11 +81,13 @@ void pod_local_inserted(struct pod_worker *w, pod_table *t, uint32_t part, const
     }
 }
 
-/* Move a local row into CXL memory (or find it there). Caller is inside
- * its EBR and cross-host EBR critical sections. */
+/* Move a local row into CXL memory (or find it there: *fresh false, when
+ * fresh is not NULL). Caller is inside its EBR and cross-host EBR critical
+ * sections. */
 static int move_in(struct pod_worker *w, pod_table *t, uint32_t part, struct pod_row *row,
-                   const void *key, cxl_off *out)
+                   const void *key, cxl_off *out, bool *fresh)
 {
+    if (fresh) *fresh = false;
     struct pod_host *ph = w->db->pod;
     struct pod_part_cxl *pc = t->parts[part].cxl;
     if (!pod_row_latch_try(row)) return POD_RS_BUSY; /* being moved or unlinked right now */
@@ -138,6 +140,7 @@ static int move_in(struct pod_worker *w, pod_table *t, uint32_t part, struct pod
     rec_init_lock(rec, false, (unsigned)((v & LOCK_READERS) - 1));
     pod_row_latch_release(row);
     pod_count(&ph->st.moved_in, 1);
+    if (fresh) *fresh = true;
     *out = off;
     return POD_RS_OK;
 undo_read:
@@ -233,7 +236,7 @@ static bool mark_gap(struct pod_worker *w, pod_table *t, uint32_t part, const st
     cxl_off boff;
     /* Moved out meanwhile: in again (our shared lock moves into its record). */
     if (!c->sentinel[i + 1] && !rowlock_moved(b) &&
-        move_in(w, t, part, b, c->key[i + 1], &boff) != POD_RS_OK) {
+        move_in(w, t, part, b, c->key[i + 1], &boff, NULL) != POD_RS_OK) {
         rowlock_release(ph->r, b, ROWLOCK_READ, in_cxl);
         return false;
     }
@@ -264,13 +267,34 @@ static int move_chain(struct pod_worker *w, pod_table *t, uint32_t part,
     for (int i = 0; i < c->n && status == POD_RS_OK; i++) {
         if (c->sentinel[i]) continue;
         cxl_off off;
-        int st = move_in(w, t, part, c->row[i], c->key[i], &off);
+        int st = move_in(w, t, part, c->row[i], c->key[i], &off, NULL);
         if (st != POD_RS_OK) status = st;
     }
     for (int i = 0; i + 1 < c->n && status == POD_RS_OK; i++)
         if (!mark_gap(w, t, part, c, i)) status = POD_RS_BUSY;
     free(c);
     return status;
+}
+
+/* A transaction's prefetch of several keys that are not in CXL memory:
+ * move in those that exist and are free now, so that its accesses find
+ * them there instead of asking one at a time. Absent and busy keys are
+ * left to the transaction's own requests, which handle gaps and conflicts. */
+static int move_many(struct pod_worker *w, pod_table *t, uint32_t part,
+                     const struct pod_req_msg *rq)
+{
+    const bt_tree *tree = &t->parts[part].tree;
+    for (unsigned i = 0; i < rq->count; i++) {
+        const unsigned char *key = rq->key + (size_t)i * t->key_size;
+        struct pod_row *row = local_row(tree, key);
+        if (!row) continue;
+        cxl_off off;
+        bool fresh;
+        int st = move_in(w, t, part, row, key, &off, &fresh);
+        if (st == POD_RS_NOMEM) return POD_RS_NOMEM;
+        if (fresh) pod_count(&w->db->pod->st.moved_batched, 1);
+    }
+    return POD_RS_OK;
 }
 
 void pod_unlink_moved(struct pod_worker *w, pod_table *t, uint32_t part, const void *key,
@@ -302,7 +326,7 @@ static int prep_insert(struct pod_worker *w, pod_table *t, uint32_t part,
     struct pod_row *row = local_row(tree, rq->key);
     if (row) {
         if (!row_valid(row)) return POD_RS_BUSY;
-        int st = move_in(w, t, part, row, rq->key, out);
+        int st = move_in(w, t, part, row, rq->key, out, NULL);
         return st == POD_RS_OK ? POD_RS_EXISTS : st;
     }
     /* The gap must not be locked by anyone but the requester. */
@@ -414,7 +438,10 @@ void pod_handle(struct pod_worker *w, const struct cxl_msg *m)
     if (m->len < offsetof(struct pod_req_msg, key) || rq->table >= db->ntables ||
         rq->part >= db->tables[rq->table]->nparts ||
         db->tables[rq->table]->parts[rq->part].owner != (uint32_t)ph->host ||
-        ((rq->flags & POD_RQ_HAS_KEY) && rq->key_len != db->tables[rq->table]->key_size)) {
+        ((rq->flags & POD_RQ_HAS_KEY) && rq->key_len != db->tables[rq->table]->key_size) ||
+        (m->type == POD_MSG_MOVE_MANY &&
+         (rq->key_len > POD_MSG_KEY_MAX || m->len < offsetof(struct pod_req_msg, key) + rq->key_len ||
+          rq->key_len != (uint32_t)rq->count * db->tables[rq->table]->key_size))) {
         snprintf(msg, sizeof msg, "message type %u of %u bytes names table %u partition %u, "
                  "which this host does not own", m->type, m->len, rq->table, rq->part);
         if (m->type != POD_MSG_UNLINK) reply(w, m, POD_RS_ERROR, CXL_NULL, msg);
@@ -431,7 +458,7 @@ void pod_handle(struct pod_worker *w, const struct cxl_msg *m)
     case POD_MSG_MOVE_IN: {
         struct pod_row *row = local_row(&t->parts[part].tree, rq->key);
         if (row) {
-            status = move_in(w, t, part, row, rq->key, &rec);
+            status = move_in(w, t, part, row, rq->key, &rec, NULL);
         } else if (db->opt.phantom_protection) {
             struct pod_req_msg around = *rq;
             around.flags = POD_RQ_HAS_KEY | POD_RQ_INCLUSIVE;
@@ -444,6 +471,7 @@ void pod_handle(struct pod_worker *w, const struct cxl_msg *m)
         break;
     }
     case POD_MSG_MOVE_RANGE: status = move_chain(w, t, part, rq); break;
+    case POD_MSG_MOVE_MANY: status = move_many(w, t, part, rq); break;
     case POD_MSG_PREP_INSERT: status = prep_insert(w, t, part, rq, &rec); break;
     case POD_MSG_UNLINK: unlink_req(w, t, part, rq); break;
     default:

@@ -52,6 +52,7 @@ struct pod_part_cxl {
 /* Per-host counters (atomics; sys.stats reports them). */
 struct pod_host_stats {
     uint64_t moved_in, moved_out;      /* tuples this host (as owner) moved */
+    uint64_t moved_batched;            /* of moved_in: for several keys of one prefetch at once */
     uint64_t msgs_sent, msgs_served;   /* ring messages */
     uint64_t waits, wait_ns;           /* replies waited for, and the time spent */
     uint64_t remote_reads, remote_writes; /* operations on other hosts' tuples */

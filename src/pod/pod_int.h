@@ -24,6 +24,7 @@ enum pod_msg_type {
     POD_MSG_PREP_INSERT,   /* create an invalid, write-locked tuple for a remote insert */
     POD_MSG_UNLINK,        /* a write-locked tuple is dead (deleted or insert undone): remove it */
     POD_MSG_REPLY,
+    POD_MSG_MOVE_MANY,     /* move in those of count keys that exist and are free (a prefetch) */
 };
 
 /* Request flags. */

@@ -261,6 +261,7 @@ static int sys_pod(pod_txn *tx, const pod_args *a, pod_result *res, void *ctx)
     int row = 0;
     kv_row(res, &row, "moved_in", "%llu", (unsigned long long)st->moved_in);
     kv_row(res, &row, "moved_out", "%llu", (unsigned long long)st->moved_out);
+    kv_row(res, &row, "moved_batched", "%llu", (unsigned long long)st->moved_batched);
     kv_row(res, &row, "resident", "%llu", (unsigned long long)iu->keys);
     kv_row(res, &row, "msgs_sent", "%llu", (unsigned long long)st->msgs_sent);
     kv_row(res, &row, "msgs_served", "%llu", (unsigned long long)st->msgs_served);

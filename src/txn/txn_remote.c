@@ -65,11 +65,42 @@ static cxl_off ix_lookup(struct pod_txn *tx, const struct pod_part_cxl *pc, cons
     return cxl_index_lookup(pc->ix, tx->w->id, key, &v) == BT_OK ? v : CXL_NULL;
 }
 
+/* Of the prefetched keys not in CXL memory (offs[i] == 0), ask each
+ * partition's owner to move in those of two or more at once: one round trip
+ * instead of one per key when the transaction reaches them (the owner
+ * serves requests between its own operations, so every round trip waits
+ * for it). One key is left to the access itself, which asks just the same.
+ * A hint: the reply is not needed and failures are left to the accesses. */
+static void request_moves(struct pod_txn *tx, pod_table *t, const uint32_t *parts,
+                          const void *const *keys, const uint64_t *offs, unsigned n)
+{
+    size_t ks = t->key_size;
+    unsigned per_msg = (unsigned)(POD_MSG_KEY_MAX / ks);
+    bool done[BT_PREFETCH_MAX] = {false};
+    for (unsigned i = 0; i < n; i++) {
+        if (offs[i] || done[i]) continue;
+        struct pod_req_msg rq;
+        pod_req_init(&rq, t, parts[i], NULL, 0);
+        unsigned c = 0;
+        for (unsigned j = i; j < n && c < per_msg; j++) {
+            if (offs[j] || done[j] || parts[j] != parts[i]) continue;
+            memcpy(rq.key + c++ * ks, keys[j], ks);
+            done[j] = true;
+        }
+        if (c < 2) continue;
+        rq.count = (uint16_t)c;
+        rq.key_len = (uint16_t)(c * ks);
+        pod_err e;
+        pod_request(tx->w, owner_of(t, parts[i]), POD_MSG_MOVE_MANY, &rq, NULL, &e);
+    }
+}
+
 void remote_prefetch(struct pod_txn *tx, pod_table *t, const uint32_t *parts,
                      const void *const *keys, unsigned n)
 {
     const bt_tree *trees[BT_PREFETCH_MAX];
     const void *mine[BT_PREFETCH_MAX];
+    uint32_t mparts[BT_PREFETCH_MAX];
     uint64_t offs[BT_PREFETCH_MAX];
     unsigned m = 0;
     for (unsigned i = 0; i < n && m < BT_PREFETCH_MAX; i++) {
@@ -77,12 +108,14 @@ void remote_prefetch(struct pod_txn *tx, pod_table *t, const uint32_t *parts,
         struct pod_part_cxl *pc = pod_part(host_of(tx), t, parts[i], tx->w->id, &e);
         if (!pc) continue; /* the real access reports it */
         trees[m] = cxl_index_tree(pc->ix);
+        mparts[m] = parts[i];
         mine[m++] = keys[i];
     }
     if (!m) return;
     bt_prefetch(trees, mine, m, offs, NULL);
     for (unsigned i = 0; i < m; i++)
         if (offs[i]) __builtin_prefetch(pod_rec(host_of(tx), offs[i]));
+    request_moves(tx, t, mparts, mine, offs, m);
 }
 
 /* The next CXL key after key (>= with inclusive; key NULL: the first):

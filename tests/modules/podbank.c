@@ -152,6 +152,13 @@ static int read_accounts(pod_txn *tx, int64_t n, struct acct_sums *s)
     for (int64_t i = 0; i < n; i++) {
         unsigned char k[8];
         pod_key_u64(k, (uint64_t)i);
+        if (i % 16 == 0) { /* the next 16 accounts: two per partition, so each
+                            * other host is asked to move several in at once */
+            unsigned char ks[16][8];
+            uint32_t m = n - i < 16 ? (uint32_t)(n - i) : 16;
+            for (uint32_t j = 0; j < m; j++) pod_key_u64(ks[j], (uint64_t)i + j);
+            POD_TRY(pod_prefetch(tx, acct, ks, m));
+        }
         struct account acc;
         int rc = pod_get(tx, acct, k, &acc);
         if (rc < 0) return rc;

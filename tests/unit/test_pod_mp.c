@@ -10,7 +10,10 @@
  *     per-partition counter updated in the same transaction;
  *   - checks that scan a partition forward, backward and forward again in
  *     one transaction and read its counter: all four must agree (a phantom,
- *     or an insert/delete seen before or after its commit, breaks that).
+ *     or an insert/delete seen before or after its commit, breaks that);
+ *   - reads of every account in one transaction, prefetched 16 at a time
+ *     (other hosts move several in per request: POD_MSG_MOVE_MANY), which
+ *     must see the exact total.
  * Every coherence variant runs the same test (tests/modules/podbank.c has
  * the procedures). range_writes_recovered runs it with logging on, kills
  * both servers and checks that recovery brings every account back byte for
@@ -161,7 +164,7 @@ struct client_arg {
     uint64_t deadline_ms;
     uint64_t seed;
     char failure[512];
-    long transfers, inserts, deletes, checks;
+    long transfers, inserts, deletes, checks, totals;
 };
 
 static uint64_t next_rand(uint64_t *s)
@@ -212,11 +215,16 @@ static void *client(void *argp)
             proc = "pb.del";
             n = 1;
             a->deletes++;
-        } else {
+        } else if (r < 96) {
             v[0] = pod_v_i64((int64_t)(next_rand(&a->seed) % NPARTS));
             proc = "pb.check";
             n = 1;
             a->checks++;
+        } else { /* every account in one transaction, prefetched 16 at a time */
+            v[0] = pod_v_i64(NACCT);
+            proc = "pb.total";
+            n = 1;
+            a->totals++;
         }
         pod_reply *rep = pod_client_call(c, proc, v, n);
         if (!rep) {
@@ -226,6 +234,13 @@ static void *client(void *argp)
         if (pod_reply_status(rep) < 0) {
             snprintf(a->failure, sizeof a->failure, "%s on host %d: %s", proc, a->host,
                      pod_reply_message(rep));
+        } else if (strcmp(proc, "pb.total") == 0) {
+            const pod_value *sum = pod_reply_value(rep, 0, 0), *found = pod_reply_value(rep, 0, 1);
+            if (!sum || !found || sum->u.i64 != (int64_t)NACCT * BALANCE || found->u.i64 != NACCT)
+                snprintf(a->failure, sizeof a->failure,
+                         "pb.total from host %d during the run: %lld in %lld accounts, expected "
+                         "%lld in %d", a->host, sum ? (long long)sum->u.i64 : -1,
+                         found ? (long long)found->u.i64 : -1, (long long)NACCT * BALANCE, NACCT);
         } else if (strcmp(proc, "pb.check") == 0) {
             pod_value x[4] = {{0}};
             for (int i = 0; i < 4; i++)
@@ -283,7 +298,7 @@ static long run_clients(const struct pod *p, const char *what)
     uint64_t deadline = sh_now_ms() + RUN_MS;
     for (int h = 0; h < p->nhosts; h++) {
         args[h] = (struct client_arg){p, h, deadline, 0x9e3779b97f4a7c15ull * (uint64_t)(h + 1),
-                                      {0}, 0, 0, 0, 0};
+                                      {0}, 0, 0, 0, 0, 0};
         ck_assert(pthread_create(&th[h], NULL, client, &args[h]) == 0);
     }
     for (int h = 0; h < p->nhosts; h++) pthread_join(th[h], NULL);
@@ -346,16 +361,20 @@ static void run_pod_with(int nhosts, int workers, const char *coherence, const c
         pod_reply_free(r);
     }
     /* Tuples really moved: in on request, and out under the threshold. */
-    int64_t in = 0, out = 0;
+    int64_t in = 0, out = 0, batched = 0;
     for (int h = 0; h < nhosts; h++) {
         in += stat_of(c[h], "moved_in");
         out += stat_of(c[h], "moved_out");
+        batched += stat_of(c[h], "moved_batched");
     }
     ck_assert_msg(in > 0 && out > 0, "moved in %lld, out %lld", (long long)in, (long long)out);
+    /* pb.total's prefetches asked for several accounts of a partition at once. */
+    ck_assert_msg(batched > 0 && batched <= in, "moved in %lld, of them batched %lld",
+                  (long long)in, (long long)batched);
     ck_assert_msg(transfers > 10, "only %ld transfers ran", transfers);
-    fprintf(stderr, "  pod %d hosts x %d workers, %s%s%s: %ld transfers, moved in %lld, out %lld\n",
-            nhosts, workers, coherence, engine ? ", " : "", engine ? engine : "", transfers,
-            (long long)in, (long long)out);
+    fprintf(stderr, "  pod %d hosts x %d workers, %s%s%s: %ld transfers, moved in %lld (%lld "
+            "batched), out %lld\n", nhosts, workers, coherence, engine ? ", " : "",
+            engine ? engine : "", transfers, (long long)in, (long long)batched, (long long)out);
     for (int h = 0; h < nhosts; h++) pod_client_close(c[h]);
     pod_stop(&p);
 }
