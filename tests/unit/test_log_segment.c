@@ -35,6 +35,7 @@
 #include <sys/mman.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/vfs.h>
 #include <unistd.h>
 
@@ -922,6 +923,63 @@ END_TEST
 /* On tmpfs: kernels before 6.6 refuse O_DIRECT there, and the writer stays a
  * buffered one (no padding); newer ones take it. Either way every record
  * comes back and the end is clean. */
+/* A file system that takes O_DIRECT at fcntl but refuses the write: while
+ * refuse_direct is set, pwrite (the segment writer's, resolved to this
+ * definition in the test program) fails with EINVAL on a descriptor that
+ * has O_DIRECT. Each test runs in a process of its own (Check forks). */
+static int refuse_direct;
+
+ssize_t pwrite(int fd, const void *buf, size_t n, off_t off)
+{
+    if (refuse_direct) {
+        int fl = fcntl(fd, F_GETFL);
+        if (fl >= 0 && (fl & O_DIRECT)) {
+            errno = EINVAL;
+            return -1;
+        }
+    }
+    return syscall(SYS_pwrite64, fd, buf, n, off);
+}
+
+START_TEST(direct_write_refused)
+{
+    const char *dir = make_tmp();
+    pod_err err = {{0}};
+    struct seg_writer *w = seg_writer_open(dir, 1, 0, 1, 1, &err);
+    ck_assert_msg(w != NULL, "%s", err.msg);
+    ck_assert_msg(seg_writer_go_direct(w, &err) == 0, "%s", err.msg);
+    if (!seg_writer_is_direct(w)) {
+        printf("direct_write_refused: %s refuses O_DIRECT at fcntl; not checked\n", dir);
+        ck_assert_int_eq(seg_writer_close(w, &err), 0);
+        return;
+    }
+    refuse_direct = 1;
+    static unsigned char tuple[700];
+    long n = 0;
+    for (int round = 0; round < 3; round++) { /* the first sync falls back, the rest follow */
+        for (int i = 0; i < 50; i++, n++) append_filled(w, n, tuple, sizeof tuple);
+        ck_assert_msg(seg_writer_flush_block(w, &err) == 0, "%s", err.msg);
+        ck_assert_msg(seg_writer_sync(w, &err) == 0, "sync %d: %s", round, err.msg);
+        ck_assert_msg(!seg_writer_is_direct(w), "still direct after a refused write");
+    }
+    char path[512];
+    snprintf(path, sizeof path, "%s", seg_writer_path(w));
+    uint64_t size = seg_writer_size(w);
+    ck_assert_int_eq(seg_writer_close(w, &err), 0);
+    struct stat sb;
+    ck_assert_int_eq(stat(path, &sb), 0);
+    ck_assert_uint_eq((uint64_t)sb.st_size, size); /* the padding cut at close */
+    struct seg_reader *rd = seg_reader_open(path, &err);
+    ck_assert_msg(rd != NULL, "%s", err.msg);
+    struct log_record out;
+    long got = 0;
+    while (seg_reader_next(rd, &out, &err) == 1) got++;
+    ck_assert_int_eq(got, n);
+    ck_assert_int_eq(seg_reader_tail_status(rd)->kind, SEG_TAIL_CLEAN);
+    seg_reader_close(rd);
+}
+END_TEST
+
 START_TEST(direct_on_tmpfs)
 {
     char dir[128];
@@ -1162,6 +1220,7 @@ int main(void)
     tcase_add_test(t, paced_writeback);
     tcase_add_test(t, direct_writes_round_trip);
     tcase_add_test(t, direct_on_tmpfs);
+    tcase_add_test(t, direct_write_refused);
     tcase_add_test(t, writer_open_errors);
     tcase_add_test(t, writer_write_error_and_retry);
     tcase_add_test(t, writer_open_write_error_leaves_nothing);
