@@ -199,8 +199,12 @@ struct seg_writer {
 };
 
 #define DIRECT_PAGE 4096u
-/* Full pages are written before a sync once this much is staged. */
-#define DIRECT_EARLY_BYTES (4u << 20)
+/* Full pages are written before a sync once this much is staged. Small, so
+ * that the staging buffer a checkpoint cycles through stays small too: with
+ * 4 MiB (about 5 MiB of buffer rewritten over and over, likely crowding the
+ * workers out of the shared L3) TPC-C ran ~5% slower (docs/performance.md,
+ * section 35). */
+#define DIRECT_EARLY_BYTES (256u << 10)
 
 int seg_fsync_dir(const char *dir, pod_err *err)
 {
