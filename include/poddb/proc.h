@@ -195,9 +195,11 @@ int pod_delete(pod_txn *tx, pod_table *t, const void *key);
  * bytes, one after another). Their index paths and rows (for other hosts'
  * partitions: CXL index paths and records, where the tuples are in CXL
  * memory) are looked up together and brought into the cache, so that the
- * reads that follow do not each wait for memory in turn. Takes no lock and
- * reads nothing into the transaction. POD_OK, or a negative status for a bad
- * table or NULL keys. */
+ * reads that follow do not each wait for memory in turn. Two or more keys of
+ * one other host's partition that are not in CXL memory yet are asked for in
+ * one request, and the call waits for that host's reply (docs/pod.md). Takes
+ * no lock and reads nothing into the transaction. POD_OK, or a negative
+ * status for a bad table or NULL keys. */
 int pod_prefetch(pod_txn *tx, pod_table *t, const void *keys, uint32_t n);
 
 /* Called per row of a scan, in order, with a shared lock held on the row.

@@ -52,7 +52,7 @@
 #define ROWS_PER_BATCH 16  /* rows gathered and prefetched together */
 #define FLUSH_BYTES (1u << 20)
 /* Written back to disk while the scan goes on (seg_writer_pace; a direct
- * writer writes every 4 MiB by itself, this is for the buffered fallback):
+ * writer writes every 256 KiB by itself, this is for the buffered fallback):
  * measured, a 500 MiB checkpoint synced at its end held the loggers'
  * fdatasyncs up for a second or two on ext4, and YCSB fell to a quarter
  * meanwhile. */

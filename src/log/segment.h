@@ -169,7 +169,7 @@ int seg_writer_write_block(struct seg_writer *w, const void *payload, size_t len
  * aligned buffer and written in whole 4 KiB pages, at a sync (the last page
  * padded with zeros, written again with more blocks at the next sync; a
  * reader takes zeros from the last block to a page end for a clean end) or
- * once 4 MiB are gathered; seg_writer_close cuts the padding off. A failed
+ * once 256 KiB are gathered; seg_writer_close cuts the padding off. A failed
  * write breaks a direct writer (like a failed sync): continue in a new file.
  * Call on a synced writer without a pending block. Returns 0 also when the
  * file system refuses O_DIRECT (the writer stays as it was); -1 with err on

@@ -442,8 +442,9 @@ void pod_handle(struct pod_worker *w, const struct cxl_msg *m)
         (m->type == POD_MSG_MOVE_MANY &&
          (rq->key_len > POD_MSG_KEY_MAX || m->len < offsetof(struct pod_req_msg, key) + rq->key_len ||
           rq->key_len != (uint32_t)rq->count * db->tables[rq->table]->key_size))) {
-        snprintf(msg, sizeof msg, "message type %u of %u bytes names table %u partition %u, "
-                 "which this host does not own", m->type, m->len, rq->table, rq->part);
+        snprintf(msg, sizeof msg, "message type %u of %u bytes for table %u partition %u: not "
+                 "a partition this host owns, or keys of the wrong length", m->type, m->len,
+                 rq->table, rq->part);
         if (m->type != POD_MSG_UNLINK) reply(w, m, POD_RS_ERROR, CXL_NULL, msg);
         else pod_error("%s", msg);
         return;
