@@ -320,6 +320,21 @@ int rec_row_write_range(struct cxl_region *r, enum pod_coherence v, cxl_record *
     return REC_OK;
 }
 
+void rec_row_prefetch_write(struct cxl_region *r, enum pod_coherence v, const cxl_record *rec,
+                            uint32_t off, uint32_t len)
+{
+    if (v == POD_COH_NON_TEMPORAL || r->swcc.sim) return;
+    cxl_record w = __atomic_load_n(rec, __ATOMIC_RELAXED);
+    if (v != POD_COH_HWCC_ONLY && !(w & host_bit(r->host))) return;
+    cxl_off row_off = rec_row_off(w);
+    if (row_off == CXL_NULL) return;
+    const char *row = cxl_ptr(r, row_off);
+    pod_prefetch_write(row);
+    uintptr_t p = ((uintptr_t)row + REC_ROW_HEADER + off) & ~(uintptr_t)(CXL_LINE - 1);
+    for (uintptr_t end = (uintptr_t)row + REC_ROW_HEADER + off + len; p < end; p += CXL_LINE)
+        pod_prefetch_write((const void *)p);
+}
+
 int rec_row_write(struct cxl_region *r, enum pod_coherence v, cxl_record *rec, const void *tuple,
                   uint32_t tuple_size, uint32_t valid, uint64_t epoch_version)
 {

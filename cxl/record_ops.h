@@ -141,6 +141,15 @@ int rec_row_write(struct cxl_region *r, enum pod_coherence v, cxl_record *rec, c
 int rec_row_write_range(struct cxl_region *r, enum pod_coherence v, cxl_record *rec,
                         const void *bytes, uint32_t off, uint32_t len, uint32_t tuple_size,
                         uint32_t valid, uint64_t epoch_version, bool dirty);
+/* Prefetch for writing the lines that rec_row_write_range(off, len) will
+ * store: the row's header and bytes off..off+len-1. The caller holds the
+ * record's write lock and will publish at commit; the prefetch lets that
+ * copy find its lines in the cache, which a write-back evicts on CPUs whose
+ * clwb does (docs/performance.md, section 36). Does nothing when the store
+ * must refresh the row first (this host's bitmap bit is clear), with
+ * non-temporal stores (they bypass the cache) and in the simulated cache. */
+void rec_row_prefetch_write(struct cxl_region *r, enum pod_coherence v, const cxl_record *rec,
+                            uint32_t off, uint32_t len);
 
 /* ---- counters (per thread) ------------------------------------------------- */
 

@@ -543,6 +543,17 @@ int pod_get_for_update(pod_txn *tx, pod_table *t, const void *key, void *tuple_o
     return get_impl(tx, t, key, tuple_out, HELD_WRITE);
 }
 
+/* A local row written while in CXL memory is published at commit
+ * (publish_moved): start fetching the CXL lines that copy will store into,
+ * so that it does not wait for each of them then. */
+static void prefetch_publish(struct pod_txn *tx, struct access *a, uint32_t lo, uint32_t hi)
+{
+    if (!a->in_cxl) return;
+    struct pod_host *ph = tx->db->pod;
+    rec_row_prefetch_write(pod_host_region(ph), pod_host_coherence(ph), moved_record(tx, a), lo,
+                           hi - lo);
+}
+
 /* Save the before-image of bytes lo..hi-1 of a local row this transaction
  * holds exclusively, unless saved already: a->undo holds bytes ulo..uhi-1,
  * widened here to cover lo..hi-1 (the bytes outside the old range were not
@@ -551,6 +562,7 @@ static bool save_before(struct pod_txn *tx, struct access *a, uint32_t lo, uint3
 {
     if (a->flags & ACC_UPDATED) {
         if (lo >= a->ulo && hi <= a->uhi) return true;
+        prefetch_publish(tx, a, lo, hi);
         uint32_t nlo = lo < a->ulo ? lo : a->ulo, nhi = hi > a->uhi ? hi : a->uhi;
         unsigned char *u = txn_undo_alloc(tx, nhi - nlo);
         if (!u) return false;
@@ -562,6 +574,7 @@ static bool save_before(struct pod_txn *tx, struct access *a, uint32_t lo, uint3
         return true;
     }
     const unsigned char *cur = local_tuple(tx, a); /* refreshes DRAM if CXL is newer */
+    prefetch_publish(tx, a, lo, hi);
     unsigned char *u = txn_undo_alloc(tx, hi - lo);
     if (!u) return false;
     memcpy(u, cur + lo, hi - lo);

@@ -21,6 +21,12 @@ them apart.
   --bench ARGS     poddb-bench arguments of the measured run (default:
                    tpcc "--remote 10/15", ycsb "--read-pct 50
                    --multi-partition 10", smallbank none)
+  --sequence "ARGS;ARGS;.."
+                   instead of one measured run, these runs one after another
+                   on the same pod (poddb-bench arguments, ';' between runs),
+                   so that later runs meet what earlier ones left (data grown,
+                   tuples in CXL memory); B/A is taken per position and over
+                   all runs
   --pairs N        pairs of runs (default 3)
   --duration S     seconds of the measured run (default 8)
   --loggers N      loggers per host (default 1; 0 turns logging off)
@@ -33,6 +39,7 @@ them apart.
   --threads        also print, per run and as means, the CPU seconds of the
                    servers' threads by kind (pod-worker, pod-logger, pod-epoch,
                    pod-ckpt, ...: both hosts' together) during the measured run
+                   (with --sequence: over the whole sequence)
   --keep DIR       keep the configs, JSON lines and server logs in DIR
   -h, --help       this text
 
@@ -45,6 +52,7 @@ ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 WORKLOAD=tpcc
 BENCH=
 BENCH_SET=0
+SEQUENCE=
 PAIRS=3
 DUR=8
 LOGGERS=1
@@ -60,6 +68,7 @@ while [ $# -gt 0 ]; do
     case $1 in
     --workload) WORKLOAD=$2; shift 2 ;;
     --bench) BENCH=$2; BENCH_SET=1; shift 2 ;;
+    --sequence) SEQUENCE=$2; shift 2 ;;
     --pairs) PAIRS=$2; shift 2 ;;
     --duration) DUR=$2; shift 2 ;;
     --loggers) LOGGERS=$2; shift 2 ;;
@@ -86,6 +95,11 @@ ycsb) [ $BENCH_SET = 1 ] || BENCH="--read-pct 50 --multi-partition 10" ;;
 smallbank) ;;
 *) echo "ab.sh: --workload wants tpcc, ycsb or smallbank, not '$WORKLOAD'" >&2; exit 2 ;;
 esac
+RUNS=("$BENCH")
+if [ -n "$SEQUENCE" ]; then
+    IFS=';' read -r -a RUNS <<<"$SEQUENCE"
+    [ ${#RUNS[@]} -ge 1 ] || { echo "ab.sh: --sequence has no runs" >&2; exit 2; }
+fi
 TREES=()
 for t in "${ARGS[@]}"; do
     d=$(cd "$t" 2>/dev/null && pwd) || { echo "ab.sh: no directory $t" >&2; exit 2; }
@@ -145,22 +159,28 @@ one() {
     CONF=$conf
     "$BIN/poddb-bench" --conf "$CONF" --workload "$WORKLOAD" --duration 1 --warmup 0 \
         >"$WORK/$label.load" 2>&1 || { tail -5 "$WORK/$label.load" >&2; exit 2; }
-    c0=$(cpu_ticks)
+    : >"$WORK/$label.result"
+    local run=0 bench
     [ $THREADS = 0 ] || thread_ticks >"$WORK/$label.t0"
-    # shellcheck disable=SC2086
-    "$BIN/poddb-bench" --conf "$CONF" --workload "$WORKLOAD" $BENCH --duration "$DUR" --warmup 0 \
-        --json >"$WORK/$label.json" 2>"$WORK/$label.err" || { tail -5 "$WORK/$label.err" >&2; exit 2; }
-    c1=$(cpu_ticks)
-    [ $THREADS = 0 ] || thread_ticks >"$WORK/$label.t1"
-    cp "$(ls -d "$(run_base)"/poddb-"$TAG"-* | head -1)"/host0.log "$WORK/$label-host0.log" 2>/dev/null || true
-    down
-    json=$(tail -1 "$WORK/$label.json")
-    python3 -c '
+    for bench in "${RUNS[@]}"; do
+        run=$((run + 1))
+        c0=$(cpu_ticks)
+        # shellcheck disable=SC2086
+        "$BIN/poddb-bench" --conf "$CONF" --workload "$WORKLOAD" $bench --duration "$DUR" \
+            --warmup 0 --json >"$WORK/$label.$run.json" 2>"$WORK/$label.err" ||
+            { tail -5 "$WORK/$label.err" >&2; exit 2; }
+        c1=$(cpu_ticks)
+        json=$(tail -1 "$WORK/$label.$run.json")
+        python3 -c '
 import json, sys
 d = json.loads(sys.argv[1]); ticks = int(sys.argv[2]); hz = int(sys.argv[3])
 n = sum(d["commits"].values())
 print("%.0f %.1f" % (d["committed_per_s"], ticks / hz * 1e6 / n if n else 0))' \
-        "$json" $((c1 - c0)) "$(getconf CLK_TCK)" >"$WORK/$label.result"
+            "$json" $((c1 - c0)) "$(getconf CLK_TCK)" >>"$WORK/$label.result"
+    done
+    [ $THREADS = 0 ] || thread_ticks >"$WORK/$label.t1"
+    cp "$(ls -d "$(run_base)"/poddb-"$TAG"-* | head -1)"/host0.log "$WORK/$label-host0.log" 2>/dev/null || true
+    down
     [ $THREADS = 0 ] && return
     # per kind: the sum over its threads (by TID) of the ticks in the run
     python3 - "$WORK/$label.t0" "$WORK/$label.t1" "$(getconf CLK_TCK)" >"$WORK/$label.threads" <<'EOF'
@@ -177,18 +197,22 @@ EOF
 
 echo "A: ${TREES[0]}${ENV_A:+ ($ENV_A)}"
 echo "B: ${TREES[1]}${ENV_B:+ ($ENV_B)}${ENGINE_B[*]:+ (engine: ${ENGINE_B[*]})}"
-echo "$WORKLOAD $BENCH, $DUR s runs, loggers $LOGGERS${ENGINE[*]:+, engine: ${ENGINE[*]}}, $PAIRS pairs"
-A=()
-B=()
+if [ -n "$SEQUENCE" ]; then
+    echo "$WORKLOAD, a sequence of ${#RUNS[@]} runs of $DUR s on each pod: $SEQUENCE"
+    echo "loggers $LOGGERS${ENGINE[*]:+, engine: ${ENGINE[*]}}, $PAIRS pairs"
+else
+    echo "$WORKLOAD $BENCH, $DUR s runs, loggers $LOGGERS${ENGINE[*]:+, engine: ${ENGINE[*]}}, $PAIRS pairs"
+fi
 for i in $(seq "$PAIRS"); do
     one "a$i" "${TREES[0]}" "$ENV_A"
     one "b$i" "${TREES[1]}" "$ENV_B" ${ENGINE_B[@]+"${ENGINE_B[@]}"}
-    a=$(cat "$WORK/a$i.result")
-    b=$(cat "$WORK/b$i.result")
-    A+=("$a")
-    B+=("$b")
-    printf 'pair %d: A %s/s (%s us CPU/txn)  B %s/s (%s us CPU/txn)  [load %s]\n' "$i" \
-        ${a% *} ${a#* } ${b% *} ${b#* } "$(uptime | sed 's/.*load average: //')"
+    for r in $(seq ${#RUNS[@]}); do
+        a=$(sed -n "${r}p" "$WORK/a$i.result")
+        b=$(sed -n "${r}p" "$WORK/b$i.result")
+        [ ${#RUNS[@]} = 1 ] && run="" || run=" run $r (${RUNS[$((r - 1))]})"
+        printf 'pair %d%s: A %s/s (%s us CPU/txn)  B %s/s (%s us CPU/txn)  [load %s]\n' "$i" "$run" \
+            ${a% *} ${a#* } ${b% *} ${b#* } "$(uptime | sed 's/.*load average: //')"
+    done
     if [ $THREADS = 1 ]; then
         echo "  A threads (CPU s): $(cat "$WORK/a$i.threads")"
         echo "  B threads (CPU s): $(cat "$WORK/b$i.threads")"
@@ -208,15 +232,22 @@ for side in "ab":
         "%s=%.2f" % (name, v / n) for name, v in sorted(k.items()))))
 EOF
 fi
-python3 - "${A[@]}" "${B[@]}" <<'EOF'
+python3 - "$WORK" "$PAIRS" "${#RUNS[@]}" <<'EOF'
 import statistics as s, sys
-v = sys.argv[1:]
-n = len(v) // 2
-a = [float(x.split()[0]) for x in v[:n]]
-b = [float(x.split()[0]) for x in v[n:]]
-ca = [float(x.split()[1]) for x in v[:n]]
-cb = [float(x.split()[1]) for x in v[n:]]
-print("mean: A %.0f/s (%.1f us CPU/txn)  B %.0f/s (%.1f us CPU/txn)  B/A %.3f, B ahead in %d of %d pairs"
-      % (s.mean(a), s.mean(ca), s.mean(b), s.mean(cb), s.mean(b) / s.mean(a),
-         sum(y > x for x, y in zip(a, b)), n))
+work, n, runs = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
+def rd(side, i):
+    return [tuple(float(x) for x in l.split()) for l in open("%s/%s%d.result" % (work, side, i))]
+A = [rd("a", i) for i in range(1, n + 1)]
+B = [rd("b", i) for i in range(1, n + 1)]
+def line(label, a, b):
+    print("%s: A %.0f/s (%.1f us CPU/txn)  B %.0f/s (%.1f us CPU/txn)  B/A %.3f, B ahead in %d of %d"
+          % (label, s.mean(x[0] for x in a), s.mean(x[1] for x in a), s.mean(x[0] for x in b),
+             s.mean(x[1] for x in b), s.mean(x[0] for x in b) / s.mean(x[0] for x in a),
+             sum(y[0] > x[0] for x, y in zip(a, b)), len(a)))
+if runs > 1:
+    for r in range(runs):
+        line("mean of run %d" % (r + 1), [p[r] for p in A], [p[r] for p in B])
+    line("mean of all runs", [x for p in A for x in p], [x for p in B for x in p])
+else:
+    line("mean", [p[0] for p in A], [p[0] for p in B])
 EOF
