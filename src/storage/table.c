@@ -20,7 +20,7 @@ void row_free(struct pod_row *r) { free(r); }
 #define PREFETCH_ROW_BYTES 512u /* the row's lock word and the start of its tuple */
 
 void table_prefetch(const pod_table *t, const uint32_t *parts, const void *const *keys,
-                    unsigned n, bt_hint *hints)
+                    unsigned n, bt_hint *hints, struct pod_row **rows_out)
 {
     const bt_tree *trees[BT_PREFETCH_MAX];
     uint64_t rows[BT_PREFETCH_MAX];
@@ -32,6 +32,7 @@ void table_prefetch(const pod_table *t, const uint32_t *parts, const void *const
     if (bytes > PREFETCH_ROW_BYTES) bytes = PREFETCH_ROW_BYTES;
     for (unsigned i = 0; i < n; i++) {
         const char *r = (const char *)(uintptr_t)rows[i];
+        if (rows_out) rows_out[i] = (struct pod_row *)(uintptr_t)r;
         if (!r) continue;
         for (size_t off = 0; off < bytes; off += 64) __builtin_prefetch(r + off);
     }

@@ -55,10 +55,10 @@ static inline struct pod_row *table_lookup(const pod_table *t, uint32_t part, co
 /* Bring the index paths and rows of n keys (keys[i] in partition parts[i],
  * n <= BT_PREFETCH_MAX) into the cache together (bt_prefetch); a hint for
  * what a transaction reads next. hints (may be NULL): the leaf each key's
- * descent reached, as bt_prefetch gives it. Inside the caller's EBR
- * section. */
+ * descent reached, as bt_prefetch gives it; rows (may be NULL): each key's
+ * row, NULL where the key was not found. Inside the caller's EBR section. */
 void table_prefetch(const pod_table *t, const uint32_t *parts, const void *const *keys,
-                    unsigned n, bt_hint *hints);
+                    unsigned n, bt_hint *hints, struct pod_row **rows);
 
 /* Put a row into the partition's index under key: BT_OK, BT_EXISTS or an
  * index error. hint: the operation's leaf hint (bt_hint), or NULL. */

@@ -40,6 +40,7 @@
 #include "txn/ebr.h"
 #include "txn/lock.h"
 #include "txn/txn_int.h"
+#include "util/cpu.h"
 
 /* Before-images live in chunks that are reused from one attempt to the next;
  * pointers into them stay valid for the whole attempt. */
@@ -100,6 +101,7 @@ void txn_begin(struct pod_txn *tx)
     for (struct undo_chunk *c = tx->chunks; c; c = c->next) c->used = 0;
     tx->cur = tx->chunks;
     leaf_memo_begin(&tx->memo);
+    tx->pf_n = 0;
     tx->active = true;
     ebr_enter(tx->db->ebr, tx->w->id);
     /* Records and CXL index nodes of every host stay readable until exit. */
@@ -277,6 +279,25 @@ static cxl_record *moved_record(const struct pod_txn *tx, struct access *a)
     return rec ? rec : rowlock_record(at.r, a->row);
 }
 
+/* An access that took its lock in a row's HWcc record (the row is in CXL
+ * memory): the other rows of the last pod_prefetch batch are likely there
+ * too, and each of their locks will be a CAS on a record line that misses
+ * after the row's own. Fetch those lines for writing now, so that the misses
+ * overlap (docs/performance.md, section 37). Once per batch: pf_n goes to 0.
+ * The rows are readable: they were found inside this transaction's EBR
+ * section; a record that moved out meanwhile is only a wasted prefetch. */
+static void prefetch_records(struct pod_txn *tx)
+{
+    const struct cxl_region *r = txn_region(tx);
+    for (uint32_t i = 0; i < tx->pf_n; i++) {
+        struct pod_row *row = tx->pf_rows[i];
+        if (!row || !rowlock_moved(row)) continue;
+        cxl_record *rec = rowlock_record(r, row);
+        if (rec) pod_prefetch_write(rec);
+    }
+    tx->pf_n = 0;
+}
+
 /* Take (or keep) a lock of mode `want` on the local row of key (NULL: the
  * partition's sentinel) for the rest of the transaction. *acc gets the
  * access entry, which keeps a copy of the key. POD_OK or POD_CONFLICT. */
@@ -306,6 +327,7 @@ static int lock_row(struct pod_txn *tx, pod_table *t, uint32_t part, struct pod_
     struct rowlock_at at = row_at(tx, t, part, row, key);
     if (!rowlock_try_at(&at, row, want, &in_cxl))
         return conflict(tx, want == HELD_WRITE ? POD_CAUSE_WRITE_LOCK : read_cause);
+    if (in_cxl && tx->pf_n) prefetch_records(tx);
     if (a) {
         a->held = want;
         a->in_cxl = in_cxl;
@@ -523,7 +545,9 @@ int pod_prefetch(pod_txn *tx, pod_table *t, const void *keys, uint32_t n)
                 if (b) {
                     remote_prefetch(tx, t, parts[b], batch[b], m[b]);
                 } else {
-                    table_prefetch(t, parts[b], batch[b], m[b], hints);
+                    table_prefetch(t, parts[b], batch[b], m[b], hints,
+                                   tx->db->pod ? tx->pf_rows : NULL);
+                    tx->pf_n = tx->db->pod ? m[b] : 0;
                     for (unsigned j = 0; j < m[b]; j++)
                         leaf_memo_put(&tx->memo, batch[b][j], t->key_size, &hints[j]);
                 }

@@ -89,6 +89,10 @@ struct pod_txn {
     uint32_t ops;           /* local row operations, to serve the inbox every few */
     char msg[256];
     struct leaf_memo memo;  /* leaves pod_prefetch and inserts reached (leaf_memo.h) */
+    /* The local rows of the last pod_prefetch batch, until an access to a
+     * row in CXL memory starts fetching their records (prefetch_records). */
+    struct pod_row *pf_rows[BT_PREFETCH_MAX];
+    uint32_t pf_n;
 };
 
 #define OP_RESTARTS 1000 /* bound on "start this operation over" loops */
