@@ -3,7 +3,8 @@
 # tools/pod): the CSV has one row per point with a throughput and a passed
 # check, the plot is a PNG, no region is left.
 # A config key the server does not know is refused before anything runs.
-# tools/experiments/ab.sh: one pair of runs, its means, no region left.
+# tools/experiments/ab.sh: one pair of runs, its means, no region left; a
+# --sequence of two runs compared run by run.
 # tools/experiments/fold-profile.py: synthetic perf script text folded right.
 source tests/lib.sh
 export PODDB_RUN_DIR=$TMP/run PODDB_EXP_TAG=$TEST_TAG
@@ -63,6 +64,19 @@ grep -Eq '^  B threads \(CPU s\): .*pod-logger=[0-9.]+ .*pod-worker=[0-9.]+' "$T
   fail "ab.sh --threads: no CPU by thread kind: $(cat "$TMP/ab")"
 [ -z "$(ls /dev/shm | grep '^poddb-ab-' || true)" ] || fail "ab.sh left a region behind"
 pass "ab.sh: a pair with committed/s and CPU per transaction each (and by thread kind), the means, no region left"
+# --sequence: two runs on each pod, compared run by run and over both.
+tools/experiments/ab.sh --pairs 1 --duration 1 --workload ycsb --ycsb-tuples 20000 \
+  --sequence "--read-pct 50 --multi-partition 10;--read-pct 90 --multi-partition 100" . . >"$TMP/ab" 2>&1 ||
+  { cat "$TMP/ab" >&2; fail "ab.sh --sequence exited with $?"; }
+for r in 1 2; do
+  grep -Eq "^pair 1 run $r \(--read-pct .*\): A [0-9]+/s .*  B [0-9]+/s " "$TMP/ab" &&
+    grep -Eq "^mean of run $r: A [0-9]+/s .* B ahead in [01] of 1 pairs$" "$TMP/ab" ||
+    fail "ab.sh --sequence: run $r missing: $(cat "$TMP/ab")"
+done
+grep -Eq '^mean of all runs: A [0-9]+/s .* B/A [0-9.]+, B ahead in [012] of 2 runs$' "$TMP/ab" ||
+  fail "ab.sh --sequence: no mean of all runs: $(cat "$TMP/ab")"
+[ -z "$(ls /dev/shm | grep '^poddb-ab-' || true)" ] || fail "ab.sh --sequence left a region behind"
+pass "ab.sh --sequence: each run of the sequence compared, and all runs together"
 set +e
 tools/experiments/ab.sh . "$TMP" >"$TMP/ab" 2>&1
 rc=$?

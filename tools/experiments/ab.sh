@@ -239,15 +239,15 @@ def rd(side, i):
     return [tuple(float(x) for x in l.split()) for l in open("%s/%s%d.result" % (work, side, i))]
 A = [rd("a", i) for i in range(1, n + 1)]
 B = [rd("b", i) for i in range(1, n + 1)]
-def line(label, a, b):
-    print("%s: A %.0f/s (%.1f us CPU/txn)  B %.0f/s (%.1f us CPU/txn)  B/A %.3f, B ahead in %d of %d"
+def line(label, a, b, unit):
+    print("%s: A %.0f/s (%.1f us CPU/txn)  B %.0f/s (%.1f us CPU/txn)  B/A %.3f, B ahead in %d of %d %s"
           % (label, s.mean(x[0] for x in a), s.mean(x[1] for x in a), s.mean(x[0] for x in b),
              s.mean(x[1] for x in b), s.mean(x[0] for x in b) / s.mean(x[0] for x in a),
-             sum(y[0] > x[0] for x, y in zip(a, b)), len(a)))
+             sum(y[0] > x[0] for x, y in zip(a, b)), len(a), unit))
 if runs > 1:
     for r in range(runs):
-        line("mean of run %d" % (r + 1), [p[r] for p in A], [p[r] for p in B])
-    line("mean of all runs", [x for p in A for x in p], [x for p in B for x in p])
+        line("mean of run %d" % (r + 1), [p[r] for p in A], [p[r] for p in B], "pairs")
+    line("mean of all runs", [x for p in A for x in p], [x for p in B for x in p], "runs")
 else:
-    line("mean", [p[0] for p in A], [p[0] for p in B])
+    line("mean", [p[0] for p in A], [p[0] for p in B], "pairs")
 EOF
