@@ -3,8 +3,8 @@
 # tools/pod): the CSV has one row per point with a throughput and a passed
 # check, the plot is a PNG, no region is left.
 # A config key the server does not know is refused before anything runs.
-# tools/experiments/ab.sh: one pair of runs, its means, no region left; a
-# --sequence of two runs compared run by run.
+# tools/experiments/ab.sh: one pair of runs, its means, no region left, --keep
+# without the durability logs; a --sequence of two runs compared run by run.
 # tools/experiments/fold-profile.py: synthetic perf script text folded right.
 source tests/lib.sh
 export PODDB_RUN_DIR=$TMP/run PODDB_EXP_TAG=$TEST_TAG
@@ -55,6 +55,8 @@ tools/experiments/ab.sh --pairs 1 --duration 1 --workload ycsb --ycsb-tuples 200
 grep -q '^B: .* (engine: checkpoint_after: 0)$' "$TMP/ab" || fail "ab.sh: B's engine line not shown: $(cat "$TMP/ab")"
 grep -q '^  checkpoint_after: 0$' "$TMP/abkeep/b1.yaml" && ! grep -q checkpoint_after "$TMP/abkeep/a1.yaml" ||
   fail "ab.sh: --engine-b did not reach B's config only"
+[ -z "$(ls -d "$TMP"/abkeep/*-log-* 2>/dev/null)" ] ||
+  fail "ab.sh --keep copied the pods' durability logs: $(ls "$TMP/abkeep")"
 grep -Eq '^pair 1: A [0-9]+/s \([0-9.]+ us CPU/txn\)  B [0-9]+/s \([0-9.]+ us CPU/txn\)' "$TMP/ab" ||
   fail "ab.sh: no pair line: $(cat "$TMP/ab")"
 grep -Eq '^mean: A [0-9]+/s .* B/A [0-9.]+, B ahead in [01] of 1 pairs$' "$TMP/ab" ||

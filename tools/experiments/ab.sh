@@ -40,7 +40,8 @@ them apart.
                    servers' threads by kind (pod-worker, pod-logger, pod-epoch,
                    pod-ckpt, ...: both hosts' together) during the measured run
                    (with --sequence: over the whole sequence)
-  --keep DIR       keep the configs, JSON lines and server logs in DIR
+  --keep DIR       keep the configs, JSON lines and server logs in DIR (not
+                   the pods' durability logs)
   -h, --help       this text
 
 Single runs on a 2-core VM vary by 10-25%: take several pairs, run nothing

@@ -3,7 +3,8 @@
 # region with 256 MiB of HWcc, 10 ms epochs. Set ROOT, BIN and NAME (the
 # script's name) first; this sets WORK (a scratch directory), TAG and CONF
 # and on exit stops the pod and removes WORK and the region (copying WORK to
-# $KEEP first when KEEP is set).
+# $KEEP first when KEEP is set, but for the pods' durability logs: a few
+# TPC-C runs leave gigabytes of segments and checkpoints).
 
 # need_programs P...: every program in $BIN, or exit 2
 need_programs() {
@@ -17,7 +18,10 @@ TAG=$NAME-$$
 CONF=
 cleanup() {
     [ -n "$CONF" ] && PODDB_BIN=$BIN "$ROOT/tools/pod" down --conf "$CONF" >/dev/null 2>&1 || true
-    if [ -n "${KEEP:-}" ]; then mkdir -p "$KEEP" && cp -r "$WORK"/. "$KEEP"/; fi
+    if [ -n "${KEEP:-}" ]; then
+        mkdir -p "$KEEP" &&
+            find "$WORK" -mindepth 1 -maxdepth 1 ! -name '*-log-*' -exec cp -r {} "$KEEP"/ \;
+    fi
     rm -rf "$WORK" "/dev/shm/poddb-$TAG"
 }
 trap cleanup EXIT

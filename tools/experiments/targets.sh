@@ -26,7 +26,8 @@ the ratios compare runs that met the same amount of data.
   --quick        3-second runs and 200,000 YCSB tuples (a smoke run, not the
                  targets' setting; says so in the output)
   --bin DIR      programs (default build/bin)
-  --keep DIR     keep configs, bench JSON lines and server logs in DIR
+  --keep DIR     keep configs, bench JSON lines and server logs in DIR (not
+                 the pods' durability logs)
   -h, --help     this text
 
 Every figure depends on the machine: run it on an otherwise idle machine
