@@ -331,6 +331,7 @@ void rec_row_prefetch_write(struct cxl_region *r, enum pod_coherence v, const cx
     const char *row = cxl_ptr(r, row_off);
     pod_prefetch_write(row);
     uintptr_t p = ((uintptr_t)row + REC_ROW_HEADER + off) & ~(uintptr_t)(CXL_LINE - 1);
+    if (p == (uintptr_t)row) p += CXL_LINE; /* the header's line: done */
     for (uintptr_t end = (uintptr_t)row + REC_ROW_HEADER + off + len; p < end; p += CXL_LINE)
         pod_prefetch_write((const void *)p);
 }

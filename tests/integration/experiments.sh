@@ -79,6 +79,16 @@ grep -Eq '^mean of all runs: A [0-9]+/s .* B/A [0-9.]+, B ahead in [012] of 2 ru
   fail "ab.sh --sequence: no mean of all runs: $(cat "$TMP/ab")"
 [ -z "$(ls /dev/shm | grep '^poddb-ab-' || true)" ] || fail "ab.sh --sequence left a region behind"
 pass "ab.sh --sequence: each run of the sequence compared, and all runs together"
+for bad in "--sequence --remote;;--remote" "--bench --remote --sequence --remote"; do
+  set +e
+  # shellcheck disable=SC2086
+  tools/experiments/ab.sh $bad . . >"$TMP/ab" 2>&1
+  rc=$?
+  set -e
+  [ $rc = 2 ] && grep -Eq "empty run|exclude each other" "$TMP/ab" ||
+    fail "ab.sh $bad: exit $rc: $(cat "$TMP/ab")"
+done
+pass "ab.sh refuses a sequence with an empty run, and --bench with --sequence"
 set +e
 tools/experiments/ab.sh . "$TMP" >"$TMP/ab" 2>&1
 rc=$?

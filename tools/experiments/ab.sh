@@ -26,7 +26,7 @@ them apart.
                    on the same pod (poddb-bench arguments, ';' between runs),
                    so that later runs meet what earlier ones left (data grown,
                    tuples in CXL memory); B/A is taken per position and over
-                   all runs
+                   all runs. Not with --bench
   --pairs N        pairs of runs (default 3)
   --duration S     seconds of the measured run (default 8)
   --loggers N      loggers per host (default 1; 0 turns logging off)
@@ -98,8 +98,12 @@ smallbank) ;;
 esac
 RUNS=("$BENCH")
 if [ -n "$SEQUENCE" ]; then
+    [ $BENCH_SET = 0 ] || { echo "ab.sh: --bench and --sequence exclude each other" >&2; exit 2; }
     IFS=';' read -r -a RUNS <<<"$SEQUENCE"
     [ ${#RUNS[@]} -ge 1 ] || { echo "ab.sh: --sequence has no runs" >&2; exit 2; }
+    for r in "${RUNS[@]}"; do
+        [ -n "${r// /}" ] || { echo "ab.sh: --sequence '$SEQUENCE' has an empty run" >&2; exit 2; }
+    done
 fi
 TREES=()
 for t in "${ARGS[@]}"; do
