@@ -76,3 +76,15 @@ $BIN/poddb-logdump 2>/dev/null; rc=$?
 set -e
 [ $rc = 2 ] || fail "no arguments: rc $rc"
 pass "clear errors for a missing directory and no arguments"
+
+# poddb-crcbench, the CRC's benchmark: its options and one short JSON run
+# (a figure, not a test of speed; test_log_segment checks the values).
+$BIN/poddb-crcbench --help | grep -q 'usage: poddb-crcbench' || fail "crcbench --help"
+set +e
+$BIN/poddb-crcbench --size 0 2>"$TMP/err"; rc=$?
+set -e
+[ $rc = 2 ] && grep -q -- '--size: want 1..' "$TMP/err" || fail "crcbench --size 0 (rc $rc)"
+out=$($BIN/poddb-crcbench --size 65536 --total 8 --cold 1 --json)
+echo "$out" | python3 -c 'import json,sys; d=json.load(sys.stdin); assert d["size"] == 65536 and min(d["hot_gbps"], d["cold_gbps"], d["sw_hot_gbps"]) > 0, d' \
+  || fail "crcbench --json: $out"
+pass "poddb-crcbench: --help, a bad size, one JSON line"
