@@ -181,6 +181,22 @@ static void hidx_put(struct pod_txn *tx, uint32_t i)
     tx->hidx[h] = i;
 }
 
+/* Take the newest access out of the index. Emptying its slot is enough: the
+ * slot was free when every older access was placed, so it lies on no older
+ * access's probe sequence. (Until section 39 of docs/performance.md the
+ * whole index was rebuilt at the next lookup: each insert's instant lock on
+ * its next key cost a rebuild.) */
+static void hidx_remove_newest(struct pod_txn *tx)
+{
+    uint32_t mask = tx->hsize - 1, last = tx->nacc - 1;
+    for (uint32_t h = hash_id(access_id(&tx->acc[last]), mask); tx->hidx[h] != HIDX_EMPTY;
+         h = (h + 1) & mask)
+        if (tx->hidx[h] == last) {
+            tx->hidx[h] = HIDX_EMPTY;
+            return;
+        }
+}
+
 /* (Re)build the index for the current accesses with room to grow (load <= 1/4).
  * It uses as many slots as that needs, not all that an earlier big
  * transaction allocated: clearing those cost a TPC-C NewOrder 1.6% of its
@@ -349,13 +365,14 @@ static void release(struct pod_txn *tx, struct access *a)
 }
 
 /* Give back a lock taken by this operation that turned out not to be needed
- * (a dead row, a next key that moved). Only the newest access can be one. */
+ * (a dead row, a next key that moved, an insert's instant lock on the next
+ * key). Only the newest access can be one. */
 void txn_unlock_fresh(struct pod_txn *tx, struct access *a)
 {
     if (a != &tx->acc[tx->nacc - 1] || (a->flags & ~ACC_LOADED)) return;
     release(tx, a);
+    if (tx->hvalid) hidx_remove_newest(tx);
     tx->nacc--;
-    tx->hvalid = false; /* its index entry is gone with it */
 }
 #define unlock_fresh txn_unlock_fresh
 

@@ -577,6 +577,60 @@ START_TEST(large_transactions_find_their_own_locks)
 }
 END_TEST
 
+/* An insert locks its next key for an instant and gives the lock back; in a
+ * transaction past 16 accesses that takes its entry out of the hash index
+ * (the newest's slot is emptied, nothing is rebuilt). Every access before
+ * and after must still be found. */
+START_TEST(instant_gap_locks_keep_the_access_index)
+{
+    load_even(0, 98); /* 50 rows */
+    unsigned char k[8];
+    struct acct a;
+    txn_begin(A);
+    for (uint64_t i = 0; i <= 60; i += 2) { /* 31 read locks: the index is in use */
+        key(k, i);
+        ck_assert_int_eq(pod_get(A, T, k, &a), POD_OK);
+    }
+    for (uint64_t i = 1001; i < 1200; i += 2) { /* each next key (the end) locked for an instant */
+        key(k, i);
+        a = (struct acct){(int64_t)i, 4};
+        ck_assert_int_eq(pod_insert(A, T, k, &a), POD_OK);
+    }
+    for (uint64_t i = 71; i < 98; i += 2) { /* next keys 72..98: not held, instant locks */
+        key(k, i);
+        a = (struct acct){(int64_t)i, 5};
+        ck_assert_int_eq(pod_insert(A, T, k, &a), POD_OK);
+    }
+    for (uint64_t i = 0; i <= 60; i += 2) { /* the reads: found, upgraded in place */
+        key(k, i);
+        a = (struct acct){(int64_t)i, 6};
+        ck_assert_int_eq(pod_put(A, T, k, &a), POD_OK);
+    }
+    for (uint64_t i = 1001; i < 1200; i += 2) { /* own inserts: found, present */
+        key(k, i);
+        ck_assert_int_eq(pod_get(A, T, k, &a), POD_OK);
+        ck_assert_int_eq(a.balance, (int64_t)i);
+        ck_assert_int_eq(pod_insert(A, T, k, &a), POD_EXISTS);
+    }
+    key(k, 72); /* the instant lock on 72 is gone: B may lock it */
+    txn_begin(B);
+    ck_assert_int_eq(pod_get(B, T, k, &a), POD_OK);
+    key(k, 71);
+    ck_assert_int_eq(pod_get(B, T, k, &a), POD_CONFLICT); /* A's insert */
+    txn_abort(B);
+    ck_assert_int_eq(txn_status(A), POD_OK);
+    txn_commit(A);
+    txn_begin(B);
+    key(k, 1199);
+    ck_assert_int_eq(pod_get(B, T, k, &a), POD_OK);
+    ck_assert_int_eq(a.balance, 1199);
+    key(k, 60);
+    ck_assert_int_eq(pod_get(B, T, k, &a), POD_OK);
+    ck_assert_int_eq(a.version, 6);
+    txn_commit(B);
+}
+END_TEST
+
 /* ---- pod_call: retries, user aborts, errors, statistics ------------------- */
 
 struct flaky {
@@ -1004,6 +1058,7 @@ int main(void)
     tcase_add_test(on, keys_sort_naturally);
     tcase_add_test(on, prefetched_reads_see_changes);
     tcase_add_test(on, leaf_memo_is_per_transaction);
+    tcase_add_test(on, instant_gap_locks_keep_the_access_index);
     suite_add_tcase(s, on);
     TCase *off = tcase_create("phantom protection off");
     tcase_add_checked_fixture(off, setup_off, teardown);
