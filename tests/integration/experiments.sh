@@ -61,6 +61,8 @@ grep -Eq '^pair 1: A [0-9]+/s \([0-9.]+ us CPU/txn\)  B [0-9]+/s \([0-9.]+ us CP
   fail "ab.sh: no pair line: $(cat "$TMP/ab")"
 grep -Eq '^mean: A [0-9]+/s .* B/A [0-9.]+, B ahead in [01] of 1 pairs$' "$TMP/ab" ||
   fail "ab.sh: no means: $(cat "$TMP/ab")"
+grep -Eq '^  B/A of the pairs: [0-9.]+ \(one: no interval\)$' "$TMP/ab" ||
+  fail "ab.sh: no B/A of the pairs: $(cat "$TMP/ab")"
 grep -Eq '^  B threads \(CPU s\): .*pod-logger=[0-9.]+ .*pod-worker=[0-9.]+' "$TMP/ab" &&
   grep -Eq '^mean threads A \(CPU s\): .*pod-worker=[0-9.]+' "$TMP/ab" ||
   fail "ab.sh --threads: no CPU by thread kind: $(cat "$TMP/ab")"

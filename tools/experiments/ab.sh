@@ -13,7 +13,10 @@ Runs A, B, A, B, ... (--pairs pairs), each on a fresh private 2-host pod
 programs of TREE/build/bin, brought up with this tree's tools/pod): a 1 s
 run that loads the data, then the measured run. Prints each run's committed
 transactions per second and both servers' CPU time per committed
-transaction, then the means, B/A and in how many pairs B was ahead. TREE_A
+transaction, then the means, B/A, in how many pairs B was ahead, and the
+geometric mean of the pairs' B/A with a 95% interval (Student's t over
+their logarithms: an interval that holds 1 is a change the runs' noise
+hides). TREE_A
 and TREE_B may be the same tree with --env-a/--env-b or --engine-b telling
 them apart.
 
@@ -238,8 +241,25 @@ for side in "ab":
 EOF
 fi
 python3 - "$WORK" "$PAIRS" "${#RUNS[@]}" <<'EOF'
-import statistics as s, sys
+import math, statistics as s, sys
 work, n, runs = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
+# Student's t, two-sided 95%, by degrees of freedom (1.96 past 30).
+T95 = [12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228, 2.201, 2.179,
+       2.160, 2.145, 2.131, 2.120, 2.110, 2.101, 2.093, 2.086, 2.080, 2.074, 2.069, 2.064,
+       2.060, 2.056, 2.052, 2.048, 2.045, 2.042]
+def interval(a, b, unit):
+    """B/A of each pair: their geometric mean and a 95% interval for it (a
+    t-interval of the pairs' log ratios), so that a change smaller than
+    the runs' noise reads as one."""
+    r = [math.log(y[0] / x[0]) for x, y in zip(a, b) if x[0] > 0 and y[0] > 0]
+    if len(r) < 2:
+        return "  B/A of the %s: %s (one: no interval)" % (
+            unit, "%.3f" % math.exp(r[0]) if r else "n/a")
+    m, h = s.mean(r), T95[min(len(r) - 1, len(T95)) - 1] * s.stdev(r) / math.sqrt(len(r))
+    if len(r) > len(T95) + 1:
+        h = 1.96 * s.stdev(r) / math.sqrt(len(r))
+    return "  B/A of the %s: geometric mean %.3f, 95%% interval %.3f-%.3f (%d %s)" % (
+        unit, math.exp(m), math.exp(m - h), math.exp(m + h), len(r), unit)
 def rd(side, i):
     return [tuple(float(x) for x in l.split()) for l in open("%s/%s%d.result" % (work, side, i))]
 A = [rd("a", i) for i in range(1, n + 1)]
@@ -249,6 +269,7 @@ def line(label, a, b, unit):
           % (label, s.mean(x[0] for x in a), s.mean(x[1] for x in a), s.mean(x[0] for x in b),
              s.mean(x[1] for x in b), s.mean(x[0] for x in b) / s.mean(x[0] for x in a),
              sum(y[0] > x[0] for x, y in zip(a, b)), len(a), unit))
+    print(interval(a, b, unit))
 if runs > 1:
     for r in range(runs):
         line("mean of run %d" % (r + 1), [p[r] for p in A], [p[r] for p in B], "pairs")
