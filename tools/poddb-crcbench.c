@@ -38,11 +38,18 @@ static double now_s(void)
     return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
 
-static bool parse_u64(const char *s, uint64_t lo, uint64_t hi, uint64_t *out)
+/* optarg as a number in lo..hi for option name; false (after saying why)
+ * when it is not one. */
+static bool parse_u64(const char *name, const char *unit, uint64_t lo, uint64_t hi,
+                      uint64_t *out)
 {
     char *end;
-    unsigned long long v = strtoull(s, &end, 10);
-    if (!*s || *end || *s == '-' || v < lo || v > hi) return false;
+    unsigned long long v = strtoull(optarg, &end, 10);
+    if (!*optarg || *end || *optarg == '-' || v < lo || v > hi) {
+        fprintf(stderr, "poddb-crcbench: --%s: want %llu..%llu %s, not '%s'\n", name,
+                (unsigned long long)lo, (unsigned long long)hi, unit, optarg);
+        return false;
+    }
     *out = v;
     return true;
 }
@@ -79,22 +86,13 @@ int main(int argc, char **argv)
     while ((o = getopt_long(argc, argv, "s:t:c:jh", opts, NULL)) != -1) {
         switch (o) {
         case 's':
-            if (!parse_u64(optarg, 1, 1u << 30, &size)) {
-                fprintf(stderr, "poddb-crcbench: --size: want 1..1073741824 bytes, not '%s'\n", optarg);
-                return 2;
-            }
+            if (!parse_u64("size", "bytes", 1, 1u << 30, &size)) return 2;
             break;
         case 't':
-            if (!parse_u64(optarg, 1, 1u << 20, &total_mib)) {
-                fprintf(stderr, "poddb-crcbench: --total: want 1..1048576 MiB, not '%s'\n", optarg);
-                return 2;
-            }
+            if (!parse_u64("total", "MiB", 1, 1u << 20, &total_mib)) return 2;
             break;
         case 'c':
-            if (!parse_u64(optarg, 1, 1u << 20, &cold_mib)) {
-                fprintf(stderr, "poddb-crcbench: --cold: want 1..1048576 MiB, not '%s'\n", optarg);
-                return 2;
-            }
+            if (!parse_u64("cold", "MiB", 1, 1u << 20, &cold_mib)) return 2;
             break;
         case 'j': json = true; break;
         case 'h': fputs(usage, stdout); return 0;
