@@ -11,6 +11,11 @@
 typedef uint64_t cxl_off;
 #define CXL_NULL ((cxl_off)0)
 
+/* The HWcc slices end at or below this offset (cxl/region.c refuses a
+ * geometry that does not), so an 8-byte-aligned HWcc record's offset fits 32
+ * bits counted in 8-byte units: a local row's shortcut (src/storage/row.h). */
+#define CXL_HWCC_LIMIT (1ull << 35)
+
 /* base + off, or NULL for the null offset. */
 static inline void *cxl_at(void *base, cxl_off off)
 {

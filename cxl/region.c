@@ -94,6 +94,15 @@ int cxl_geometry_compute(const struct pod_config *c, struct cxl_geometry *g, pod
                          threads * CXL_SLICE_ALIGN;
     g->hwcc_off = CXL_SLICE_ALIGN; /* the first 32 MiB hold the superblock and control block */
     g->swcc_off = g->hwcc_off + g->nhosts * g->hwcc_slice_size;
+    if (g->swcc_off > CXL_HWCC_LIMIT) {
+        pod_err_set(err,
+                    "%s: region.hwcc_budget %s is too large for %u hosts: the HWcc slices "
+                    "would end at %s, and must end within the region's first %s "
+                    "(local rows address HWcc records with 32-bit offsets)",
+                    c->source, mib(g->hwcc_budget, b1, sizeof b1), g->nhosts,
+                    mib(g->swcc_off, b2, sizeof b2), mib(CXL_HWCC_LIMIT, b3, sizeof b3));
+        return -1;
+    }
     uint64_t min_swcc = (threads + 1) * CXL_SLICE_ALIGN;
     uint64_t need = g->swcc_off + g->nhosts * min_swcc;
     if (g->region_size < need) {

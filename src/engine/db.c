@@ -97,8 +97,9 @@ nomem:
 void pod_db_free(pod_db *db)
 {
     if (!db) return;
+    /* What is still retired first: a retired row goes back to its table's slab. */
+    if (db->ebr) ebr_domain_free(db->ebr);
     for (uint32_t i = 0; i < db->ntables; i++) table_free(db->tables[i]);
-    if (db->ebr) ebr_domain_free(db->ebr); /* frees what is still retired */
     for (int i = 0; db->workers && i < db->opt.nworkers; i++) worker_free(db->workers[i]);
     worker_free(db->admin);
     for (uint32_t i = 0; i < db->nprocs; i++) free((char *)db->procs[i].name);

@@ -23,12 +23,6 @@
 #include "util/cpu.h"
 #include "util/log.h"
 
-static void row_free_cb(void *ctx, void *row)
-{
-    (void)ctx;
-    row_free(row);
-}
-
 
 static struct pod_row *local_row(const bt_tree *tree, const void *key)
 {
@@ -92,7 +86,7 @@ static int move_in(struct pod_worker *w, pod_table *t, uint32_t part, struct pod
     struct pod_part_cxl *pc = t->parts[part].cxl;
     if (!pod_row_latch_try(row)) return POD_RS_BUSY; /* being moved or unlinked right now */
     if (rowlock_moved(row)) {
-        *out = __atomic_load_n(&row->shortcut, __ATOMIC_ACQUIRE);
+        *out = row_shortcut(row);
         pod_row_latch_release(row);
         return POD_RS_OK;
     }
@@ -131,7 +125,7 @@ static int move_in(struct pod_worker *w, pod_table *t, uint32_t part, struct pod
         status = st == BT_NOMEM ? POD_RS_NOMEM : POD_RS_BUSY;
         goto undo_read;
     }
-    __atomic_store_n(&row->shortcut, off, __ATOMIC_RELEASE);
+    row_set_shortcut(row, off);
     uint32_t v = __atomic_load_n(&row->lock, __ATOMIC_RELAXED);
     while (!__atomic_compare_exchange_n(&row->lock, &v, v | LOCK_MOVED, true, __ATOMIC_ACQ_REL,
                                         __ATOMIC_RELAXED)) {
@@ -308,9 +302,9 @@ void pod_unlink_moved(struct pod_worker *w, pod_table *t, uint32_t part, const v
     cxl_record *rec = rowlock_record(ph->r, row);
     rec_row_write(ph->r, ph->coh, rec, NULL, t->tuple_size, 0, row->epoch_version);
     pod_forget_record(w, pc, key, rec);
-    __atomic_store_n(&row->valid, 0, __ATOMIC_RELEASE);
+    row_set_valid(row, 0);
     table_index_remove(t, part, key);
-    ebr_retire(w->db->ebr, w->id, row, row_free_cb, NULL);
+    ebr_retire(w->db->ebr, w->id, row, row_free_cb, t);
     /* The latch and the record's write lock are never released: the row and
      * the record are dead, and whoever still finds them fails to lock them. */
 }
@@ -336,7 +330,7 @@ static int prep_insert(struct pod_worker *w, pod_table *t, uint32_t part,
                                : t->parts[part].sentinel;
     bool gap_locked = false, in_cxl = false;
     if (rq->flags & POD_RQ_GAP_HELD) {
-        if (!rowlock_moved(next) || __atomic_load_n(&next->shortcut, __ATOMIC_ACQUIRE) != rq->rec ||
+        if (!rowlock_moved(next) || row_shortcut(next) != rq->rec ||
             !(rec_load(pod_rec(ph, rq->rec)) & REC_LOCK_W))
             return POD_RS_BUSY;
     } else {
@@ -351,17 +345,17 @@ static int prep_insert(struct pod_worker *w, pod_table *t, uint32_t part,
         off = rec_create(ph->r, ph->coh, nrow->tuple, t->tuple_size, 0, 0);
     }
     if (off == CXL_NULL) {
-        row_free(nrow);
+        row_free(t, nrow);
         status = POD_RS_NOMEM;
         goto out;
     }
     rec_init_lock(pod_rec(ph, off), true, 0); /* the requester's write lock */
     rec_flag_set(pod_rec(ph, off), REC_CLOCK); /* as a move-in: used right away */
-    nrow->shortcut = off;
+    row_set_shortcut(nrow, off);
     nrow->lock = LOCK_MOVED;
     if (table_index_insert(t, part, rq->key, nrow, NULL) != BT_OK) {
         rec_destroy(ph->r, off);
-        row_free(nrow);
+        row_free(t, nrow);
         status = POD_RS_BUSY; /* inserted meanwhile by the owner */
         goto out;
     }
@@ -370,7 +364,7 @@ static int prep_insert(struct pod_worker *w, pod_table *t, uint32_t part,
     if (cxl_index_insert(pc->ix, w->id, rq->key, off) != BT_OK) {
         __atomic_fetch_sub(&pc->resident, 1, __ATOMIC_RELAXED);
         table_index_remove(t, part, rq->key);
-        ebr_retire(w->db->ebr, w->id, nrow, row_free_cb, NULL);
+        ebr_retire(w->db->ebr, w->id, nrow, row_free_cb, t);
         rec_destroy(ph->r, off);
         status = POD_RS_NOMEM;
         goto out;
@@ -388,7 +382,7 @@ static void unlink_req(struct pod_worker *w, pod_table *t, uint32_t part,
     struct pod_host *ph = w->db->pod;
     struct pod_row *row = local_row(&t->parts[part].tree, rq->key);
     if (!row || !rowlock_moved(row) ||
-        __atomic_load_n(&row->shortcut, __ATOMIC_ACQUIRE) != rq->rec) {
+        row_shortcut(row) != rq->rec) {
         pod_error("unlink of table %s partition %u: the key's record is not %#llx (protocol bug)",
                   t->name, part, (unsigned long long)rq->rec);
         return;

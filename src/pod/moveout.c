@@ -53,7 +53,7 @@ static bool evict(struct pod_worker *w, pod_table *t, uint32_t part, const void 
     if (!row || !pod_row_latch_try(row)) return false;
     cxl_record *rec = pod_rec(ph, off);
     bool done = false;
-    if (rowlock_moved(row) && __atomic_load_n(&row->shortcut, __ATOMIC_ACQUIRE) == off &&
+    if (rowlock_moved(row) && row_shortcut(row) == off &&
         rec_try_write_lock(rec)) {
         uint32_t valid = 1;
         uint64_t ev = row->epoch_version;
@@ -61,13 +61,14 @@ static bool evict(struct pod_worker *w, pod_table *t, uint32_t part, const void 
             /* Written by another host: the CXL copy is the tuple. */
             if (rec_row_read(ph->r, ph->coh, rec, row->tuple, t->tuple_size, &valid, &ev) == REC_OK) {
                 row->epoch_version = ev;
-                __atomic_store_n(&row->valid, valid, __ATOMIC_RELEASE);
+                row_set_valid(row, valid);
             }
         }
         rec_row_write(ph->r, ph->coh, rec, NULL, t->tuple_size, 0, ev);
         pod_forget_record(w, pc, key, rec);
-        __atomic_store_n(&row->lock, 0, __ATOMIC_RELEASE); /* the row's own lock is live again */
-        __atomic_store_n(&row->shortcut, CXL_NULL, __ATOMIC_RELEASE);
+        /* The row's own lock is live again (the latch and valid bits stay). */
+        __atomic_fetch_and(&row->lock, ~LOCK_STATE, __ATOMIC_RELEASE);
+        row_set_shortcut(row, CXL_NULL);
         pod_count(&ph->st.moved_out, 1);
         done = true;
     }

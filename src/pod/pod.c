@@ -46,8 +46,8 @@ static int own_partition(struct pod_host *ph, pod_table *t, uint32_t p, pod_err 
         return -1;
     }
     struct pod_row *s = t->parts[p].sentinel;
-    __atomic_store_n(&s->shortcut, soff, __ATOMIC_RELAXED);
-    __atomic_store_n(&s->lock, LOCK_MOVED, __ATOMIC_RELEASE);
+    row_set_shortcut(s, soff);
+    __atomic_fetch_or(&s->lock, LOCK_MOVED, __ATOMIC_RELEASE);
     pc->sentinel = pod_rec(ph, soff);
     cxl_index_set_sentinel(pc->ix, soff);
     return 0;
@@ -122,7 +122,7 @@ void pod_host_detach(struct pod_host *ph)
         pod_table *t = db->tables[i];
         for (uint32_t p = 0; p < t->nparts; p++) {
             struct pod_row *s = t->parts[p].sentinel;
-            s->lock = 0;
+            s->lock &= ~LOCK_STATE;
             s->shortcut = 0;
         }
     }

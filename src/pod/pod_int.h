@@ -116,16 +116,22 @@ void pod_req_init(struct pod_req_msg *rq, const pod_table *t, uint32_t part, con
 
 /* The row latch orders the movements of one row (move-in, move-out, unlink,
  * setting its has-next-key bit). Held for microseconds, never across a
- * transaction. */
+ * transaction. Not taken while the row is write-locked: none of those
+ * movements could proceed then (a write-locked row is never moved, and a
+ * moved row's own lock bits are frozen), and the write lock's holder may then
+ * store the row word without an atomic read-modify-write (txn/lock.h). */
 static inline bool pod_row_latch_try(struct pod_row *row)
 {
-    uint16_t z = 0;
-    return __atomic_compare_exchange_n(&row->latch, &z, 1, false, __ATOMIC_ACQUIRE,
-                                       __ATOMIC_RELAXED);
+    uint32_t v = __atomic_load_n(&row->lock, __ATOMIC_RELAXED);
+    while (!(v & (ROW_LATCH | LOCK_W)))
+        if (__atomic_compare_exchange_n(&row->lock, &v, v | ROW_LATCH, true, __ATOMIC_ACQUIRE,
+                                        __ATOMIC_RELAXED))
+            return true;
+    return false;
 }
 static inline void pod_row_latch_release(struct pod_row *row)
 {
-    __atomic_store_n(&row->latch, 0, __ATOMIC_RELEASE);
+    __atomic_fetch_and(&row->lock, ~ROW_LATCH, __ATOMIC_RELEASE);
 }
 
 /* Owner: take key's record (write-locked by the caller for good, row marked

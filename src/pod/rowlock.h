@@ -29,7 +29,7 @@ enum { ROWLOCK_READ = 1, ROWLOCK_WRITE = 2 };
 
 static inline cxl_record *rowlock_record(const struct cxl_region *r, const struct pod_row *row)
 {
-    cxl_off off = __atomic_load_n(&row->shortcut, __ATOMIC_ACQUIRE);
+    cxl_off off = row_shortcut(row);
     return off ? (cxl_record *)cxl_ptr(r, off) : NULL;
 }
 
@@ -50,7 +50,7 @@ static inline cxl_record *rowlock_find(const struct rowlock_at *at, const struct
     if (!at->ix) return rowlock_record(at->r, row);
     uint64_t off;
     if (cxl_index_lookup(at->ix, at->worker, at->key, &off) != BT_OK ||
-        off != __atomic_load_n(&row->shortcut, __ATOMIC_ACQUIRE))
+        off != row_shortcut(row))
         return NULL;
     return (cxl_record *)cxl_ptr(at->r, off);
 }

@@ -221,7 +221,8 @@ static int sys_procs(pod_txn *tx, const pod_args *a, pod_result *res, void *ctx)
     return POD_OK;
 }
 
-/* sys.tables -> rows [name, key_size, tuple_size, partitions, keys, index_bytes]. */
+/* sys.tables -> rows [name, key_size, tuple_size, partitions, keys, index_bytes,
+ * row_bytes]. */
 static int sys_tables(pod_txn *tx, const pod_args *a, pod_result *res, void *ctx)
 {
     (void)a;
@@ -243,6 +244,7 @@ static int sys_tables(pod_txn *tx, const pod_args *a, pod_result *res, void *ctx
         pod_result_i64(res, t->nparts);
         pod_result_i64(res, (int64_t)keys);
         pod_result_i64(res, (int64_t)bytes);
+        pod_result_i64(res, (int64_t)table_row_memory(t, keys));
     }
     return POD_OK;
 }

@@ -5,17 +5,28 @@
 #include <string.h>
 
 #include "engine/db.h"
+#include "storage/row_slab.h"
 
+/* Rows are not cache-line aligned: that would cost a larger block for every
+ * size that is not a multiple of 64. Only one host's workers touch its rows. */
 struct pod_row *row_alloc(const pod_table *t)
 {
-    /* Not cache-line aligned: mimalloc (linked as malloc) rounds a block
-     * only up to its size class, while 64-byte alignment of a class that is
-     * not a multiple of 64 costs a larger class (a 136-byte row took 256
-     * bytes). Only one host's workers touch its rows. */
-    return calloc(1, sizeof(struct pod_row) + t->tuple_size);
+    return t->rows ? row_slab_alloc(t->rows) : calloc(1, t->row_bytes);
 }
 
-void row_free(struct pod_row *r) { free(r); }
+void row_free(const pod_table *t, struct pod_row *r)
+{
+    if (!r) return;
+    if (t->rows) row_slab_free(t->rows, r);
+    else free(r);
+}
+
+void row_free_cb(void *table, void *row) { row_free(table, row); }
+
+uint64_t table_row_memory(const pod_table *t, uint64_t keys)
+{
+    return t->rows ? row_slab_bytes(t->rows) : keys * t->row_bytes;
+}
 
 #define PREFETCH_ROW_BYTES 512u /* the row's lock word and the start of its tuple */
 
@@ -28,13 +39,15 @@ void table_prefetch(const pod_table *t, const uint32_t *parts, const void *const
     if (n > BT_PREFETCH_MAX) n = BT_PREFETCH_MAX;
     for (unsigned i = 0; i < n; i++) trees[i] = &t->parts[parts[i]].tree;
     bt_prefetch(trees, keys, n, rows, hints);
-    size_t bytes = sizeof(struct pod_row) + t->tuple_size;
+    size_t bytes = t->row_bytes;
     if (bytes > PREFETCH_ROW_BYTES) bytes = PREFETCH_ROW_BYTES;
     for (unsigned i = 0; i < n; i++) {
         const char *r = (const char *)(uintptr_t)rows[i];
         if (rows_out) rows_out[i] = (struct pod_row *)(uintptr_t)r;
         if (!r) continue;
-        for (size_t off = 0; off < bytes; off += 64) __builtin_prefetch(r + off);
+        /* Every cache line the row's first bytes touch (rows are 8-aligned). */
+        const char *line = (const char *)((uintptr_t)r & ~(uintptr_t)63);
+        for (; line < r + bytes; line += 64) __builtin_prefetch(line);
     }
 }
 
@@ -114,6 +127,8 @@ pod_table *table_new(pod_db *db, uint32_t id, const pod_table_def *def, const bt
     t->nparts = def->nparts ? def->nparts : 1;
     t->partition = def->partition;
     t->partition_ctx = def->partition_ctx;
+    t->row_bytes = (sizeof(struct pod_row) + def->tuple_size + 7) & ~(size_t)7;
+    if (t->row_bytes <= ROW_SLAB_MAX_BLOCK && !(t->rows = row_slab_new(t->row_bytes))) goto nomem;
     t->name = strdup(def->name);
     t->cols = calloc(def->ncols ? def->ncols : 1, sizeof *t->cols);
     t->parts = calloc(t->nparts, sizeof *t->parts);
@@ -149,12 +164,12 @@ nomem:
     return NULL;
 }
 
-/* Drop every row and index node. No transaction may be running. */
+/* Drop every row and index node. No transaction may be running, and no
+ * row of the table may wait in EBR (pod_db_free drains it first). */
 static bool free_row_visit(void *arg, const void *key, uint64_t value)
 {
-    (void)arg;
     (void)key;
-    row_free((struct pod_row *)(uintptr_t)value);
+    row_free(arg, (struct pod_row *)(uintptr_t)value);
     return true;
 }
 
@@ -164,11 +179,13 @@ void table_free(pod_table *t)
     for (uint32_t p = 0; t->parts && p < t->nparts; p++) {
         struct pod_partition *pt = &t->parts[p];
         if (pt->tree.hdr) {
-            bt_scan_forward(&pt->tree, NULL, true, free_row_visit, NULL);
+            /* A slab's rows all go with it. */
+            if (!t->rows) bt_scan_forward(&pt->tree, NULL, true, free_row_visit, t);
             bt_destroy(&pt->tree);
         }
-        row_free(pt->sentinel);
+        row_free(t, pt->sentinel);
     }
+    row_slab_destroy(t->rows);
     for (uint32_t i = 0; i < t->ncols; i++) free((char *)t->cols[i].name);
     free(t->cols);
     free(t->parts);

@@ -24,6 +24,8 @@ struct pod_table {
     void *partition_ctx;
     struct pod_partition *parts;
     pod_db *db;
+    size_t row_bytes;      /* header and tuple, rounded up to 8 */
+    struct row_slab *rows; /* where rows come from (NULL: malloc, for rows over 4 KiB) */
 };
 
 static inline uint32_t table_partition_of(const pod_table *t, const void *key)
@@ -37,7 +39,11 @@ static inline uint32_t table_partition_of(const pod_table *t, const void *key)
  * The row does not hold its key: the index does, and whoever works on a
  * row came to it by its key (a transaction keeps it in its access set). */
 struct pod_row *row_alloc(const pod_table *t);
-void row_free(struct pod_row *r);
+void row_free(const pod_table *t, struct pod_row *r);
+/* row_free as an EBR callback: ebr_retire(..., row, row_free_cb, table). */
+void row_free_cb(void *table, void *row);
+/* Bytes of memory the table's rows take (with free rows kept for reuse). */
+uint64_t table_row_memory(const pod_table *t, uint64_t keys);
 
 /* The partition's index, in one place (a second index beside the tree, a
  * row hash, was measured and did not pay: docs/performance.md). */

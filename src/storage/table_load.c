@@ -14,16 +14,16 @@ enum table_install_result table_install(pod_table *t, const void *key, uint64_t 
         if (row->epoch_version >= ev) return TABLE_NOT_NEWER;
         if (tuple) memcpy(row->tuple, tuple, t->tuple_size);
         row->epoch_version = ev;
-        __atomic_store_n(&row->valid, tuple ? 1u : 0u, __ATOMIC_RELEASE);
+        row_set_valid(row, tuple != NULL);
         return TABLE_INSTALLED;
     }
     if (!(row = row_alloc(t))) return TABLE_INSTALL_NOMEM;
     if (tuple) memcpy(row->tuple, tuple, t->tuple_size);
     row->epoch_version = ev;
-    row->valid = tuple ? 1u : 0u;
+    row->lock = tuple ? ROW_VALID : 0;
     bt_status st = table_index_insert(t, part, key, row, NULL);
     if (st != BT_OK) { /* BT_EXISTS cannot happen: one thread per key */
-        row_free(row);
+        row_free(t, row);
         return TABLE_INSTALL_NOMEM;
     }
     return TABLE_INSTALLED;
@@ -42,12 +42,6 @@ enum table_install_result table_patch(pod_table *t, const void *key, uint64_t ev
     return TABLE_INSTALLED;
 }
 
-static void row_free_cb(void *ctx, void *row)
-{
-    (void)ctx;
-    row_free(row);
-}
-
 int table_drop_tombstone(pod_table *t, const void *key)
 {
     uint32_t part = table_partition_of(t, key);
@@ -55,7 +49,7 @@ int table_drop_tombstone(pod_table *t, const void *key)
     if (!row || row_valid(row)) return 0;
     table_index_remove(t, part, key);
     struct pod_worker *w = pod_current_worker();
-    if (w && w->db == t->db) ebr_retire(t->db->ebr, w->id, row, row_free_cb, NULL);
-    else row_free(row);
+    if (w && w->db == t->db) ebr_retire(t->db->ebr, w->id, row, row_free_cb, t);
+    else row_free(t, row);
     return 1;
 }

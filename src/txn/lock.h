@@ -12,10 +12,12 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#define LOCK_W (1u << 31)
-#define LOCK_MOVED (1u << 30)
-#define LOCK_READERS (LOCK_MOVED - 1)
+#include "storage/row.h"
 
+/* Every function keeps the word's other bits (ROW_LATCH, ROW_VALID). While
+ * LOCK_W is set nobody else changes the word (lock attempts fail without
+ * writing, and the latch cannot be taken: pod_row_latch_try), so the holder
+ * of the write lock releases or downgrades it with a plain store. */
 static inline bool lock_try_read(uint32_t *w)
 {
     uint32_t v = __atomic_load_n(w, __ATOMIC_RELAXED);
@@ -27,15 +29,22 @@ static inline bool lock_try_read(uint32_t *w)
 
 static inline bool lock_try_write(uint32_t *w)
 {
-    uint32_t v = 0;
-    return __atomic_compare_exchange_n(w, &v, LOCK_W, false, __ATOMIC_ACQUIRE, __ATOMIC_RELAXED);
+    uint32_t v = __atomic_load_n(w, __ATOMIC_RELAXED);
+    while (!(v & LOCK_STATE))
+        if (__atomic_compare_exchange_n(w, &v, v | LOCK_W, true, __ATOMIC_ACQUIRE, __ATOMIC_RELAXED))
+            return true;
+    return false;
 }
 
 /* Shared -> exclusive; only the sole reader can upgrade. */
 static inline bool lock_try_upgrade(uint32_t *w)
 {
-    uint32_t v = 1;
-    return __atomic_compare_exchange_n(w, &v, LOCK_W, false, __ATOMIC_ACQUIRE, __ATOMIC_RELAXED);
+    uint32_t v = __atomic_load_n(w, __ATOMIC_RELAXED);
+    while ((v & LOCK_STATE) == 1)
+        if (__atomic_compare_exchange_n(w, &v, (v - 1) | LOCK_W, true, __ATOMIC_ACQUIRE,
+                                        __ATOMIC_RELAXED))
+            return true;
+    return false;
 }
 
 /* Returns the word before the release: if it had LOCK_MOVED, the lock had
@@ -45,10 +54,16 @@ static inline uint32_t lock_release_read(uint32_t *w)
 {
     return __atomic_fetch_sub(w, 1, __ATOMIC_RELEASE);
 }
-static inline void lock_release_write(uint32_t *w) { __atomic_store_n(w, 0, __ATOMIC_RELEASE); }
+static inline void lock_release_write(uint32_t *w)
+{
+    __atomic_store_n(w, __atomic_load_n(w, __ATOMIC_RELAXED) & ~LOCK_W, __ATOMIC_RELEASE);
+}
 
 /* Exclusive -> shared (the caller held the exclusive lock; a write-locked
- * row is never moved, so the word is still LOCK_W). */
-static inline void lock_downgrade(uint32_t *w) { __atomic_store_n(w, 1, __ATOMIC_RELEASE); }
+ * row is never moved, so the lock bits are still just LOCK_W). */
+static inline void lock_downgrade(uint32_t *w)
+{
+    __atomic_store_n(w, (__atomic_load_n(w, __ATOMIC_RELAXED) & ~LOCK_W) + 1, __ATOMIC_RELEASE);
+}
 
 #endif

@@ -56,12 +56,6 @@ static inline const struct cxl_region *txn_region(const struct pod_txn *tx)
     return tx->db->pod ? pod_host_region(tx->db->pod) : NULL;
 }
 
-static void row_free_cb(void *ctx, void *row)
-{
-    (void)ctx;
-    row_free(row);
-}
-
 /* ---- lifecycle ------------------------------------------------------------ */
 
 struct pod_txn *txn_new(pod_db *db, struct pod_worker *w)
@@ -402,7 +396,7 @@ static const unsigned char *local_tuple(struct pod_txn *tx, struct access *a)
         if (rec_row_read(pod_host_region(ph), pod_host_coherence(ph), rec, row->tuple, tsz, &valid,
                          &ev) == REC_OK) {
             row->epoch_version = ev;
-            __atomic_store_n(&row->valid, valid, __ATOMIC_RELEASE);
+            row_set_valid(row, valid);
             rec_flag_clear(rec, REC_DIRTY);
         }
         return row->tuple;
@@ -805,7 +799,7 @@ int pod_insert(pod_txn *tx, pod_table *t, const void *key, const void *tuple)
         if (gap_fresh) unlock_fresh(tx, gap);
         if (downgrade) rowlock_downgrade(reg, downgrade->row, downgrade->in_cxl);
         if (st != BT_OK) {
-            row_free(row);
+            row_free(t, row);
             if (st == BT_EXISTS) continue; /* raced with an insert of the same key */
             tx->status = POD_E_NOMEM;
             return pod_txn_fail(tx, POD_E_NOMEM, "%s: index: %s", t->name, bt_status_name(st));
@@ -813,7 +807,7 @@ int pod_insert(pod_txn *tx, pod_table *t, const void *key, const void *tuple)
         struct access *a = txn_add_access(tx, row, NULL, t, part, HELD_WRITE, key);
         if (!a) { /* cannot track it: take it out again */
             table_index_remove(t, part, key);
-            ebr_retire(tx->db->ebr, tx->w->id, row, row_free_cb, NULL);
+            ebr_retire(tx->db->ebr, tx->w->id, row, row_free_cb, (void *)t);
             return POD_E_NOMEM;
         }
         a->flags = ACC_INSERTED;
@@ -972,7 +966,7 @@ static void remove_row(struct pod_txn *tx, struct access *a)
         return;
     }
     table_index_remove(a->table, a->part, a->key);
-    ebr_retire(tx->db->ebr, tx->w->id, a->row, row_free_cb, NULL);
+    ebr_retire(tx->db->ebr, tx->w->id, a->row, row_free_cb, (void *)a->table);
 }
 
 /* Tigon/SiloR: a tuple written again in the same epoch gets version + 1,
@@ -1002,7 +996,7 @@ void txn_commit(struct pod_txn *tx)
         struct access *a = &tx->acc[i];
         if (a->rec) continue; /* remote: below, with the release */
         if (a->flags & ACC_DELETED) {
-            __atomic_store_n(&a->row->valid, 0, __ATOMIC_RELEASE);
+            row_set_valid(a->row, 0);
             a->row->epoch_version = txn_next_epoch_version(a->row->epoch_version, epoch);
             log_txn_write(tx->db, lw, a->table, a->key, a->row->epoch_version, NULL);
         } else if (a->flags & (ACC_INSERTED | ACC_UPDATED)) {
@@ -1016,7 +1010,7 @@ void txn_commit(struct pod_txn *tx)
                 log_txn_update(tx->db, lw, a->table, key, a->row->epoch_version, base, a->undo,
                                a->ulo, a->uhi, a->row->tuple);
             }
-            __atomic_store_n(&a->row->valid, 1, __ATOMIC_RELEASE);
+            row_set_valid(a->row, 1);
             if (a->in_cxl) publish_moved(tx, a);
         }
     }

@@ -10,6 +10,7 @@
 #include "engine/result.h"
 #include "engine/worker.h"
 #include "txn/leaf_memo.h"
+#include "txn/lock.h"
 #include "txn/txn.h"
 
 struct acct {
@@ -341,7 +342,7 @@ START_TEST(no_locking_takes_no_locks)
         key(k, i);
         uint64_t v;
         if (bt_lookup(&T->parts[0].tree, k, &v) == BT_OK)
-            ck_assert_uint_eq(((struct pod_row *)(uintptr_t)v)->lock, 0);
+            ck_assert_uint_eq(((struct pod_row *)(uintptr_t)v)->lock & LOCK_STATE, 0);
     }
 }
 END_TEST
@@ -581,6 +582,39 @@ END_TEST
  * transaction past 16 accesses that takes its entry out of the hash index
  * (the newest's slot is emptied, nothing is rebuilt). Every access before
  * and after must still be found. */
+/* The row word holds the latch and valid bits beside the lock: every lock
+ * operation keeps them, and they never make a lock attempt fail. */
+START_TEST(row_word_lock_keeps_latch_and_valid)
+{
+    struct pod_row row = {0};
+    uint32_t *w = &row.lock;
+    row_set_valid(&row, 1);
+    __atomic_fetch_or(w, ROW_LATCH, __ATOMIC_RELAXED);
+    ck_assert(lock_try_write(w));
+    ck_assert(!lock_try_read(w));
+    ck_assert(!lock_try_write(w));
+    lock_downgrade(w);
+    ck_assert_uint_eq(*w, ROW_LATCH | ROW_VALID | 1);
+    ck_assert(lock_try_upgrade(w));
+    ck_assert_uint_eq(*w, ROW_LATCH | ROW_VALID | LOCK_W);
+    lock_release_write(w);
+    ck_assert_uint_eq(*w, ROW_LATCH | ROW_VALID);
+    ck_assert(lock_try_read(w) && lock_try_read(w));
+    ck_assert(!lock_try_upgrade(w)); /* two readers */
+    ck_assert(!lock_try_write(w));
+    ck_assert_uint_eq(lock_release_read(w) & LOCK_STATE, 2);
+    ck_assert(lock_try_upgrade(w));
+    row_set_valid(&row, 0);
+    ck_assert(!row_valid(&row));
+    lock_release_write(w);
+    ck_assert_uint_eq(*w, ROW_LATCH);
+    row_set_shortcut(&row, 8ull << 30);
+    ck_assert_uint_eq(row_shortcut(&row), 8ull << 30);
+    row_set_shortcut(&row, CXL_HWCC_LIMIT - 8);
+    ck_assert_uint_eq(row_shortcut(&row), CXL_HWCC_LIMIT - 8);
+}
+END_TEST
+
 START_TEST(instant_gap_locks_keep_the_access_index)
 {
     load_even(0, 98); /* 50 rows */
@@ -1059,6 +1093,7 @@ int main(void)
     tcase_add_test(on, prefetched_reads_see_changes);
     tcase_add_test(on, leaf_memo_is_per_transaction);
     tcase_add_test(on, instant_gap_locks_keep_the_access_index);
+    tcase_add_test(on, row_word_lock_keeps_latch_and_valid);
     suite_add_tcase(s, on);
     TCase *off = tcase_create("phantom protection off");
     tcase_add_checked_fixture(off, setup_off, teardown);
