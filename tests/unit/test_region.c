@@ -62,6 +62,15 @@ START_TEST(geometry_fits_and_explains)
     ck_assert_int_eq(cxl_geometry_compute(c, &g, &err), -1);
     ck_assert_msg(strstr(err.msg, "hwcc_budget") && strstr(err.msg, "control block"), "%s",
                   err.msg);
+
+    /* HWcc slices must end within CXL_HWCC_LIMIT (local rows' 32-bit shortcuts). */
+    c->region.size = 80 * 1024 * MiB;
+    c->region.hwcc_budget = 30 * 1024 * MiB;
+    ck_assert_int_eq(cxl_geometry_compute(c, &g, &err), -1);
+    ck_assert_msg(strstr(err.msg, "too large") && strstr(err.msg, "32768 MiB"), "%s", err.msg);
+    c->region.hwcc_budget = 16 * 1024 * MiB;
+    ck_assert_int_eq(cxl_geometry_compute(c, &g, &err), 0);
+    ck_assert_uint_le(g.swcc_off, CXL_HWCC_LIMIT);
     free(c);
 }
 END_TEST
