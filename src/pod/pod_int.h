@@ -116,18 +116,10 @@ void pod_req_init(struct pod_req_msg *rq, const pod_table *t, uint32_t part, con
 
 /* The row latch orders the movements of one row (move-in, move-out, unlink,
  * setting its has-next-key bit). Held for microseconds, never across a
- * transaction. Not taken while the row is write-locked: none of those
- * movements could proceed then (a write-locked row is never moved, and a
- * moved row's own lock bits are frozen), and the write lock's holder may then
- * store the row word without an atomic read-modify-write (txn/lock.h). */
+ * transaction. A bit of the row word, independent of the lock bits. */
 static inline bool pod_row_latch_try(struct pod_row *row)
 {
-    uint32_t v = __atomic_load_n(&row->lock, __ATOMIC_RELAXED);
-    while (!(v & (ROW_LATCH | LOCK_W)))
-        if (__atomic_compare_exchange_n(&row->lock, &v, v | ROW_LATCH, true, __ATOMIC_ACQUIRE,
-                                        __ATOMIC_RELAXED))
-            return true;
-    return false;
+    return !(__atomic_fetch_or(&row->lock, ROW_LATCH, __ATOMIC_ACQUIRE) & ROW_LATCH);
 }
 static inline void pod_row_latch_release(struct pod_row *row)
 {

@@ -14,10 +14,12 @@
 
 #include "storage/row.h"
 
-/* Every function keeps the word's other bits (ROW_LATCH, ROW_VALID). While
- * LOCK_W is set nobody else changes the word (lock attempts fail without
- * writing, and the latch cannot be taken: pod_row_latch_try), so the holder
- * of the write lock releases or downgrades it with a plain store. */
+/* Every function keeps the word's other bits (ROW_LATCH, ROW_VALID), which
+ * others may change at any time: a mover can take the latch before a
+ * writer locks the row and release it while the writer holds the lock, so
+ * even the write lock's holder changes the word only with atomic
+ * read-modify-writes (a plain store of a value read earlier could put back
+ * a latch released meanwhile). */
 static inline bool lock_try_read(uint32_t *w)
 {
     uint32_t v = __atomic_load_n(w, __ATOMIC_RELAXED);
@@ -56,14 +58,12 @@ static inline uint32_t lock_release_read(uint32_t *w)
 }
 static inline void lock_release_write(uint32_t *w)
 {
-    __atomic_store_n(w, __atomic_load_n(w, __ATOMIC_RELAXED) & ~LOCK_W, __ATOMIC_RELEASE);
+    __atomic_fetch_and(w, ~LOCK_W, __ATOMIC_RELEASE);
 }
 
 /* Exclusive -> shared (the caller held the exclusive lock; a write-locked
- * row is never moved, so the lock bits are still just LOCK_W). */
-static inline void lock_downgrade(uint32_t *w)
-{
-    __atomic_store_n(w, (__atomic_load_n(w, __ATOMIC_RELAXED) & ~LOCK_W) + 1, __ATOMIC_RELEASE);
-}
+ * row is never moved, so the lock bits are still just LOCK_W): one atomic
+ * add clears LOCK_W and counts one reader. */
+static inline void lock_downgrade(uint32_t *w) { __atomic_fetch_add(w, 1u - LOCK_W, __ATOMIC_RELEASE); }
 
 #endif
