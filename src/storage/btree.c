@@ -311,11 +311,41 @@ static inline int compare_slot(const bt_tree *t, const uint64_t *slot, const sea
 }
 
 /* Binary search over the first `count` key slots: the first slot whose key
- * is >= sk, or with past_equal the first whose key is > sk. */
+ * is >= sk, or with past_equal the first whose key is > sk. Keys of one and
+ * two words (most keys: 8 and 16 bytes) have their own loops, with the
+ * word count a constant. */
 static unsigned key_bound(const bt_tree *t, char *n, unsigned count, const search_key *sk,
                           bool past_equal)
 {
     unsigned lo = 0, hi = count;
+    const uint64_t *keys = key_slot(t, n, 0);
+    if (t->key_words == 1) {
+        uint64_t k = sk->ord[0];
+        while (lo < hi) {
+            unsigned mid = lo + (hi - lo) / 2;
+            uint64_t w = be_word(load_word(&keys[mid]));
+            if (w < k || (past_equal && w == k)) lo = mid + 1;
+            else hi = mid;
+        }
+        return lo;
+    }
+    if (t->key_words == 2) {
+        uint64_t k0 = sk->ord[0], k1 = sk->ord[1];
+        while (lo < hi) {
+            unsigned mid = lo + (hi - lo) / 2;
+            uint64_t w0 = be_word(load_word(&keys[2 * mid]));
+            bool below;
+            if (w0 != k0) {
+                below = w0 < k0;
+            } else {
+                uint64_t w1 = be_word(load_word(&keys[2 * mid + 1]));
+                below = w1 < k1 || (past_equal && w1 == k1);
+            }
+            if (below) lo = mid + 1;
+            else hi = mid;
+        }
+        return lo;
+    }
     while (lo < hi) {
         unsigned mid = lo + (hi - lo) / 2;
         int c = compare_slot(t, key_slot(t, n, mid), sk);
