@@ -31,8 +31,8 @@ struct pod_row {
     _Alignas(8) unsigned char tuple[];
 };
 
-/* 16 bytes: a 72-byte TPC-C order line takes 88 (its own row slab, see
- * storage/table.c; in mimalloc's classes 96). */
+/* 16 bytes: a 72-byte TPC-C order line takes 88 (its table's row slab,
+ * storage/row_slab.c; in mimalloc's classes 96). */
 _Static_assert(sizeof(struct pod_row) == 16, "the row header is 16 bytes");
 
 static inline cxl_off row_shortcut(const struct pod_row *r)

@@ -110,12 +110,11 @@ static struct slab_cache *cache_of(const struct row_slab *s)
         if (!a) return NULL;
         memset(&a->e[old], 0, (n - old) * sizeof a->e[0]);
         a->n = n;
-        pthread_once(&key_once, key_create);
-        if (pthread_setspecific(cache_key, a) != 0) {
-            tl = a;
-            return NULL; /* no destructor: use the slab's lists */
-        }
         tl = a;
+        pthread_once(&key_once, key_create);
+        /* Registers the array for cache_release at the thread's exit; were
+         * that to fail, its free rows would only wait unused for the slab's end. */
+        (void)pthread_setspecific(cache_key, a);
     }
     struct slab_cache *c = &tl->e[s->id];
     if (c->gen != s->gen) *c = (struct slab_cache){.gen = s->gen};

@@ -5,7 +5,9 @@
  * its CXL copy (row->shortcut) instead: the owner set it when it moved the row
  * into CXL memory, copying the lock state there, and from then on the word is
  * frozen (every attempt below fails; src/pod/rowlock.h goes to the record)
- * until the row is moved out. So one lock word is live at any time. */
+ * until the row is moved out. So one lock word is live at any time. The
+ * word's bits, with the row's latch and valid bits beside the lock's, are
+ * laid out in storage/row.h. */
 #ifndef PODDB_TXN_LOCK_H
 #define PODDB_TXN_LOCK_H
 
