@@ -33,6 +33,7 @@ them apart.
   --pairs N        pairs of runs (default 3)
   --duration S     seconds of the measured run (default 8)
   --loggers N      loggers per host (default 1; 0 turns logging off)
+  --loggers-b N    loggers per host of B only (default: --loggers)
   --engine LINE    an engine: line of the config, like "locking: false"
                    (repeatable)
   --engine-b LINE  an engine: line of B's config only, like
@@ -60,6 +61,7 @@ SEQUENCE=
 PAIRS=3
 DUR=8
 LOGGERS=1
+LOGGERS_B=
 ENGINE=()
 ENGINE_B=()
 TUPLES=1000000
@@ -76,6 +78,7 @@ while [ $# -gt 0 ]; do
     --pairs) PAIRS=$2; shift 2 ;;
     --duration) DUR=$2; shift 2 ;;
     --loggers) LOGGERS=$2; shift 2 ;;
+    --loggers-b) LOGGERS_B=$2; shift 2 ;;
     --engine) ENGINE+=("$2"); shift 2 ;;
     --engine-b) ENGINE_B+=("$2"); shift 2 ;;
     --ycsb-tuples) TUPLES=$2; shift 2 ;;
@@ -89,7 +92,8 @@ while [ $# -gt 0 ]; do
     esac
 done
 [ ${#ARGS[@]} = 2 ] || { echo "ab.sh: want two trees, TREE_A and TREE_B (see --help)" >&2; exit 2; }
-for n in "$PAIRS" "$DUR" "$LOGGERS" "$TUPLES"; do
+LOGGERS_B=${LOGGERS_B:-$LOGGERS}
+for n in "$PAIRS" "$DUR" "$LOGGERS" "$LOGGERS_B" "$TUPLES"; do
     case $n in '' | *[!0-9]*) echo "ab.sh: '$n' is not a whole number" >&2; exit 2 ;; esac
 done
 [ "$PAIRS" -ge 1 ] && [ "$DUR" -ge 1 ] || { echo "ab.sh: --pairs and --duration must be at least 1" >&2; exit 2; }
@@ -151,14 +155,14 @@ thread_ticks() {
     done
 }
 
-# one LABEL TREE ENV [ENGINE_LINE...]: one run on a fresh pod; writes "committed/s
+# one LABEL TREE ENV LOGGERS [ENGINE_LINE...]: one run on a fresh pod; writes "committed/s
 # cpu_us_per_txn" to $WORK/LABEL.result (in this shell, so that the exit
 # trap brings the pod down if anything fails)
 one() {
-    local label=$1 tree=$2 envs=$3 conf c0 c1 json
-    shift 3
+    local label=$1 tree=$2 envs=$3 loggers=$4 conf c0 c1 json
+    shift 4
     BIN=$tree/build/bin
-    conf=$(make_conf "$label" "$LOGGERS" "$TUPLES" ${ENGINE[@]+"${ENGINE[@]}"} "$@")
+    conf=$(make_conf "$label" "$loggers" "$TUPLES" ${ENGINE[@]+"${ENGINE[@]}"} "$@")
     # shellcheck disable=SC2086
     env $envs true || { echo "ab.sh: bad environment '$envs'" >&2; exit 2; }
     # The servers get envs; this shell keeps its own environment.
@@ -204,7 +208,7 @@ EOF
 }
 
 echo "A: ${TREES[0]}${ENV_A:+ ($ENV_A)}"
-echo "B: ${TREES[1]}${ENV_B:+ ($ENV_B)}${ENGINE_B[*]:+ (engine: ${ENGINE_B[*]})}"
+echo "B: ${TREES[1]}${ENV_B:+ ($ENV_B)}${ENGINE_B[*]:+ (engine: ${ENGINE_B[*]})}$([ "$LOGGERS_B" = "$LOGGERS" ] || echo " (loggers $LOGGERS_B)")"
 if [ -n "$SEQUENCE" ]; then
     echo "$WORKLOAD, a sequence of ${#RUNS[@]} runs of $DUR s on each pod: $SEQUENCE"
     echo "loggers $LOGGERS${ENGINE[*]:+, engine: ${ENGINE[*]}}, $PAIRS pairs"
@@ -212,8 +216,8 @@ else
     echo "$WORKLOAD $BENCH, $DUR s runs, loggers $LOGGERS${ENGINE[*]:+, engine: ${ENGINE[*]}}, $PAIRS pairs"
 fi
 for i in $(seq "$PAIRS"); do
-    one "a$i" "${TREES[0]}" "$ENV_A"
-    one "b$i" "${TREES[1]}" "$ENV_B" ${ENGINE_B[@]+"${ENGINE_B[@]}"}
+    one "a$i" "${TREES[0]}" "$ENV_A" "$LOGGERS"
+    one "b$i" "${TREES[1]}" "$ENV_B" "$LOGGERS_B" ${ENGINE_B[@]+"${ENGINE_B[@]}"}
     for r in $(seq ${#RUNS[@]}); do
         a=$(sed -n "${r}p" "$WORK/a$i.result")
         b=$(sed -n "${r}p" "$WORK/b$i.result")
