@@ -17,8 +17,8 @@ transaction, then the means, B/A, in how many pairs B was ahead, and the
 geometric mean of the pairs' B/A with a 95% interval (Student's t over
 their logarithms: an interval that holds 1 is a change the runs' noise
 hides). TREE_A
-and TREE_B may be the same tree with --env-a/--env-b or --engine-b telling
-them apart.
+and TREE_B may be the same tree with --env-a/--env-b, --engine-b or
+--loggers-b telling them apart.
 
   --workload W     tpcc (default), ycsb or smallbank
   --bench ARGS     poddb-bench arguments of the measured run (default:
