@@ -360,7 +360,7 @@ static int run_checkpoint(struct checkpointer *c)
     if (!w) goto fail;
     /* Past the page cache like the log (docs/performance.md, section 33);
      * a writer that cannot is paced through the page cache instead. */
-    if (seg_writer_go_direct(w, &err) != 0) goto fail_w;
+    if (seg_writer_go_direct(w, SEG_DIRECT_EARLY_BYTES, &err) != 0) goto fail_w;
     uint64_t rows = 0, older = 0, deleted = 0;
     for (uint32_t i = 0; i < db->ntables; i++) {
         pod_table *t = db->tables[i];

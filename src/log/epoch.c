@@ -24,6 +24,7 @@ struct log_epochs {
     pthread_cond_t cv;
     bool stop, nudged;
     uint64_t persisted;           /* atomic */
+    bool watching;                /* atomic: the thread's current sleep is a poll */
     uint64_t period_ns, poll_ns;
     /* liveness cache */
     bool alive[POD_MAX_HOSTS];
@@ -138,7 +139,9 @@ static void *epoch_main(void *arg)
                     pod_warn("recording durable epoch %llu took %.0f ms (replies wait for it)",
                              (unsigned long long)d, (double)dt / 1e6);
                 if (wrc == 0) {
-                    __atomic_store_n(&le->persisted, d, __ATOMIC_RELEASE);
+                    /* seq_cst: on_durable's read of the waiters' count must
+                     * not pass it (src/server/server.c, on_durable). */
+                    __atomic_store_n(&le->persisted, d, __ATOMIC_SEQ_CST);
                     if (le->o.on_durable) le->o.on_durable(le->o.arg, d);
                 } else if (now - persist_warned > WARN_EVERY_NS) {
                     pod_error("%s; replies wait until it can be written", err.msg);
@@ -146,8 +149,16 @@ static void *epoch_main(void *arg)
                 }
             }
         }
-        /* Sleep until the next tick or poll, or a nudge from a logger. */
-        uint64_t wake = now + le->poll_ns;
+        /* Sleep until the next tick or poll, or a nudge (epoch.h:
+         * log_epochs_watch says when it polls). "Not watching" is
+         * stored before the question is asked: a worker that goes idle
+         * meanwhile either is seen idle here or sees false and nudges
+         * (log_epochs_watch). */
+        __atomic_store_n(&le->watching, false, __ATOMIC_SEQ_CST);
+        bool watch = (le->o.waiters && __atomic_load_n(le->o.waiters, __ATOMIC_SEQ_CST) > 0) ||
+                     (le->o.needs_watch && le->o.needs_watch(le->o.epoch_arg));
+        if (watch) __atomic_store_n(&le->watching, true, __ATOMIC_SEQ_CST);
+        uint64_t wake = now + (watch ? le->poll_ns : le->period_ns);
         if (next_tick < wake) wake = next_tick;
         struct timespec ts;
         clock_gettime(CLOCK_MONOTONIC, &ts);
@@ -213,7 +224,12 @@ void log_epochs_stop(struct log_epochs *le)
 
 uint64_t log_epochs_persisted(const struct log_epochs *le)
 {
-    return __atomic_load_n(&le->persisted, __ATOMIC_ACQUIRE);
+    return __atomic_load_n(&le->persisted, __ATOMIC_SEQ_CST);
+}
+
+void log_epochs_watch(struct log_epochs *le)
+{
+    if (!__atomic_load_n(&le->watching, __ATOMIC_SEQ_CST)) log_epochs_nudge(le);
 }
 
 void log_epochs_nudge(struct log_epochs *le)

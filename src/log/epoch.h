@@ -41,6 +41,13 @@ struct log_epoch_options {
     /* Called from the epoch thread when it sees E grow (may be NULL): the
      * loggers wait for it instead of polling E. */
     void (*on_epoch)(void *epoch_arg);
+    /* True when a logger of this host has only idle workers (may be NULL):
+     * no worker's commit will wake it when E grows, so the thread watches E
+     * closely for it (log_epochs_watch). */
+    bool (*needs_watch)(void *epoch_arg);
+    /* How many replies of this host wait for the persisted durable epoch
+     * (atomic; may be NULL): while some do, the thread polls (below). */
+    const int64_t *waiters;
     void *arg, *epoch_arg;
 };
 
@@ -53,6 +60,17 @@ void log_epochs_stop(struct log_epochs *le);
 uint64_t log_epochs_persisted(const struct log_epochs *le);
 /* Wake the thread now (a local logger published progress). */
 void log_epochs_nudge(struct log_epochs *le);
+/* When the thread polls: every period / 4 (at most 1 ms) while *waiters >
+ * 0 (replies held for durability: a reply must not wait for the next epoch
+ * to learn that another host's log caught up) or while needs_watch says so.
+ * Otherwise it wakes for its tick (every epoch_ms) and its own loggers'
+ * nudges only: a busy host's loggers learn of E from their workers' first
+ * commits in it, and each wake-up of the thread takes a worker's CPU
+ * (docs/performance.md, section 43). Whoever raises *waiters from 0 nudges
+ * the thread (log_host_waiters_add), and a worker that goes idle calls this:
+ * it wakes the thread unless it polls already, so that needs_watch is asked
+ * again now rather than at the end of a longer sleep. */
+void log_epochs_watch(struct log_epochs *le);
 
 /* The pod durable epoch as computed now from the control block (0 while a
  * dead host freezes it in pod mode). For the thread and for tests. */

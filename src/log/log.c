@@ -29,14 +29,38 @@ static void nudge_epochs(void *arg)
     if (lh->epochs) log_epochs_nudge(lh->epochs);
 }
 
-/* E grew: the loggers publish it when nothing of theirs is pending. */
+/* Every worker of logger l is idle: no commit of theirs will hand a buffer
+ * over (and wake the logger) when E grows. */
+static bool logger_idle(const struct log_host *lh, int l)
+{
+    for (int i = l; i < lh->nworkers; i += lh->nloggers)
+        if (__atomic_load_n(&lh->workers[i].epoch, __ATOMIC_SEQ_CST) != UINT64_MAX) return false;
+    return true;
+}
+
+/* E grew: a logger whose workers are all idle publishes it (nothing of
+ * theirs is pending). The others wait for their workers' hand-overs: until
+ * a busy worker commits in the new epoch, its logger could not publish
+ * more anyway, and each wake-up takes a worker's CPU (docs/performance.md,
+ * section 43). */
 static void wake_loggers(void *arg)
 {
     struct log_host *lh = arg;
     pthread_mutex_lock(&lh->loggers_mu);
     for (int l = 0; l < lh->nloggers; l++)
-        if (lh->loggers[l]) logger_wake(lh->loggers[l]);
+        if (lh->loggers[l] && logger_idle(lh, l)) logger_wake(lh->loggers[l]);
     pthread_mutex_unlock(&lh->loggers_mu);
+}
+
+/* A logger whose workers are all idle learns of E only from the epoch
+ * thread (no commit of theirs hands a buffer over). */
+static bool loggers_need_watch(void *arg)
+{
+    struct log_host *lh = arg;
+    if (!lh->logging) return false;
+    for (int l = 0; l < lh->nloggers; l++)
+        if (logger_idle(lh, l)) return true;
+    return false;
 }
 
 struct log_host *log_host_open(const struct log_host_options *o, pod_err *err)
@@ -115,6 +139,7 @@ static int start_epochs(struct log_host *lh, void (*on_durable)(void *arg, uint6
         .region = lh->o.region, .conf = lh->o.conf, .host = lh->o.host,
         .epoch_ms = lh->o.epoch_ms, .pod_mode = lh->o.pod_mode, .start_epoch = lh->start_epoch,
         .durable = lh->durable, .on_durable = on_durable, .on_epoch = wake_loggers,
+        .needs_watch = loggers_need_watch, .waiters = &lh->waiters,
         .arg = arg, .epoch_arg = lh};
     return (lh->epochs = log_epochs_start(&eo, err)) ? 0 : -1;
 }
@@ -171,6 +196,17 @@ bool log_host_logging(const struct log_host *lh) { return lh->logging; }
 uint64_t log_host_persisted(const struct log_host *lh)
 {
     return lh->epochs ? log_epochs_persisted(lh->epochs) : 0;
+}
+
+void log_host_waiters_add(struct log_host *lh, int64_t n)
+{
+    int64_t was = __atomic_fetch_add(&lh->waiters, n, __ATOMIC_SEQ_CST);
+    if (was <= 0 && was + n > 0 && lh->epochs) log_epochs_nudge(lh->epochs);
+}
+
+int64_t log_host_waiters(const struct log_host *lh)
+{
+    return __atomic_load_n(&lh->waiters, __ATOMIC_SEQ_CST);
 }
 
 uint64_t log_host_close_epoch(struct log_host *lh)
@@ -357,7 +393,11 @@ void log_txn_update(pod_db *db, struct log_worker *lw, const pod_table *t, const
 void log_worker_idle_hook(pod_db *db, int worker_id)
 {
     struct log_worker *lw = log_txn_worker(db, worker_id);
-    if (lw && lw->lg) log_worker_idle(lw);
+    if (!lw || !lw->lg || lw->epoch_local == UINT64_MAX) return;
+    log_worker_idle(lw);
+    /* Its logger may now depend on the epoch thread to learn of E. */
+    struct log_host *lh = db->log;
+    if (lh->epochs) log_epochs_watch(lh->epochs);
 }
 
 uint64_t log_last_commit_epoch(pod_db *db, int worker_id)

@@ -82,6 +82,12 @@ bool log_host_logging(const struct log_host *lh);
 /* Every epoch below this is committed and recorded on this host's disk: a
  * reply of a commit in epoch e may go once e < log_host_persisted(). */
 uint64_t log_host_persisted(const struct log_host *lh);
+/* n more (n < 0: fewer) replies of this host wait for log_host_persisted()
+ * to grow; while some do, the epoch thread polls for it every period / 4
+ * (at most 1 ms), otherwise it sleeps longer (epoch.h). */
+void log_host_waiters_add(struct log_host *lh, int64_t n);
+/* How many wait now. */
+int64_t log_host_waiters(const struct log_host *lh);
 /* The global epoch E now. */
 uint64_t log_host_epoch(const struct log_host *lh);
 /* At shutdown: end the current epoch now instead of at the next tick (E is

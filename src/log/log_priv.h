@@ -35,6 +35,7 @@ struct log_host {
     struct logger *loggers[POD_MAX_LOGGERS];
     pthread_mutex_t loggers_mu; /* loggers[] against the epoch thread's wake-ups */
     struct log_epochs *epochs;
+    int64_t waiters;            /* atomic: log_host_waiters_add */
     struct durable_file *durable;
     struct durable_record drec; /* as read at open */
     struct logdir listing;      /* as found at open (recovery's input) */

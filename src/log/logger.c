@@ -109,6 +109,12 @@ static struct log_buf *get_buf(struct logger *lg, size_t need)
     return b;
 }
 
+/* Queue the worker's buffer for its logger without waking it: a buffer
+ * that merely filled up waits for the logger's next wake-up, since nothing
+ * in it can become durable before its epoch ends anyway, and every wake-up
+ * takes a worker's CPU (docs/performance.md, section 43). The worker wakes
+ * its logger once it has published a new epoch or gone idle (only then can
+ * the logger publish more), and when it runs short of buffers (get_buf). */
 static void handover(struct log_worker *lw)
 {
     struct log_buf *b = lw->cur;
@@ -119,7 +125,6 @@ static void handover(struct log_worker *lw)
     if (lg->q_tail) lg->q_tail->next = b;
     else lg->q_head = b;
     lg->q_tail = b;
-    pthread_cond_signal(&lg->cv);
     pthread_mutex_unlock(&lg->mu);
 }
 
@@ -164,10 +169,13 @@ uint64_t log_worker_commit_epoch(struct log_worker *lw, const uint64_t *global_e
         /* Everything buffered is of an older epoch: hand it over before
          * saying so. Then read E again: a logger may have read E before our
          * store (while we looked idle) and must not see a commit below it. */
+        bool was_busy = lw->epoch_local != UINT64_MAX;
         handover(lw);
         __atomic_store_n(&lw->epoch, e, __ATOMIC_SEQ_CST);
         lw->epoch_local = e;
         e = __atomic_load_n(global_epoch, __ATOMIC_SEQ_CST);
+        /* Our older epoch held the logger back; coming from idle, nothing did. */
+        if (was_busy && lw->lg) logger_wake(lw->lg);
     }
     lw->commit_epoch = e;
     return e;
@@ -226,6 +234,7 @@ void log_worker_idle(struct log_worker *lw)
     handover(lw);
     __atomic_store_n(&lw->epoch, UINT64_MAX, __ATOMIC_SEQ_CST);
     lw->epoch_local = UINT64_MAX;
+    if (lw->lg) logger_wake(lw->lg);
 }
 
 /* ---- the logger thread ------------------------------------------------------- */
@@ -284,11 +293,12 @@ static int write_all(struct logger *lg, struct log_buf *list)
             count(&lg->st.segments, 1);
             /* Past the page cache (docs/performance.md, section 33); where the
              * file system refuses O_DIRECT the segment is written as before. */
-            if (seg_writer_go_direct(lg->w, &err) != 0)
+            if (seg_writer_go_direct(lg->w, LOG_DIRECT_EARLY_BYTES, &err) != 0)
                 pod_warn("logger %" PRIu32 ": %s; writing the segment through the page cache",
                          lg->o.id, err.msg);
             else if (seg_writer_is_direct(lg->w))
                 count(&lg->st.direct_segments, 1);
+            seg_writer_preallocate(lg->w, lg->o.segment_bytes + LOG_BUF_BYTES);
         }
         struct log_buf *b = list;
         if (seg_writer_write_block(lg->w, b->data, b->len, b->nrec, b->epoch_lo, b->epoch_hi,

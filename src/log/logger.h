@@ -32,6 +32,11 @@
 #define LOG_BUF_BYTES (256u << 10)        /* a worker buffer (one block) */
 #define LOG_SEGMENT_BYTES (64ull << 20)   /* rotate to a new segment past this */
 #define LOG_SYNC_EARLY_BYTES (16ull << 20) /* sync before the epoch ends past this */
+/* A logger's direct writer writes its pages only at a sync until this much
+ * is gathered: one write per epoch instead of one per 256 KiB, each write
+ * a system call, a VM exit and an interrupt here (docs/performance.md,
+ * section 43). */
+#define LOG_DIRECT_EARLY_BYTES (2u << 20)
 
 struct log_buf;
 struct logger;

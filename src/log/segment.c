@@ -196,15 +196,11 @@ struct seg_writer {
     unsigned char *stage;
     size_t stage_cap;
     uint64_t stage_off;
+    size_t early_bytes;  /* full pages are written before a sync once this much is staged */
+    uint64_t prealloc;   /* blocks reserved up to here (seg_writer_preallocate) */
 };
 
 #define DIRECT_PAGE 4096u
-/* Full pages are written before a sync once this much is staged. Small, so
- * that the staging buffer a checkpoint cycles through stays small too: with
- * 4 MiB (about 5 MiB of buffer rewritten over and over, likely crowding the
- * workers out of the shared L3) TPC-C ran ~5% slower (docs/performance.md,
- * section 35). */
-#define DIRECT_EARLY_BYTES (256u << 10)
 
 int seg_fsync_dir(const char *dir, pod_err *err)
 {
@@ -497,7 +493,7 @@ int seg_writer_write_block(struct seg_writer *w, const void *payload, size_t len
 
 /* ---- direct mode ---------------------------------------------------------------- */
 
-int seg_writer_go_direct(struct seg_writer *w, pod_err *err)
+int seg_writer_go_direct(struct seg_writer *w, size_t early_bytes, pod_err *err)
 {
     if (check_broken(w, err)) return -1;
     if (w->direct) return 0;
@@ -530,8 +526,17 @@ int seg_writer_go_direct(struct seg_writer *w, pod_err *err)
     w->stage = p;
     w->stage_cap = cap;
     w->stage_off = off;
+    w->early_bytes = early_bytes ? early_bytes : SEG_DIRECT_EARLY_BYTES;
     w->direct = w->odirect = true;
     return 0;
+}
+
+void seg_writer_preallocate(struct seg_writer *w, uint64_t bytes)
+{
+    if (w->broken || bytes <= w->size) return;
+    /* Advice only: where the file system cannot, blocks are allocated as the
+     * file grows, as before. */
+    if (fallocate(w->fd, FALLOC_FL_KEEP_SIZE, 0, (off_t)bytes) == 0) w->prealloc = bytes;
 }
 
 bool seg_writer_is_direct(const struct seg_writer *w) { return w->direct && w->odirect; }
@@ -596,7 +601,7 @@ static int stage_block(struct seg_writer *w, const unsigned char *hdr, const voi
     memcpy(w->stage + n, hdr, SEG_BLOCK_HEADER_SIZE);
     if (len) memcpy(w->stage + n + SEG_BLOCK_HEADER_SIZE, payload, len);
     w->size += total;
-    if (n + total >= DIRECT_EARLY_BYTES) return write_stage(w, false, err);
+    if (n + total >= w->early_bytes) return write_stage(w, false, err);
     return 0;
 }
 
@@ -690,6 +695,11 @@ int seg_writer_close(struct seg_writer *w, pod_err *err)
         pod_err_set(err, "cannot cut the padding off log segment %s: %s", w->path, strerror(errno));
         rc = -1;
     }
+    /* Give back the blocks reserved past the end (seg_writer_preallocate):
+     * a truncation to the size does, on ext4 (a hole punched past the end
+     * does not). A failure only leaves them reserved until the segment is
+     * removed; nothing reads past the size. */
+    if (rc == 0 && w->prealloc > w->size) (void)ftruncate(w->fd, (off_t)w->size);
     int fd = w->fd;
     w->fd = -1;
     if (close(fd) != 0 && rc == 0) {

@@ -164,17 +164,29 @@ int seg_writer_flush_block(struct seg_writer *w, pod_err *err);
 int seg_writer_write_block(struct seg_writer *w, const void *payload, size_t len, uint32_t count,
                            uint64_t epoch_lo, uint64_t epoch_hi, pod_err *err);
 
+/* What a checkpoint's direct writer gathers before it writes full pages
+ * without a sync: small, so that the buffer it cycles through stays small
+ * (docs/performance.md, section 35). */
+#define SEG_DIRECT_EARLY_BYTES (256u << 10)
+
 /* From now on write with O_DIRECT, bypassing the page cache (loggers and
  * checkpoints: docs/performance.md, section 33). Blocks are gathered in an
  * aligned buffer and written in whole 4 KiB pages, at a sync (the last page
  * padded with zeros, written again with more blocks at the next sync; a
  * reader takes zeros from the last block to a page end for a clean end) or
- * once 256 KiB are gathered; seg_writer_close cuts the padding off. A failed
- * write breaks a direct writer (like a failed sync): continue in a new file.
- * Call on a synced writer without a pending block. Returns 0 also when the
- * file system refuses O_DIRECT (the writer stays as it was); -1 with err on
- * a failure. */
-int seg_writer_go_direct(struct seg_writer *w, pod_err *err);
+ * once early_bytes are gathered (0: SEG_DIRECT_EARLY_BYTES);
+ * seg_writer_close cuts the padding off. A failed write breaks a direct
+ * writer (like a failed sync): continue in a new file. Call on a synced
+ * writer without a pending block. Returns 0 also when the file system
+ * refuses O_DIRECT (the writer stays as it was); -1 with err on a failure. */
+int seg_writer_go_direct(struct seg_writer *w, size_t early_bytes, pod_err *err);
+/* Reserve the file's blocks up to `bytes` without changing its size
+ * (fallocate, FALLOC_FL_KEEP_SIZE), so that a sync of what is written there
+ * later does not also write the file system's allocation metadata: one
+ * metadata write fewer per fdatasync on ext4 (docs/performance.md, section
+ * 43). seg_writer_close gives back what is left. Advice: where the file
+ * system cannot, nothing changes. */
+void seg_writer_preallocate(struct seg_writer *w, uint64_t bytes);
 /* True when the writer writes with O_DIRECT. */
 bool seg_writer_is_direct(const struct seg_writer *w);
 

@@ -583,6 +583,9 @@ static void run_batch(struct pod_server *s, struct pod_worker *w, struct request
     bool held[BATCH];
     struct held_reply *hhead = NULL, *htail = NULL;
     size_t nheld = 0;
+    /* Counted as waiting before any is checked against the persisted epoch
+     * (on_durable reads the count after that grows). */
+    if (s->hold_replies) log_host_waiters_add(s->log, n);
     for (int i = 0; i < n; i++) {
         struct request *r = batch[i];
         pod_args args = {r->nargs, r->args};
@@ -621,6 +624,7 @@ static void run_batch(struct pod_server *s, struct pod_worker *w, struct request
         }
         conn_reply(r->conn, out, true);
     }
+    if (s->hold_replies && (size_t)n > nheld) log_host_waiters_add(s->log, -(int64_t)((size_t)n - nheld));
     if (hhead) {
         struct held_queue *q = &s->held[w->id];
         pthread_mutex_lock(&q->lock);
@@ -669,6 +673,11 @@ static void on_durable(void *arg, uint64_t persisted)
 {
     (void)persisted;
     struct pod_server *s = arg;
+    /* Nothing held, nothing to release: the loop sleeps on. A reply held
+     * meanwhile was counted before it was checked against the new value
+     * (run_batch; the count, the value's store and both loads are seq_cst),
+     * so one of the two sees the other. */
+    if (log_host_waiters(s->log) <= 0) return;
     uint64_t one = 1;
     ssize_t w = write(s->durable_fd, &one, sizeof one);
     (void)w;
@@ -704,6 +713,7 @@ static size_t release_durable(struct pod_server *s)
         }
         left += q->len;
         pthread_mutex_unlock(&q->lock);
+        if (n) log_host_waiters_add(s->log, -(int64_t)n);
         while (list) {
             struct held_reply *h = list;
             list = h->next;
@@ -748,6 +758,7 @@ static size_t drop_held(struct pod_server *s)
         q->head = q->tail = NULL;
         q->len = 0;
     }
+    if (n && s->log) log_host_waiters_add(s->log, -(int64_t)n);
     return n;
 }
 

@@ -868,7 +868,7 @@ START_TEST(direct_writes_round_trip)
     struct gen g = {0};
     struct seg_writer *w = seg_writer_open(dir, 3, 0, 1, 1, &err);
     ck_assert_msg(w != NULL, "%s", err.msg);
-    ck_assert_msg(seg_writer_go_direct(w, &err) == 0, "%s", err.msg);
+    ck_assert_msg(seg_writer_go_direct(w, 0, &err) == 0, "%s", err.msg);
     if (!seg_writer_is_direct(w)) {
         printf("direct_writes_round_trip: %s refuses O_DIRECT; not checked\n", dir);
         ck_assert_int_eq(seg_writer_close(w, &err), 0);
@@ -950,7 +950,7 @@ START_TEST(direct_write_refused)
     pod_err err = {{0}};
     struct seg_writer *w = seg_writer_open(dir, 1, 0, 1, 1, &err);
     ck_assert_msg(w != NULL, "%s", err.msg);
-    ck_assert_msg(seg_writer_go_direct(w, &err) == 0, "%s", err.msg);
+    ck_assert_msg(seg_writer_go_direct(w, 0, &err) == 0, "%s", err.msg);
     if (!seg_writer_is_direct(w)) {
         printf("direct_write_refused: %s refuses O_DIRECT at fcntl; not checked\n", dir);
         ck_assert_int_eq(seg_writer_close(w, &err), 0);
@@ -983,6 +983,62 @@ START_TEST(direct_write_refused)
 }
 END_TEST
 
+/* A logger's writer (src/log/logger.c): pages written only at a sync below
+ * its early-write threshold, the segment's blocks reserved ahead without
+ * changing its size, and what is left of them given back at close. */
+START_TEST(preallocated_direct_segment)
+{
+    const char *dir = make_tmp();
+    pod_err err = {{0}};
+    struct seg_writer *w = seg_writer_open(dir, 2, 0, 1, 1, &err);
+    ck_assert_msg(w != NULL, "%s", err.msg);
+    ck_assert_msg(seg_writer_go_direct(w, 2u << 20, &err) == 0, "%s", err.msg);
+    if (!seg_writer_is_direct(w)) {
+        printf("preallocated_direct_segment: %s refuses O_DIRECT; not checked\n", dir);
+        ck_assert_int_eq(seg_writer_close(w, &err), 0);
+        return;
+    }
+    const uint64_t reserve = 8u << 20;
+    seg_writer_preallocate(w, reserve);
+    char path[512];
+    snprintf(path, sizeof path, "%s", seg_writer_path(w));
+    struct stat sb;
+    ck_assert_int_eq(stat(path, &sb), 0);
+    bool reserved = (uint64_t)sb.st_blocks * 512 >= reserve;
+    if (!reserved) printf("preallocated_direct_segment: %s does not fallocate; reservation not checked\n", dir);
+    ck_assert_uint_eq((uint64_t)sb.st_size, SEG_HEADER_SIZE); /* the size is not the reservation */
+    static unsigned char tuple[900];
+    long n = 0;
+    for (int round = 0; round < 3; round++) {
+        /* ~600 KB of blocks: more than a checkpoint writer's 256 KiB, less
+         * than this writer's 2 MiB: nothing written before the sync. */
+        for (int i = 0; i < 640; i++, n++) {
+            append_filled(w, n, tuple, sizeof tuple);
+            if (i % 100 == 99) ck_assert_msg(seg_writer_flush_block(w, &err) == 0, "%s", err.msg);
+        }
+        ck_assert_msg(seg_writer_flush_block(w, &err) == 0, "%s", err.msg);
+        uint64_t before = (uint64_t)(stat(path, &sb) == 0 ? sb.st_size : 0);
+        ck_assert_uint_le(before, seg_writer_synced_size(w) + 4096);
+        ck_assert_msg(seg_writer_sync(w, &err) == 0, "%s", err.msg);
+        ck_assert_int_eq(stat(path, &sb), 0);
+        ck_assert_uint_eq((uint64_t)sb.st_size, (seg_writer_size(w) + 4095) & ~(uint64_t)4095);
+    }
+    uint64_t size = seg_writer_size(w);
+    ck_assert_int_eq(seg_writer_close(w, &err), 0);
+    ck_assert_int_eq(stat(path, &sb), 0);
+    ck_assert_uint_eq((uint64_t)sb.st_size, size);
+    if (reserved) ck_assert_uint_lt((uint64_t)sb.st_blocks * 512, size + (1u << 20));
+    struct seg_reader *rd = seg_reader_open(path, &err);
+    ck_assert_msg(rd != NULL, "%s", err.msg);
+    struct log_record out;
+    long got = 0;
+    while (seg_reader_next(rd, &out, &err) == 1) got++;
+    ck_assert_int_eq(got, n);
+    ck_assert_int_eq(seg_reader_tail_status(rd)->kind, SEG_TAIL_CLEAN);
+    seg_reader_close(rd);
+}
+END_TEST
+
 START_TEST(direct_on_tmpfs)
 {
     char dir[128];
@@ -992,7 +1048,7 @@ START_TEST(direct_on_tmpfs)
     pod_err err = {{0}};
     struct seg_writer *w = seg_writer_open(dir, 1, 0, 1, 1, &err);
     ck_assert_msg(w != NULL, "%s", err.msg);
-    ck_assert_msg(seg_writer_go_direct(w, &err) == 0, "%s", err.msg);
+    ck_assert_msg(seg_writer_go_direct(w, 0, &err) == 0, "%s", err.msg);
     bool direct = seg_writer_is_direct(w);
     static unsigned char tuple[500];
     for (long n = 0; n < 100; n++) append_filled(w, n, tuple, sizeof tuple);
@@ -1223,6 +1279,7 @@ int main(void)
     tcase_add_test(t, paced_writeback);
     tcase_add_test(t, direct_writes_round_trip);
     tcase_add_test(t, direct_on_tmpfs);
+    tcase_add_test(t, preallocated_direct_segment);
     tcase_add_test(t, direct_write_refused);
     tcase_add_test(t, writer_open_errors);
     tcase_add_test(t, writer_write_error_and_retry);
