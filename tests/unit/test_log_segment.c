@@ -944,6 +944,20 @@ ssize_t pwrite(int fd, const void *buf, size_t n, off_t off)
     return syscall(SYS_pwrite64, fd, buf, n, off);
 }
 
+/* The segment at path holds n records and ends cleanly. */
+static void assert_reads_clean(const char *path, long n)
+{
+    pod_err err = {{0}};
+    struct seg_reader *rd = seg_reader_open(path, &err);
+    ck_assert_msg(rd != NULL, "%s", err.msg);
+    struct log_record out;
+    long got = 0;
+    while (seg_reader_next(rd, &out, &err) == 1) got++;
+    ck_assert_int_eq(got, n);
+    ck_assert_int_eq(seg_reader_tail_status(rd)->kind, SEG_TAIL_CLEAN);
+    seg_reader_close(rd);
+}
+
 START_TEST(direct_write_refused)
 {
     const char *dir = make_tmp();
@@ -972,14 +986,7 @@ START_TEST(direct_write_refused)
     struct stat sb;
     ck_assert_int_eq(stat(path, &sb), 0);
     ck_assert_uint_eq((uint64_t)sb.st_size, size); /* the padding cut at close */
-    struct seg_reader *rd = seg_reader_open(path, &err);
-    ck_assert_msg(rd != NULL, "%s", err.msg);
-    struct log_record out;
-    long got = 0;
-    while (seg_reader_next(rd, &out, &err) == 1) got++;
-    ck_assert_int_eq(got, n);
-    ck_assert_int_eq(seg_reader_tail_status(rd)->kind, SEG_TAIL_CLEAN);
-    seg_reader_close(rd);
+    assert_reads_clean(path, n);
 }
 END_TEST
 
@@ -1028,14 +1035,7 @@ START_TEST(preallocated_direct_segment)
     ck_assert_int_eq(stat(path, &sb), 0);
     ck_assert_uint_eq((uint64_t)sb.st_size, size);
     if (reserved) ck_assert_uint_lt((uint64_t)sb.st_blocks * 512, size + (1u << 20));
-    struct seg_reader *rd = seg_reader_open(path, &err);
-    ck_assert_msg(rd != NULL, "%s", err.msg);
-    struct log_record out;
-    long got = 0;
-    while (seg_reader_next(rd, &out, &err) == 1) got++;
-    ck_assert_int_eq(got, n);
-    ck_assert_int_eq(seg_reader_tail_status(rd)->kind, SEG_TAIL_CLEAN);
-    seg_reader_close(rd);
+    assert_reads_clean(path, n);
 }
 END_TEST
 
