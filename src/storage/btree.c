@@ -407,10 +407,15 @@ typedef struct leaf_ref {
     uint64_t parent_v;
 } leaf_ref;
 
+static _Thread_local uint64_t descents; /* bt_thread_descents */
+
+uint64_t bt_thread_descents(void) { return descents; }
+
 /* Returns false when the caller must restart. */
 static bool descend(const bt_tree *t, enum descend_mode mode, const search_key *sk, leaf_ref *out,
                     fences *f)
 {
+    descents++;
     uint64_t root_ref = load_word(&t->hdr->root);
     char *node = node_at(t, root_ref);
     uint64_t v;
@@ -570,6 +575,39 @@ static void hint_set(const bt_tree *t, bt_hint *h, char *leaf, uint64_t v)
     h->tree = t;
     h->leaf = leaf;
     h->v = v;
+    h->next = NULL;
+    h->next_v = 0;
+    h->last = false;
+}
+
+/* Past the hinted leaf's last entry. The hinted leaf (validated by the caller
+ * after this) has entries, all below sk; where is the first entry >= sk
+ * (> sk with exclusive)? In no leaf when the leaf is the tree's last; in its
+ * right neighbour when the hint knows it and the entry is there. Both leaves
+ * unchanged means both still cover at least the ranges they had when the
+ * hint saw them side by side (a leaf's range shrinks only by its own split;
+ * a pruned empty neighbour's range goes to a neighbour without changing it),
+ * so no key can lie between the leaf's last entry and the neighbour's first
+ * (invariant 6). HINT_END, HINT_FOUND (*pos2: the entry's slot in the
+ * neighbour), or HINT_UNKNOWN. */
+enum hint_answer { HINT_UNKNOWN, HINT_FOUND, HINT_END };
+
+static enum hint_answer hint_right(const bt_tree *t, const bt_hint *h, const search_key *sk,
+                                   bool exclusive, uint64_t *key_buf, uint64_t *value,
+                                   unsigned *pos2)
+{
+    if (h->last) return HINT_END;
+    char *nx = h->next;
+    if (!nx || load_word(version_word(nx)) != h->next_v) return HINT_UNKNOWN;
+    unsigned count = leaf_count(t, nx);
+    unsigned pos = key_bound(t, nx, count, sk, exclusive);
+    if (pos >= count) return HINT_UNKNOWN;
+    if (key_buf) read_words(key_buf, key_slot(t, nx, pos), t->key_words);
+    *value = load_word(leaf_value(t, nx, pos));
+    RACE_POINT(BT_RACE_LEAF_READ);
+    if (!validate(nx, h->next_v)) return HINT_UNKNOWN;
+    *pos2 = pos;
+    return HINT_FOUND;
 }
 
 /* ---- public: lookup -------------------------------------------------------- */
@@ -599,6 +637,7 @@ void bt_prefetch(const bt_tree *const *trees, const void *const *keys, unsigned 
         if (!tree_usable(l->t) || !keys[i]) continue;
         search_key_set(l->t, &l->sk, keys[i]);
         l->node = node_at(l->t, load_word(&l->t->hdr->root));
+        descents++;
         prefetch_node(l->t, l->node);
         live++;
     }
@@ -645,7 +684,16 @@ static bool hint_lookup(const bt_tree *t, const bt_hint *h, const search_key *sk
     if (!leaf) return false;
     unsigned count = leaf_count(t, leaf);
     unsigned pos = key_bound(t, leaf, count, sk, false);
-    if (pos >= count) return false;
+    if (pos >= count) { /* above every entry: the right side may answer */
+        uint64_t key_buf[KEY_WORDS_MAX], v = 0;
+        unsigned pos2;
+        enum hint_answer a =
+            count ? hint_right(t, h, sk, false, key_buf, &v, &pos2) : HINT_UNKNOWN;
+        if (a == HINT_UNKNOWN || !validate(leaf, h->v)) return false;
+        *found = a == HINT_FOUND && compare_slot(t, key_buf, sk) == 0;
+        *value = *found ? v : 0;
+        return true;
+    }
     bool eq = compare_slot(t, key_slot(t, leaf, pos), sk) == 0;
     if (!eq && pos == 0) return false;
     uint64_t v = eq ? load_word(leaf_value(t, leaf, pos)) : 0;
@@ -657,19 +705,29 @@ static bool hint_lookup(const bt_tree *t, const bt_hint *h, const search_key *sk
 }
 
 /* The first entry > from (>= from without exclusive) when the hinted leaf
- * holds it and an entry at or below from. */
-static bool hint_next(const bt_tree *t, const bt_hint *h, const search_key *from, bool exclusive,
-                      uint64_t *key_buf, uint64_t *value)
+ * holds it and an entry at or below from, or when from is past the leaf's
+ * entries and the hint knows the right side (hint_right). An answer from the
+ * right neighbour with an entry of its own at or below from moves the hint
+ * there: the next step of a scan starts in it. */
+static enum hint_answer hint_next(const bt_tree *t, bt_hint *h, const search_key *from,
+                                  bool exclusive, uint64_t *key_buf, uint64_t *value)
 {
     char *leaf = hint_leaf(t, h);
-    if (!leaf || !from) return false;
+    if (!leaf || !from) return HINT_UNKNOWN;
     unsigned count = leaf_count(t, leaf);
     unsigned pos = key_bound(t, leaf, count, from, exclusive);
-    if (pos == 0 || pos >= count) return false;
+    if (pos >= count && count) {
+        unsigned pos2 = 0;
+        enum hint_answer a = hint_right(t, h, from, exclusive, key_buf, value, &pos2);
+        if (a == HINT_UNKNOWN || !validate(leaf, h->v)) return HINT_UNKNOWN;
+        if (a == HINT_FOUND && pos2 > 0) hint_set(t, h, h->next, h->next_v);
+        return a;
+    }
+    if (pos == 0 || pos >= count) return HINT_UNKNOWN;
     read_words(key_buf, key_slot(t, leaf, pos), t->key_words);
     *value = load_word(leaf_value(t, leaf, pos));
     RACE_POINT(BT_RACE_LEAF_READ);
-    return validate(leaf, h->v);
+    return validate(leaf, h->v) ? HINT_FOUND : HINT_UNKNOWN;
 }
 
 /* The last entry < from (<= from without exclusive), likewise. */
@@ -704,10 +762,13 @@ bt_status bt_lookup_at(const bt_tree *t, const void *key, uint64_t *value, bt_hi
         if (value) *value = hv;
         return BT_OK;
     }
+    /* With a hint, note whether the leaf is the tree's last (an append's
+     * lookup: its next-key search and insert then need no descent). */
+    fences f = {.want_high = true};
     for (unsigned restarts = 0;; restarts++) {
         backoff(restarts);
         leaf_ref lr;
-        if (!descend(t, TO_KEY, &sk, &lr, NULL)) continue;
+        if (!descend(t, TO_KEY, &sk, &lr, hint ? &f : NULL)) continue;
         unsigned count = leaf_count(t, lr.leaf);
         unsigned pos = key_bound(t, lr.leaf, count, &sk, false);
         bool found = pos < count && compare_slot(t, key_slot(t, lr.leaf, pos), &sk) == 0;
@@ -715,6 +776,7 @@ bt_status bt_lookup_at(const bt_tree *t, const void *key, uint64_t *value, bt_hi
         RACE_POINT(BT_RACE_LEAF_READ);
         if (!leaf_ref_valid(&lr)) continue;
         hint_set(t, hint, lr.leaf, lr.leaf_v);
+        if (hint) hint->last = !f.has_high;
         if (!found) return BT_NOT_FOUND;
         if (value) *value = v;
         return BT_OK;
@@ -883,8 +945,9 @@ static void leaf_insert_at(const bt_tree *t, char *leaf, unsigned pos, unsigned 
 
 /* One attempt; false means restart. */
 static bool try_insert(const bt_tree *t, const search_key *sk, uint64_t value, bool overwrite,
-                       bool *replaced, bt_status *st)
+                       bool *replaced, bt_status *st, bt_hint *hint)
 {
+    descents++;
     uint64_t root_ref = load_word(&t->hdr->root);
     char *node = node_at(t, root_ref);
     uint64_t v;
@@ -960,14 +1023,25 @@ static bool try_insert(const bt_tree *t, const search_key *sk, uint64_t value, b
     }
     leaf_insert_at(t, node, pos, count, sk, value);
     unlock(node);
+    if (hint) {
+        /* The leaf as we left it. A right neighbour the hint knew stays
+         * one when the leaf had not changed since (an insert does not split). */
+        bool kept = hint->tree == t && hint->leaf == node && hint->v == v && hint->next;
+        char *nx = kept ? hint->next : NULL;
+        uint64_t nv = kept ? hint->next_v : 0;
+        hint_set(t, hint, node, v + 2 * V_LOCKED);
+        hint->next = nx;
+        hint->next_v = nv;
+        hint->last = rightmost;
+    }
     if (replaced) *replaced = false;
     *st = BT_OK;
     return true;
 }
 
 /* Insert a new key into the hinted leaf when the leaf alone covers it (an
- * entry on each side, as in hint_lookup) and has room: no split, so no
- * parent is involved. Locking from the hint's version proves the leaf is
+ * entry on each side, as in hint_lookup, or past the last entry of the
+ * tree's last leaf) and has room: no split, so no parent is involved. Locking from the hint's version proves the leaf is
  * unchanged since it was read. False: take the descent. */
 static bool hint_insert(const bt_tree *t, bt_hint *h, const search_key *sk, uint64_t value)
 {
@@ -976,7 +1050,9 @@ static bool hint_insert(const bt_tree *t, bt_hint *h, const search_key *sk, uint
     unsigned count = leaf_count(t, leaf);
     if (count >= t->leaf_cap) return false;
     unsigned pos = key_bound(t, leaf, count, sk, false);
-    if (pos == 0 || pos >= count || compare_slot(t, key_slot(t, leaf, pos), sk) == 0)
+    /* Past the last entry of the tree's last leaf (an append) it is ours too. */
+    bool append = pos == count && count && h->last;
+    if (!append && (pos == 0 || pos >= count || compare_slot(t, key_slot(t, leaf, pos), sk) == 0))
         return false; /* at an edge, or present: the descent decides */
     RACE_POINT(BT_RACE_LEAF_READ);
     if (!upgrade(leaf, h->v)) return false;
@@ -996,7 +1072,7 @@ static bt_status insert_key(const bt_tree *t, const void *key, uint64_t value, b
     bt_status st = BT_OK;
     for (unsigned restarts = 0;; restarts++) {
         backoff(restarts);
-        if (try_insert(t, &sk, value, overwrite, replaced, &st)) return st;
+        if (try_insert(t, &sk, value, overwrite, replaced, &st, hint)) return st;
     }
 }
 
@@ -1234,21 +1310,41 @@ bt_status bt_next_at(const bt_tree *t, const void *key, bool inclusive, void *ke
     }
     bool exclusive = !inclusive;
     uint64_t key_buf[KEY_WORDS_MAX], val;
-    if (hint_next(t, hint, from, exclusive, key_buf, &val)) {
+    enum hint_answer a = hint ? hint_next(t, hint, from, exclusive, key_buf, &val) : HINT_UNKNOWN;
+    if (a == HINT_END) return BT_NOT_FOUND;
+    if (a == HINT_FOUND) {
         copy_key_out(t, key_out, key_buf);
         if (value) *value = val;
         return BT_OK;
     }
     batch b = {.keys = key_buf, .vals = &val};
-    for (;;) {
+    char *passed = NULL; /* the one leaf passed without an entry (hops 1) */
+    uint64_t passed_v = 0;
+    for (unsigned hops = 0;; hops++) {
         gather_forward(t, from, exclusive, 1, &b);
         if (b.n == 1) {
             hint_set(t, hint, b.leaf, b.leaf_v);
+            if (hint && hops == 1) {
+                /* Found in the leaf right of the one searched first: remember
+                 * both (the leaf covering its high fence is its neighbour), so
+                 * that the same search, a lookup of a key between them and a
+                 * scan's next step need no descent. */
+                hint->leaf = passed;
+                hint->v = passed_v;
+                hint->next = b.leaf;
+                hint->next_v = b.leaf_v;
+            }
             copy_key_out(t, key_out, key_buf);
             if (value) *value = val;
             return BT_OK;
         }
-        if (!b.f.has_high) return BT_NOT_FOUND;
+        if (!b.f.has_high) {
+            hint_set(t, hint, b.leaf, b.leaf_v);
+            if (hint) hint->last = true;
+            return BT_NOT_FOUND;
+        }
+        passed = b.leaf;
+        passed_v = b.leaf_v;
         search_key_from_words(t, &cursor, b.f.high); /* every key >= high is further right */
         from = &cursor;
         exclusive = false;

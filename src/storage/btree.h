@@ -123,11 +123,19 @@ bt_status bt_prev(const bt_tree *t, const void *key, bool inclusive, void *key_o
  * leaf without a descent while the leaf's version is unchanged. Zero it
  * before first use ({0}); use it only inside one EBR critical section (the
  * leaf's memory must stay valid) and only with the tree it was filled by. A
- * stale hint is detected and costs one version check. */
+ * stale hint is detected and costs one version check.
+ *
+ * What was learnt about the leaf's right side comes along: its right
+ * neighbour (a next-key search that crossed into it), or that it is the
+ * tree's last leaf. Then a key past the leaf's last entry is answered too
+ * (an append, a run's end whose successor is in the next leaf). */
 typedef struct bt_hint {
     const bt_tree *tree;
     char *leaf;
     uint64_t v;
+    char *next;      /* the leaf right of `leaf` at version next_v, or NULL */
+    uint64_t next_v;
+    bool last;       /* `leaf` is the tree's last leaf */
 } bt_hint;
 
 bt_status bt_lookup_at(const bt_tree *t, const void *key, uint64_t *value, bt_hint *hint);
@@ -187,6 +195,11 @@ bt_status bt_get_stats(const bt_tree *t, bt_stats *out);
  * writer runs. Returns true if sound, else false with the first violation in
  * *err (may be NULL). For tests and debugging. */
 bool bt_verify(const bt_tree *t, pod_err *err);
+
+/* Descents from the root this thread has made (every tree, every
+ * operation; a restart counts again): what hints save shows here, for
+ * tests and profiling. */
+uint64_t bt_thread_descents(void);
 
 /* ---- test seam -------------------------------------------------------------- */
 

@@ -1030,7 +1030,7 @@ START_TEST(leaf_memo_is_per_transaction)
     static struct leaf_memo m;
     bt_tree t1, t2;
     char leaf[64];
-    bt_hint h = {&t1, leaf, 4}, got = {0};
+    bt_hint h = {.tree = &t1, .leaf = leaf, .v = 4}, got = {0};
     unsigned char k[8], k2[8];
     key(k, 5);
     key(k2, 6);
@@ -1041,7 +1041,7 @@ START_TEST(leaf_memo_is_per_transaction)
     ck_assert_ptr_eq(got.leaf, leaf);
     ck_assert(got.tree == &t1 && got.v == 4);
     ck_assert(!leaf_memo_get(&m, &t2, k, 8, &got));
-    leaf_memo_put(&m, NULL, 0, &(bt_hint){&t2, leaf, 8}); /* the tree's last insert */
+    leaf_memo_put(&m, NULL, 0, &(bt_hint){.tree = &t2, .leaf = leaf, .v = 8}); /* the tree's last insert */
     ck_assert(leaf_memo_get(&m, &t2, NULL, 0, &got));
     ck_assert(got.tree == &t2 && got.v == 8);
     leaf_memo_begin(&m);
