@@ -578,6 +578,7 @@ static void hint_set(const bt_tree *t, bt_hint *h, char *leaf, uint64_t v)
     h->next = NULL;
     h->next_v = 0;
     h->last = false;
+    h->at = 0;
 }
 
 /* Past the hinted leaf's last entry. The hinted leaf (validated by the caller
@@ -709,25 +710,48 @@ static bool hint_lookup(const bt_tree *t, const bt_hint *h, const search_key *sk
  * entries and the hint knows the right side (hint_right). An answer from the
  * right neighbour with an entry of its own at or below from moves the hint
  * there: the next step of a scan starts in it. */
+/* key_bound for a scan's steps through a hint: from is usually the last
+ * answer (the next step) or the entry before it (the same search repeated
+ * after locking), so one comparison with the slots around the last answer
+ * finds the position before a binary search does. */
+static unsigned step_bound(const bt_tree *t, char *leaf, unsigned count, const bt_hint *h,
+                           const search_key *from, bool exclusive)
+{
+    unsigned s = h->at;
+    if (s && s <= count) {
+        s--; /* the last answer's slot */
+        int c = compare_slot(t, key_slot(t, leaf, s), from);
+        if (c == 0) return exclusive ? s + 1 : s;
+        if (c > 0 && s > 0 && compare_slot(t, key_slot(t, leaf, s - 1), from) == 0)
+            return exclusive ? s : s - 1;
+    }
+    return key_bound(t, leaf, count, from, exclusive);
+}
+
 static enum hint_answer hint_next(const bt_tree *t, bt_hint *h, const search_key *from,
                                   bool exclusive, uint64_t *key_buf, uint64_t *value)
 {
     char *leaf = hint_leaf(t, h);
     if (!leaf || !from) return HINT_UNKNOWN;
     unsigned count = leaf_count(t, leaf);
-    unsigned pos = key_bound(t, leaf, count, from, exclusive);
+    unsigned pos = step_bound(t, leaf, count, h, from, exclusive);
     if (pos >= count && count) {
         unsigned pos2 = 0;
         enum hint_answer a = hint_right(t, h, from, exclusive, key_buf, value, &pos2);
         if (a == HINT_UNKNOWN || !validate(leaf, h->v)) return HINT_UNKNOWN;
-        if (a == HINT_FOUND && pos2 > 0) hint_set(t, h, h->next, h->next_v);
+        if (a == HINT_FOUND && pos2 > 0) {
+            hint_set(t, h, h->next, h->next_v);
+            h->at = (uint16_t)(pos2 + 1);
+        }
         return a;
     }
     if (pos == 0 || pos >= count) return HINT_UNKNOWN;
     read_words(key_buf, key_slot(t, leaf, pos), t->key_words);
     *value = load_word(leaf_value(t, leaf, pos));
     RACE_POINT(BT_RACE_LEAF_READ);
-    return validate(leaf, h->v) ? HINT_FOUND : HINT_UNKNOWN;
+    if (!validate(leaf, h->v)) return HINT_UNKNOWN;
+    h->at = (uint16_t)(pos + 1);
+    return HINT_FOUND;
 }
 
 /* The last entry < from (<= from without exclusive), likewise. */

@@ -136,6 +136,7 @@ typedef struct bt_hint {
     char *next;      /* the leaf right of `leaf` at version next_v, or NULL */
     uint64_t next_v;
     bool last;       /* `leaf` is the tree's last leaf */
+    uint16_t at;     /* 1 + the slot of the last next-key answer in `leaf` (0: none) */
 } bt_hint;
 
 bt_status bt_lookup_at(const bt_tree *t, const void *key, uint64_t *value, bt_hint *hint);

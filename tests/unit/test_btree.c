@@ -354,6 +354,16 @@ static void walk_with_hint(const bt_tree *t, ref_map *m, unsigned domain, const 
         CHECK_EQ(st, BT_OK);
         CHECK(memcmp(got, e->key, kw) == 0);
         CHECK_EQ(v, e->val);
+        if (forward && rng_below(2)) {
+            /* Inclusive searches from the answer or the key before it (each
+             * in the tree) answer that key itself, also through the hint. */
+            bool back = !incl && rng_below(2) && ref_find(m, cur);
+            const uint8_t *from = back ? cur : got;
+            uint8_t again[MAX_KW];
+            uint64_t av = 0;
+            CHECK_EQ(bt_next_at(t, from, true, again, &av, &h), BT_OK);
+            CHECK(memcmp(again, from, kw) == 0);
+        }
         memcpy(cur, got, kw);
         if (rng_below(4) == 0) { /* change the tree near the cursor */
             make_key(kw, rng_below(domain), k);
