@@ -31,7 +31,10 @@ the ratios compare runs that met the same amount of data.
   -h, --help     this text
 
 Every figure depends on the machine: run it on an otherwise idle machine
-(the script prints the load average before each run).
+(the script prints the load average before each run). A VM's speed drifts
+by tens of percent over hours; the script prints poddb-crcbench's hot
+CRC32C rate before and after the runs as a gauge of the spell it ran in
+(this project's VM: 24-25 GB/s when fast, 17-21 GB/s in slow spells).
 EOF
 }
 
@@ -58,7 +61,7 @@ case $REPEAT in '' | 0 | *[!0-9]*) echo "targets.sh: --repeat wants a positive w
 NAME=targets
 # shellcheck source=tools/experiments/pod2.sh
 . "$ROOT/tools/experiments/pod2.sh"
-need_programs poddb-server poddb-bench poddb-cli poddb-region poddb-moveinbench
+need_programs poddb-server poddb-bench poddb-cli poddb-region poddb-moveinbench poddb-crcbench
 [ -f "$ROOT/build/test/modules/moveinbench.so" ] ||
     { echo "targets.sh: the move-in benchmark's module is missing: make build/test/modules/moveinbench.so" >&2; exit 2; }
 [ "$(nproc)" -ge 2 ] || { echo "targets.sh: needs 2 CPUs (0 and 1); this machine has $(nproc)" >&2; exit 2; }
@@ -109,7 +112,10 @@ ge() { python3 -c "import sys; print('yes' if float(sys.argv[1]) >= float(sys.ar
 le() { python3 -c "import sys; print('yes' if float(sys.argv[1]) <= float(sys.argv[2]) else 'no')" "$1" "$2"; }
 ratio() { python3 -c "import sys; print('%.2f' % (float(sys.argv[1]) / float(sys.argv[2])))" "$1" "$2"; }
 
-echo "machine: $(nproc) CPUs, $(awk '/MemTotal/ {printf "%.0f GiB", $2/1048576}' /proc/meminfo), $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //')"
+# crc_gauge: poddb-crcbench's hot rate (GB/s), the machine's speed right now
+crc_gauge() { "$BIN/poddb-crcbench" --total 512 2>/dev/null | awk '/^ *hot/ {print $(NF-1)}'; }
+CRC_BEFORE=$(crc_gauge)
+echo "machine: $(nproc) CPUs, $(awk '/MemTotal/ {printf "%.0f GiB", $2/1048576}' /proc/meminfo), $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //'); hot CRC32C ${CRC_BEFORE:-?} GB/s"
 echo "pod: 2 hosts x 1 worker on CPUs 0 and 1, internal mode, ${DUR} s runs after 1 s warmup$([ "$REPEAT" -gt 1 ] && echo ", median of $REPEAT")"
 [ $QUICK = 1 ] && echo "--quick: short runs and $YCSB_TUPLES YCSB tuples: NOT the targets' setting"
 
@@ -190,5 +196,6 @@ row "locking + logging cost <= 35% (on / both off)" "$(ratio "$T1015" "$T1015_BA
 row "HWcc bytes per CXL-resident tuple <= 48 (after YCSB)" "$HWCC B" "$(le "$HWCC" 48)"
 row "resident set <= 1.5x data (TPC-C, worst host)" "${RSS_RATIO% *}x" "$(le "${RSS_RATIO% *}" 1.5)"
 echo "  resident set without the shared region's pages (RssShmem): ${RSS_RATIO#* }x" >>"$WORK/runs.txt"
+echo "  hot CRC32C before and after the runs: ${CRC_BEFORE:-?} and $(crc_gauge) GB/s (the machine's spell)" >>"$WORK/runs.txt"
 [ -f "$WORK/runs.txt" ] && { echo; cat "$WORK/runs.txt"; }
 exit $FAILED
