@@ -349,6 +349,52 @@ static bool reader_next_prev(rng *r)
     return true;
 }
 
+/* A scan's pattern through one hint: next-key steps from the key just
+ * found (each repeated, as the next-key locking of a scan or an insert
+ * repeats its search), and lookups of keys near the cursor through the same
+ * hint, while the writers split, refill and prune the leaves it knows
+ * (its leaf, its right neighbour, the slot of its last answer). */
+static bool reader_walk(rng *r)
+{
+    uint64_t cur = rng_below(r, n_ids + 64);
+    uint8_t k[8], got[8];
+    key_of(cur, k);
+    bt_hint h = {0};
+    bool inclusive = true;
+    for (int step = 0; step < 64; step++) {
+        for (int again = 0; again < 2; again++) {
+            uint64_t v = 0;
+            bt_status st = bt_next_at(&tree, k, inclusive, got, &v, &h);
+            uint64_t bound = stable_at_or_after(cur, inclusive);
+            if (st == BT_NOT_FOUND) {
+                if (bound != UINT64_MAX)
+                    return flag_failure("hinted next(%llu) found nothing, stable key %llu exists",
+                                        (unsigned long long)cur, (unsigned long long)bound);
+                return true;
+            }
+            if (st != BT_OK) return flag_failure("hinted next gave %s", bt_status_name(st));
+            uint64_t g = id_of(got);
+            bool side_ok = inclusive ? g >= cur : g > cur;
+            if (!side_ok || (bound != UINT64_MAX && g > bound) || v != value_of(g) || never_inserted(g))
+                return flag_failure("hinted next(%llu, %s) returned %llu (stable bound %llu)",
+                                    (unsigned long long)cur, inclusive ? "inclusive" : "exclusive",
+                                    (unsigned long long)g, (unsigned long long)bound);
+        }
+        uint64_t near = cur + rng_below(r, 16), v = 0;
+        uint8_t nk[8];
+        key_of(near, nk);
+        bt_status st = bt_lookup_at(&tree, nk, &v, &h);
+        if ((is_stable(near) && (st != BT_OK || v != value_of(near))) ||
+            (never_inserted(near) && st != BT_NOT_FOUND))
+            return flag_failure("hinted lookup of %llu gave %s", (unsigned long long)near,
+                                bt_status_name(st));
+        memcpy(k, got, 8);
+        cur = id_of(got);
+        inclusive = false;
+    }
+    return true;
+}
+
 static bool reader_lookup(rng *r)
 {
     uint64_t id = rng_below(r, n_ids);
@@ -379,9 +425,10 @@ static void *reader_main(void *arg)
     /* At least some work even if the writers finish first. */
     while (!__atomic_load_n(&failed, __ATOMIC_ACQUIRE) && (!stopping() || rd->ops < 200)) {
         unsigned what = rng_below(&r, 10);
-        bool ok = what < 4   ? reader_lookup(&r)
-                  : what < 6 ? reader_scan(&r, true)
-                  : what < 8 ? reader_scan(&r, false)
+        bool ok = what < 3   ? reader_lookup(&r)
+                  : what < 5 ? reader_scan(&r, true)
+                  : what < 7 ? reader_scan(&r, false)
+                  : what < 8 ? reader_walk(&r)
                              : reader_next_prev(&r);
         if (!ok) break;
         rd->ops++;
