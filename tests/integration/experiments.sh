@@ -66,8 +66,11 @@ grep -Eq '^  B/A of the pairs: [0-9.]+ \(one: no interval\)$' "$TMP/ab" ||
 grep -Eq '^  B threads \(CPU s\): .*pod-logger=[0-9.]+ .*pod-worker=[0-9.]+' "$TMP/ab" &&
   grep -Eq '^mean threads A \(CPU s\): .*pod-worker=[0-9.]+' "$TMP/ab" ||
   fail "ab.sh --threads: no CPU by thread kind: $(cat "$TMP/ab")"
+grep -Eq '^hot CRC32C before the runs: [0-9.]+ GB/s$' "$TMP/ab" &&
+  grep -Eq '^hot CRC32C after the runs: [0-9.]+ GB/s$' "$TMP/ab" ||
+  fail "ab.sh: no machine-speed gauge before and after: $(cat "$TMP/ab")"
 [ -z "$(ls /dev/shm | grep '^poddb-ab-' || true)" ] || fail "ab.sh left a region behind"
-pass "ab.sh: a pair with committed/s and CPU per transaction each (and by thread kind), the means, no region left"
+pass "ab.sh: a pair with committed/s and CPU per transaction each (and by thread kind), the means, the CRC gauge, no region left"
 # --sequence: two runs on each pod, compared run by run and over both.
 tools/experiments/ab.sh --pairs 1 --duration 1 --workload ycsb --ycsb-tuples 20000 \
   --sequence "--read-pct 50 --multi-partition 10;--read-pct 90 --multi-partition 100" . . >"$TMP/ab" 2>&1 ||

@@ -207,6 +207,9 @@ print(" ".join("%s=%.2f" % (n, v / hz) for n, v in sorted(k.items()) if v > 0))
 EOF
 }
 
+# The VM's spell (targets.sh prints the same gauge): A's poddb-crcbench hot rate
+crc_gauge() { "${TREES[0]}/build/bin/poddb-crcbench" --total 512 2>/dev/null | awk '/^ *hot/ {print $(NF-1)}'; }
+echo "hot CRC32C before the runs: $(crc_gauge) GB/s"
 echo "A: ${TREES[0]}${ENV_A:+ ($ENV_A)}"
 echo "B: ${TREES[1]}${ENV_B:+ ($ENV_B)}${ENGINE_B[*]:+ (engine: ${ENGINE_B[*]})}$([ "$LOGGERS_B" = "$LOGGERS" ] || echo " (loggers $LOGGERS_B)")"
 if [ -n "$SEQUENCE" ]; then
@@ -230,6 +233,7 @@ for i in $(seq "$PAIRS"); do
         echo "  B threads (CPU s): $(cat "$WORK/b$i.threads")"
     fi
 done
+echo "hot CRC32C after the runs: $(crc_gauge) GB/s"
 if [ $THREADS = 1 ]; then
     python3 - "$WORK" "$PAIRS" <<'EOF'
 import collections, sys
