@@ -581,6 +581,18 @@ static void hint_set(const bt_tree *t, bt_hint *h, char *leaf, uint64_t v)
     h->at = 0;
 }
 
+/* hint_set with what is known of the leaf's right side: its neighbour
+ * `next` at next_v (NULL: not known), or that it is the tree's last. */
+static void hint_set_right(const bt_tree *t, bt_hint *h, char *leaf, uint64_t v, char *next,
+                           uint64_t next_v, bool last)
+{
+    if (!h) return;
+    hint_set(t, h, leaf, v);
+    h->next = next;
+    h->next_v = next_v;
+    h->last = last;
+}
+
 /* Past the hinted leaf's last entry. The hinted leaf (validated by the caller
  * after this) has entries, all below sk; where is the first entry >= sk
  * (> sk with exclusive)? In no leaf when the leaf is the tree's last; in its
@@ -705,11 +717,6 @@ static bool hint_lookup(const bt_tree *t, const bt_hint *h, const search_key *sk
     return true;
 }
 
-/* The first entry > from (>= from without exclusive) when the hinted leaf
- * holds it and an entry at or below from, or when from is past the leaf's
- * entries and the hint knows the right side (hint_right). An answer from the
- * right neighbour with an entry of its own at or below from moves the hint
- * there: the next step of a scan starts in it. */
 /* key_bound for a scan's steps through a hint: from is usually the last
  * answer (the next step) or the entry before it (the same search repeated
  * after locking), so one comparison with the slots around the last answer
@@ -728,6 +735,11 @@ static unsigned step_bound(const bt_tree *t, char *leaf, unsigned count, const b
     return key_bound(t, leaf, count, from, exclusive);
 }
 
+/* The first entry > from (>= from without exclusive) when the hinted leaf
+ * holds it and an entry at or below from, or when from is past the leaf's
+ * entries and the hint knows the right side (hint_right). An answer from the
+ * right neighbour with an entry of its own at or below from moves the hint
+ * there: the next step of a scan starts in it. */
 static enum hint_answer hint_next(const bt_tree *t, bt_hint *h, const search_key *from,
                                   bool exclusive, uint64_t *key_buf, uint64_t *value)
 {
@@ -799,8 +811,7 @@ bt_status bt_lookup_at(const bt_tree *t, const void *key, uint64_t *value, bt_hi
         uint64_t v = found ? load_word(leaf_value(t, lr.leaf, pos)) : 0;
         RACE_POINT(BT_RACE_LEAF_READ);
         if (!leaf_ref_valid(&lr)) continue;
-        hint_set(t, hint, lr.leaf, lr.leaf_v);
-        if (hint) hint->last = !f.has_high;
+        hint_set_right(t, hint, lr.leaf, lr.leaf_v, NULL, 0, !f.has_high);
         if (!found) return BT_NOT_FOUND;
         if (value) *value = v;
         return BT_OK;
@@ -1050,13 +1061,9 @@ static bool try_insert(const bt_tree *t, const search_key *sk, uint64_t value, b
     if (hint) {
         /* The leaf as we left it. A right neighbour the hint knew stays
          * one when the leaf had not changed since (an insert does not split). */
-        bool kept = hint->tree == t && hint->leaf == node && hint->v == v && hint->next;
-        char *nx = kept ? hint->next : NULL;
-        uint64_t nv = kept ? hint->next_v : 0;
-        hint_set(t, hint, node, v + 2 * V_LOCKED);
-        hint->next = nx;
-        hint->next_v = nv;
-        hint->last = rightmost;
+        bool kept = hint->tree == t && hint->leaf == node && hint->v == v;
+        hint_set_right(t, hint, node, v + 2 * V_LOCKED, kept ? hint->next : NULL,
+                       kept ? hint->next_v : 0, rightmost);
     }
     if (replaced) *replaced = false;
     *st = BT_OK;
@@ -1065,8 +1072,9 @@ static bool try_insert(const bt_tree *t, const search_key *sk, uint64_t value, b
 
 /* Insert a new key into the hinted leaf when the leaf alone covers it (an
  * entry on each side, as in hint_lookup, or past the last entry of the
- * tree's last leaf) and has room: no split, so no parent is involved. Locking from the hint's version proves the leaf is
- * unchanged since it was read. False: take the descent. */
+ * tree's last leaf) and has room: no split, so no parent is involved.
+ * Locking from the hint's version proves the leaf is unchanged since it was
+ * read. False: take the descent. */
 static bool hint_insert(const bt_tree *t, bt_hint *h, const search_key *sk, uint64_t value)
 {
     char *leaf = hint_leaf(t, h);
@@ -1347,24 +1355,18 @@ bt_status bt_next_at(const bt_tree *t, const void *key, bool inclusive, void *ke
     for (unsigned hops = 0;; hops++) {
         gather_forward(t, from, exclusive, 1, &b);
         if (b.n == 1) {
-            hint_set(t, hint, b.leaf, b.leaf_v);
-            if (hint && hops == 1) {
-                /* Found in the leaf right of the one searched first: remember
-                 * both (the leaf covering its high fence is its neighbour), so
-                 * that the same search, a lookup of a key between them and a
-                 * scan's next step need no descent. */
-                hint->leaf = passed;
-                hint->v = passed_v;
-                hint->next = b.leaf;
-                hint->next_v = b.leaf_v;
-            }
+            /* Found in the leaf right of the one searched first: remember
+             * both (the leaf covering its high fence is its neighbour), so
+             * that the same search, a lookup of a key between them and a
+             * scan's next step need no descent. */
+            if (hops == 1) hint_set_right(t, hint, passed, passed_v, b.leaf, b.leaf_v, false);
+            else hint_set(t, hint, b.leaf, b.leaf_v);
             copy_key_out(t, key_out, key_buf);
             if (value) *value = val;
             return BT_OK;
         }
         if (!b.f.has_high) {
-            hint_set(t, hint, b.leaf, b.leaf_v);
-            if (hint) hint->last = true;
+            hint_set_right(t, hint, b.leaf, b.leaf_v, NULL, 0, true);
             return BT_NOT_FOUND;
         }
         passed = b.leaf;
