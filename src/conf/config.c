@@ -529,7 +529,7 @@ static const struct key_spec region_keys[R_NKEYS] = {
                                 "true, false, yes, no, on or off"},
 };
 
-enum { H_WORKERS, H_LOGGERS, H_CPUS, H_SOCKET, H_LOG_DIR, H_TCP_PORT, H_NKEYS };
+enum { H_WORKERS, H_LOGGERS, H_CPUS, H_SOCKET, H_LOG_DIR, H_TCP_PORT, H_HUGE_PAGES, H_NKEYS };
 static const struct key_spec host_keys[H_NKEYS] = {
     [H_WORKERS] = {"workers", true, "an integer in 1..64"},
     [H_LOGGERS] = {"loggers", false, "an integer in 0..16"},
@@ -538,6 +538,7 @@ static const struct key_spec host_keys[H_NKEYS] = {
     [H_LOG_DIR] = {"log_dir", true, "a directory path; {host} becomes the host index"},
     [H_TCP_PORT] = {"tcp_port", false, "a TCP port in 1..65535 for a listener on 127.0.0.1 "
                                        "(default: none)"},
+    [H_HUGE_PAGES] = {"huge_pages", false, "true, false, yes, no, on or off"},
 };
 
 enum { E_EPOCH_MS, E_MOVEOUT_THRESHOLD, E_MOVEBACK_RATE, E_COHERENCE, E_PHANTOM_PROTECTION, E_CHECKPOINT_AFTER,
@@ -647,6 +648,7 @@ static int convert_host(const struct ctx *c, const struct item *it, int host_ind
         return -1;
     if (it[H_TCP_PORT].value && get_int(c, &it[H_TCP_PORT], 1, 65535, &h->tcp_port) < 0)
         return -1;
+    if (it[H_HUGE_PAGES].value && get_bool(c, &it[H_HUGE_PAGES], &h->huge_pages) < 0) return -1;
     return 0;
 }
 

@@ -45,6 +45,7 @@ struct pod_host_conf {
     char socket_path[POD_PATH_MAX];/* Unix-domain socket of this host's server */
     char log_dir[POD_PATH_MAX];    /* directory of this host's log segments */
     int tcp_port;                  /* 0: no TCP listener; else 127.0.0.1:tcp_port */
+    bool huge_pages;               /* large tables' rows on transparent huge pages */
 };
 
 /* A table for the generic kv.* procedures: keys and values are byte strings

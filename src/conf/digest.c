@@ -83,6 +83,10 @@ static void put_host(uint64_t *h, const struct pod_host_conf *host)
     put_str(h, host->log_dir, sizeof host->log_dir);
     put_field(h, "tcp_port");
     put_i64(h, host->tcp_port);
+    if (host->huge_pages) { /* absent when off: older configs keep their digest */
+        put_field(h, "huge_pages");
+        put_i64(h, 1);
+    }
 }
 
 /* Only enabled workloads enter (a disabled one has no values). */

@@ -133,6 +133,7 @@ static int sys_config(pod_txn *tx, const pod_args *a, pod_result *res, void *ctx
     kv_row(res, &row, "host.cpus", "%s", h->ncpus ? h->cpu_list : "(not pinned)");
     kv_row(res, &row, "host.socket", "%s", h->socket_path);
     kv_row(res, &row, "host.tcp_port", "%d", h->tcp_port);
+    kv_row(res, &row, "host.huge_pages", "%s", h->huge_pages ? "true" : "false");
     kv_row(res, &row, "host.log_dir", "%s", h->log_dir);
     kv_row(res, &row, "engine.epoch_ms", "%d", c->engine.epoch_ms);
     kv_row(res, &row, "engine.moveout_threshold", "%g", c->engine.moveout_threshold);

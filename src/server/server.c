@@ -54,6 +54,7 @@
 #include "log/txlog.h"
 #include "net/proto.h"
 #include "pod/pod.h"
+#include "storage/row_slab.h"
 #include "util/log.h"
 #include "util/clock.h"
 #include "util/cpu.h"
@@ -1047,6 +1048,28 @@ static void run_loop(struct pod_server *s)
     }
 }
 
+/* huge_pages: large tables take their rows in 2 MiB chunks advised for
+ * transparent huge pages (row_slab.h). Says so when the kernel will not
+ * give any, and what a first touch costs on a VM (docs/configuration.md). */
+static void use_huge_pages(const struct pod_host_conf *hc)
+{
+    if (!hc->huge_pages) return;
+    row_slab_use_huge_pages(true);
+    char mode[128] = "";
+    FILE *f = fopen("/sys/kernel/mm/transparent_hugepage/enabled", "r");
+    if (f) {
+        if (!fgets(mode, sizeof mode, f)) mode[0] = 0;
+        mode[strcspn(mode, "\n")] = 0;
+        fclose(f);
+    }
+    if (!f || strstr(mode, "[never]"))
+        pod_warn("huge_pages: true, but this kernel gives no transparent huge pages "
+                 "(/sys/kernel/mm/transparent_hugepage/enabled: %s); rows stay on 4 KiB pages",
+                 f ? mode : "missing");
+    else
+        pod_info("huge_pages: large tables' rows on transparent huge pages");
+}
+
 /* The durability layer: recover what the log directory holds, then start
  * epochs, loggers and checkpoints. */
 static int start_log(struct pod_server *s, pod_err *err)
@@ -1123,6 +1146,7 @@ int pod_server_main(const struct pod_config *c, int host)
     sigaddset(&mask, SIGINT);
     pthread_sigmask(SIG_BLOCK, &mask, NULL); /* every thread started below inherits it */
 
+    use_huge_pages(hc);
     s->region = cxl_region_open(c, host, CXL_OPEN_CREATE | CXL_OPEN_HEARTBEAT, &err);
     if (!s->region) goto out;
     pod_info("attached to region %s as host %d (generation %llu%s)", c->region.path, host,

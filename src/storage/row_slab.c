@@ -4,6 +4,7 @@
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 
 /* Free rows stay poisoned for AddressSanitizer, but for the two links. */
 #if defined(__SANITIZE_ADDRESS__)
@@ -16,6 +17,8 @@
 #endif
 
 #define CHUNK_BYTES (256u << 10)
+#define HUGE_CHUNK_BYTES (2u << 20)  /* one transparent huge page */
+#define HUGE_AFTER_BYTES (16u << 20) /* a slab this large takes huge chunks */
 #define BATCH 64u /* free rows a thread passes on at once */
 
 /* A free row: its first 16 bytes link it (every row has at least 16). */
@@ -27,13 +30,19 @@ struct free_row {
 
 struct chunk {
     struct chunk *next;
-    _Alignas(16) unsigned char rows[];
+    size_t nrows;
+    size_t mapped;                     /* bytes mmap'ed for the chunk; 0: from malloc */
+    _Alignas(64) unsigned char rows[]; /* rows of a multiple of 64 bytes stay line-aligned */
 };
+
+static bool use_huge_pages; /* row_slab_use_huge_pages */
+
+void row_slab_use_huge_pages(bool on) { __atomic_store_n(&use_huge_pages, on, __ATOMIC_RELAXED); }
 
 struct row_slab {
     uint32_t id;  /* index of every thread's cache of this slab */
     uint64_t gen; /* unique: a cache entry left by a destroyed slab of the same id differs */
-    size_t block, rows_per_chunk;
+    size_t block;
     pthread_mutex_t mu; /* the fields below */
     struct chunk *chunks;
     struct free_row *batches; /* full batches of BATCH rows, passed on by threads */
@@ -121,14 +130,38 @@ static struct slab_cache *cache_of(const struct row_slab *s)
     return c;
 }
 
+/* A 2 MiB chunk aligned to 2 MiB and advised for a transparent huge page
+ * (one TLB entry instead of 512), or NULL. */
+static struct chunk *huge_chunk(void)
+{
+    size_t want = HUGE_CHUNK_BYTES, map = 2 * want;
+    unsigned char *p = mmap(NULL, map, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (p == MAP_FAILED) return NULL;
+    unsigned char *a = (unsigned char *)(((uintptr_t)p + want - 1) & ~(uintptr_t)(want - 1));
+    if (a > p) munmap(p, (size_t)(a - p));
+    if (a + want < p + map) munmap(a + want, (size_t)(p + map - (a + want)));
+    (void)madvise(a, want, MADV_HUGEPAGE); /* only a hint: without THP the pages are small */
+    struct chunk *ch = (struct chunk *)a;
+    ch->mapped = want;
+    return ch;
+}
+
 static struct chunk *chunk_new(struct row_slab *s)
 {
-    struct chunk *ch = malloc(sizeof *ch + s->rows_per_chunk * s->block);
-    if (!ch) return NULL;
-    POISON(ch->rows, s->rows_per_chunk * s->block);
+    size_t bytes = CHUNK_BYTES;
+    struct chunk *ch = NULL;
+    if (__atomic_load_n(&use_huge_pages, __ATOMIC_RELAXED) && s->bytes >= HUGE_AFTER_BYTES &&
+        (ch = huge_chunk()))
+        bytes = HUGE_CHUNK_BYTES;
+    if (!ch) {
+        if (!(ch = aligned_alloc(64, CHUNK_BYTES))) return NULL;
+        ch->mapped = 0;
+    }
+    ch->nrows = (bytes - sizeof *ch) / s->block;
+    POISON(ch->rows, ch->nrows * s->block);
     ch->next = s->chunks;
     s->chunks = ch;
-    s->bytes += sizeof *ch + s->rows_per_chunk * s->block;
+    s->bytes += bytes;
     return ch;
 }
 
@@ -153,7 +186,7 @@ static void *take_shared(struct row_slab *s, struct slab_cache *c)
     }
     struct chunk *ch = chunk_new(s);
     if (!ch) return NULL;
-    unsigned char *end = ch->rows + s->rows_per_chunk * s->block;
+    unsigned char *end = ch->rows + ch->nrows * s->block;
     if (c) {
         c->bump = ch->rows + s->block;
         c->end = end;
@@ -227,7 +260,6 @@ struct row_slab *row_slab_new(size_t block)
     struct row_slab *s = calloc(1, sizeof *s);
     if (!s) return NULL;
     s->block = block;
-    s->rows_per_chunk = (CHUNK_BYTES - sizeof(struct chunk)) / block;
     pthread_mutex_init(&s->mu, NULL);
     pthread_mutex_lock(&reg_mu);
     uint32_t id = 0;
@@ -259,8 +291,9 @@ void row_slab_destroy(struct row_slab *s)
     pthread_mutex_unlock(&reg_mu);
     for (struct chunk *ch = s->chunks, *next; ch; ch = next) {
         next = ch->next;
-        UNPOISON(ch->rows, s->rows_per_chunk * s->block);
-        free(ch);
+        UNPOISON(ch->rows, ch->nrows * s->block);
+        if (ch->mapped) munmap(ch, ch->mapped);
+        else free(ch);
     }
     pthread_mutex_destroy(&s->mu);
     free(s);

@@ -7,10 +7,18 @@
  * each slab, so allocating and freeing take no lock; whole batches of free
  * rows pass between threads through the slab (under its mutex), and a thread
  * that exits hands its free rows back. Memory goes back to the system only
- * when the slab is destroyed. */
+ * when the slab is destroyed.
+ *
+ * With huge pages on (row_slab_use_huge_pages), a slab that holds 16 MiB
+ * takes further memory in 2 MiB chunks, each aligned to and advised for a
+ * transparent huge page: a table of millions of rows read at random then
+ * costs a TLB miss per 2 MiB instead of per 4 KiB (docs/performance.md). A
+ * small table keeps its 256 KiB chunks, so it does not hold a mostly empty
+ * huge page. */
 #ifndef PODDB_STORAGE_ROW_SLAB_H
 #define PODDB_STORAGE_ROW_SLAB_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -30,6 +38,10 @@ void *row_slab_alloc(struct row_slab *s);
 
 /* Give back a row of s; any thread may free any thread's row. */
 void row_slab_free(struct row_slab *s, void *row);
+
+/* Whether slabs take their later chunks as huge pages (process-wide; off
+ * until called). Chunks already taken stay as they are. */
+void row_slab_use_huge_pages(bool on);
 
 /* Bytes of chunk memory the slab holds (rows in use, free, and not yet used). */
 uint64_t row_slab_bytes(const struct row_slab *s);

@@ -4,7 +4,7 @@
 # other host, through the CXL region) in internal and client mode for ~2 s,
 # and 100% multi-partition for 1 s; --check finds every tuple and the column
 # counters grown by exactly the committed read-modify-writes; a damaged
-# counter makes --check fail loudly.
+# counter makes --check fail loudly. The hosts run with huge_pages: true.
 source tests/lib.sh
 source tests/bench-pod.sh
 
@@ -13,7 +13,13 @@ YCSB_MULTI_PARTITION_PCT=10
 YCSB_MULTI_PARTITION_ALL=100
 
 conf=$(bench_conf "  ycsb: {tuples: 10000, theta: 0.7}")
+# Its fixed-size table is what huge pages are for (docs/configuration.md).
+sed -i 's/^host_defaults:$/host_defaults:\n  huge_pages: true/' "$conf"
 start_pod "$conf"
+"$CLI" --conf "$conf" --host 1 call sys.config | grep -q "^host.huge_pages	true$" ||
+  fail "sys.config does not show huge_pages: true"
+grep -q 'huge_pages: ' "$TMP/host1.log" || fail "host 1 did not say what huge_pages does: $(cat "$TMP/host1.log")"
+pass "huge_pages: true is on and said so"
 
 bench --conf "$conf" --workload ycsb --duration 2 --warmup 0.5 --check \
   --multi-partition "$YCSB_MULTI_PARTITION_PCT" --read-pct 50

@@ -204,6 +204,7 @@ START_TEST(test_load_minimal_file_defaults)
     ck_assert_int_eq(cfg.hosts[0].loggers, 1);
     ck_assert_int_eq(cfg.hosts[0].ncpus, 0);
     ck_assert_str_eq(cfg.hosts[0].cpu_list, "");
+    ck_assert(!cfg.hosts[0].huge_pages);
     ck_assert_int_eq(cfg.engine.epoch_ms, 10);
     ck_assert(cfg.engine.moveout_threshold == 0.9);
     ck_assert_int_eq(cfg.engine.coherence, POD_COH_FULL);
@@ -246,6 +247,7 @@ START_TEST(test_every_key)
         "    cpus: 0-3, 8, 10-11\n"
         "    socket: /run/a.sock\n"
         "    log_dir: /var/log/a\n"
+        "    huge_pages: on\n"
         "  - {workers: 1, loggers: 16, cpus: 7, socket: /run/b.sock, log_dir: /var/log/b}\n"
         "engine:\n"
         "  epoch_ms: 10000\n"
@@ -274,6 +276,8 @@ START_TEST(test_every_key)
     ck_assert_str_eq(c->hosts[0].cpu_list, "0-3, 8, 10-11");
     ck_assert_str_eq(c->hosts[0].socket_path, "/run/a.sock");
     ck_assert_str_eq(c->hosts[0].log_dir, "/var/log/a");
+    ck_assert(c->hosts[0].huge_pages);
+    ck_assert(!c->hosts[1].huge_pages);
     ck_assert_int_eq(c->hosts[1].workers, 1);
     ck_assert_int_eq(c->hosts[1].loggers, 16);
     ck_assert_int_eq(c->hosts[1].ncpus, 1);
@@ -491,6 +495,7 @@ static const struct {
     {"cpus: 0-1", "loggers: 1"},
     {"    cpus: 0-1\n", ""},
     {"    log_dir: /tmp/d-1\n", "    log_dir: /tmp/d-1\n    loggers: 2\n"},
+    {"    log_dir: /tmp/d-1\n", "    log_dir: /tmp/d-1\n    huge_pages: true\n"},
     {"  - workers: 2\n    socket: /tmp/d-1", "  - workers: 3\n    socket: /tmp/d-1"},
     {"socket: /tmp/d-1.sock", "socket: /tmp/d-2.sock"},
     {"log_dir: /tmp/d-1\n", "log_dir: /tmp/d-1/\n"},
@@ -758,7 +763,7 @@ static const struct bad_case {
     {"misspelt host key",
      REGION_OK "hosts:\n  - workers: 2\n    sockt: /tmp/s\n    log_dir: /tmp/l\n",
      "8:5: hosts[0].sockt: unknown key (expected one of: workers, loggers, cpus, socket, "
-     "log_dir, tcp_port)"},
+     "log_dir, tcp_port, huge_pages)"},
     {"misspelt engine key", REGION_OK HOSTS_OK "engine:\n  epoch: 5\n",
      "11:3: engine.epoch: unknown key (expected one of: epoch_ms, moveout_threshold, "
      "moveback_rate, coherence, phantom_protection, checkpoint_after, reply_before_durable, eviction, "
@@ -791,6 +796,8 @@ static const struct bad_case {
      "11:15: hosts[0].tcp_port: 70000 is out of range (1..65535)"},
     {"duplicate tcp port", REGION_OK DEFAULTS_OK "hosts:\n  - tcp_port: 7000\n  - tcp_port: 7000\n",
      "12:15: hosts[1].tcp_port: 7000 is also the tcp_port of hosts[0]"},
+    {"huge pages not a boolean", REGION_OK DEFAULTS_OK "hosts:\n  - huge_pages: 2MiB\n",
+     "11:17: hosts[0].huge_pages: '2MiB' is not a boolean (expected true, false, yes, no, on or off)"},
 
     /* wrong types */
     {"word for an integer", REGION_OK "hosts:\n  - workers: two\n",
@@ -815,7 +822,7 @@ static const struct bad_case {
      "7:3: hosts: is a mapping (expected a sequence of 1..16 host entries)"},
     {"host entry is a scalar", REGION_OK "hosts:\n  - hello\n",
      "7:5: hosts[0]: is a scalar (expected a mapping with keys: workers, loggers, cpus, "
-     "socket, log_dir, tcp_port)"},
+     "socket, log_dir, tcp_port, huge_pages)"},
     {"host entry is empty", REGION_OK DEFAULTS_OK "hosts:\n  - {}\n  -\n",
      "12:4: hosts[1]: has no value (expected a mapping; write {} to take every key"},
     {"engine is a scalar", REGION_OK HOSTS_OK "engine: fast\n",

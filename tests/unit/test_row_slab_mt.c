@@ -6,7 +6,8 @@
  * a new chunk is taken, also when another thread freed them and when the
  * freeing thread has exited; a destroyed slab's id can be reused without the
  * threads' caches handing out its rows; and threads that allocate, check and
- * free rows while passing them to each other never see a row twice. */
+ * free rows while passing them to each other never see a row twice. With
+ * huge pages on, a large slab's later chunks are 2 MiB-aligned 2 MiB ones. */
 #include <check.h>
 #include <pthread.h>
 #include <stdint.h>
@@ -60,6 +61,53 @@ START_TEST(exact_zeroed_disjoint)
     ck_assert_uint_eq(row_slab_bytes(s), bytes);
     free(rows);
     row_slab_destroy(s);
+}
+END_TEST
+
+/* With huge pages on, a slab takes 256 KiB chunks until it holds 16 MiB,
+ * then 2 MiB chunks aligned to 2 MiB (a transparent huge page each; whether
+ * the kernel backs them so is its business); off, it keeps to 256 KiB.
+ * Rows stay exact, zeroed and disjoint either way, and destroy gives the
+ * mapped chunks back (AddressSanitizer would see a leak or a bad free). */
+START_TEST(large_slabs_take_huge_chunks)
+{
+    enum { BLOCK = 1024 };
+    const uint64_t small = 16u << 20, huge = 2u << 20;
+    for (int on = 1; on >= 0; on--) {
+        row_slab_use_huge_pages(on);
+        struct row_slab *s = row_slab_new(BLOCK);
+        ck_assert_ptr_nonnull(s);
+        size_t cap = (size_t)(small + 3 * huge) / BLOCK, n = 0;
+        void **rows = malloc(cap * sizeof *rows);
+        uint64_t bytes = 0;
+        int huge_chunks = 0;
+        while (bytes < small + 2 * huge && n < cap) {
+            void *p = row_slab_alloc(s);
+            ck_assert_ptr_nonnull(p);
+            uint64_t b = row_slab_bytes(s);
+            if (b != bytes) { /* p is the first row of a new chunk */
+                uint64_t step = b - bytes;
+                if (bytes < small || !on) {
+                    ck_assert_uint_eq(step, CHUNK);
+                } else {
+                    ck_assert_uint_eq(step, huge);
+                    ck_assert_uint_eq((uintptr_t)p % huge, 64); /* after the chunk's header */
+                    huge_chunks++;
+                }
+                bytes = b;
+            }
+            ck_assert_uint_eq(*(unsigned char *)p, 0);
+            memset(p, 0x5a, BLOCK);
+            rows[n++] = p;
+        }
+        ck_assert_int_eq(huge_chunks, on ? 2 : 0);
+        qsort(rows, n, sizeof *rows, cmp_ptr);
+        for (size_t i = 1; i < n; i++)
+            ck_assert_uint_ge((uintptr_t)rows[i] - (uintptr_t)rows[i - 1], BLOCK);
+        for (size_t i = 0; i < n; i++) row_slab_free(s, rows[i]);
+        free(rows);
+        row_slab_destroy(s);
+    }
 }
 END_TEST
 
@@ -203,6 +251,7 @@ int main(void)
     TCase *tc = tcase_create("single");
     tcase_add_test(tc, exact_zeroed_disjoint);
     tcase_add_test(tc, bad_block_sizes);
+    tcase_add_test(tc, large_slabs_take_huge_chunks);
     tcase_add_test(tc, destroyed_slab_id_reused);
     suite_add_tcase(s, tc);
     TCase *mt = tcase_create("threads");

@@ -429,6 +429,7 @@ START_TEST(test_sys_config)
     } want[] = {{"region.path", S.region}, {"region.kind", "shm"},   {"region.size", "536870912"},
                 {"region.hwcc_budget", "16777216"}, {"hosts", "1"}, {"host", "0"},
                 {"host.workers", "2"},       {"host.socket", S.sock}, {"host.tcp_port", tcp},
+                {"host.huge_pages", "false"},
                 {"engine.epoch_ms", "10"},   {"engine.phantom_protection", "true"}};
     for (size_t w = 0; w < sizeof want / sizeof want[0]; w++) {
         bool found = false;

@@ -28,7 +28,8 @@ trap cleanup EXIT
 trap 'exit 2' INT TERM
 
 # make_conf NAME LOGGERS YCSB_TUPLES [ENGINE_LINE...]: writes $WORK/NAME.yaml
-# (engine lines like "locking: false") and prints its path
+# (engine lines like "locking: false"; HOST_LINE, when set, one more line of
+# host_defaults like "huge_pages: true") and prints its path
 make_conf() {
     local f=$WORK/$1.yaml
     cat >"$f" <<EOC
@@ -42,7 +43,8 @@ host_defaults:
   loggers: $2
   socket: $WORK/$1-{host}.sock
   log_dir: $WORK/$1-log-{host}
-hosts:
+${HOST_LINE:+  $HOST_LINE
+}hosts:
   - cpus: "0"
   - cpus: "1"
 workloads:
