@@ -15,6 +15,7 @@
 #include <time.h>
 
 #include "log/crc32c.h"
+#include "util/opt.h"
 
 static const char usage[] =
     "usage: poddb-crcbench [options]\n"
@@ -36,22 +37,6 @@ static double now_s(void)
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
-
-/* optarg as a number in lo..hi for option name; false (after saying why)
- * when it is not one. */
-static bool parse_u64(const char *name, const char *unit, uint64_t lo, uint64_t hi,
-                      uint64_t *out)
-{
-    char *end;
-    unsigned long long v = strtoull(optarg, &end, 10);
-    if (!*optarg || *end || *optarg == '-' || v < lo || v > hi) {
-        fprintf(stderr, "poddb-crcbench: --%s: want %llu..%llu %s, not '%s'\n", name,
-                (unsigned long long)lo, (unsigned long long)hi, unit, optarg);
-        return false;
-    }
-    *out = v;
-    return true;
 }
 
 /* GB/s of fn over `total` bytes in calls of `size` bytes, from buf (region
@@ -86,13 +71,13 @@ int main(int argc, char **argv)
     while ((o = getopt_long(argc, argv, "s:t:c:jh", opts, NULL)) != -1) {
         switch (o) {
         case 's':
-            if (!parse_u64("size", "bytes", 1, 1u << 30, &size)) return 2;
+            if (!pod_opt_u64("poddb-crcbench", "size", optarg, 1, 1u << 30, "bytes", &size)) return 2;
             break;
         case 't':
-            if (!parse_u64("total", "MiB", 1, 1u << 20, &total_mib)) return 2;
+            if (!pod_opt_u64("poddb-crcbench", "total", optarg, 1, 1u << 20, "MiB", &total_mib)) return 2;
             break;
         case 'c':
-            if (!parse_u64("cold", "MiB", 1, 1u << 20, &cold_mib)) return 2;
+            if (!pod_opt_u64("poddb-crcbench", "cold", optarg, 1, 1u << 20, "MiB", &cold_mib)) return 2;
             break;
         case 'j': json = true; break;
         case 'h': fputs(usage, stdout); return 0;
