@@ -57,7 +57,7 @@ static void *arena_alloc(void *ctx, size_t size)
 
 static void arena_retire(void *ctx, void *node, size_t size)
 {
-    (void)ctx, (void)node, (void)size; /* splits retire nothing; removals are not run */
+    (void)ctx, (void)node, (void)size; /* nothing is removed; a node is never reused */
 }
 
 static void order_line_key(unsigned char k[16], uint64_t i, uint64_t orders)

@@ -1049,8 +1049,8 @@ static void run_loop(struct pod_server *s)
 }
 
 /* huge_pages: large tables take their rows in 2 MiB chunks advised for
- * transparent huge pages (row_slab.h). Says so when the kernel will not
- * give any, and what a first touch costs on a VM (docs/configuration.md). */
+ * transparent huge pages (row_slab.h). Warns when the kernel gives none
+ * (docs/configuration.md says when the key pays). */
 static void use_huge_pages(const struct pod_host_conf *hc)
 {
     if (!hc->huge_pages) return;
