@@ -316,15 +316,21 @@ void log_remove_obsolete(struct log_host *lh, uint64_t hzn, uint64_t *removed)
     for (int i = 0; hzn && i < d.nsegs; i++) {
         const struct logdir_seg *s = &d.segs[i];
         if (s->host != (uint32_t)lh->o.host) continue;
+        struct logger *lg = s->logger < (uint32_t)lh->nloggers ? lh->loggers[s->logger] : NULL;
         /* Never a segment a logger may still append to. */
-        if (s->logger < (uint32_t)lh->nloggers && lh->loggers[s->logger] &&
-            s->seq >= logger_open_seq(lh->loggers[s->logger]))
-            continue;
+        if (lg && s->seq >= logger_open_seq(lg)) continue;
         snprintf(path, sizeof path, "%s/%s", lh->dir, s->name);
         uint64_t lo, hi;
-        if (seg_peek_epochs(path, &lo, &hi, &err) != 0) continue;
+        /* The epochs of a segment this server wrote are known without
+         * reading its block headers back from disk. */
+        if (!(lg && logger_closed_epochs(lg, s->seq, &lo, &hi)) &&
+            seg_peek_epochs(path, &lo, &hi, &err) != 0)
+            continue;
         if (lo <= hi && hi >= hzn) continue; /* records the checkpoint does not cover */
-        if (unlink(path) == 0) n++;
+        if (unlink(path) == 0) {
+            n++;
+            if (lg) logger_forget_closed(lg, s->seq);
+        }
     }
     logdir_free(&d);
     if (n && seg_fsync_dir(lh->dir, &err)) pod_warn("checkpoint: %s", err.msg);

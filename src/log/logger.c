@@ -4,6 +4,7 @@
 #include <errno.h>
 #include <inttypes.h>
 #include <pthread.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -13,6 +14,7 @@
 #include "util/log.h"
 
 #define BUFS_PER_WORKER 8
+#define CLOSED_MAX 4096
 #define RETRY_NS (100ull * 1000 * 1000)
 #define WARN_EVERY_NS (5ull * 1000 * 1000 * 1000)
 #define SLOW_SYNC_NS (1000ull * 1000 * 1000)
@@ -41,8 +43,15 @@ struct logger {
     bool woken;                      /* logger_wake since it last looked (under mu) */
     /* the logger thread's own */
     struct seg_writer *w;
+    uint64_t w_seq;    /* w's sequence number */
     uint64_t seq;
     uint64_t open_seq; /* atomic: the segment written now, or the next one */
+    /* The epochs of segments this logger closed (under mu), oldest first:
+     * the checkpointer's clean-up takes them from here, since reading them
+     * back costs a disk read per block header (docs/performance.md,
+     * section 46). At most CLOSED_MAX; older ones are read from the file. */
+    struct closed_seg { uint64_t seq, lo, hi; } *closed;
+    size_t nclosed, closed_cap;
     struct log_buf *pend_head, *pend_tail; /* written, not synced */
     uint64_t pend_bytes;
     uint64_t durable;
@@ -275,6 +284,37 @@ static void abandon_segment(struct logger *lg, struct log_buf *unwritten)
     pthread_mutex_unlock(&lg->mu);
 }
 
+/* Close the segment being written; once it is complete on disk, remember
+ * its epochs. */
+static void close_segment(struct logger *lg)
+{
+    pod_err err;
+    uint64_t lo, hi;
+    seg_writer_epochs(lg->w, &lo, &hi);
+    int rc = seg_writer_close(lg->w, &err);
+    lg->w = NULL;
+    if (rc != 0) {
+        pod_warn("logger %" PRIu32 ": %s", lg->o.id, err.msg);
+        return;
+    }
+    pthread_mutex_lock(&lg->mu);
+    if (lg->nclosed == CLOSED_MAX) {
+        memmove(lg->closed, lg->closed + 1, (CLOSED_MAX - 1) * sizeof *lg->closed);
+        lg->nclosed--;
+    }
+    if (lg->nclosed == lg->closed_cap) {
+        size_t cap = lg->closed_cap ? 2 * lg->closed_cap : 16;
+        struct closed_seg *c = realloc(lg->closed, cap * sizeof *c);
+        if (c) {
+            lg->closed = c;
+            lg->closed_cap = cap;
+        }
+    }
+    if (lg->nclosed < lg->closed_cap) /* else out of memory: read from the file */
+        lg->closed[lg->nclosed++] = (struct closed_seg){lg->w_seq, lo, hi};
+    pthread_mutex_unlock(&lg->mu);
+}
+
 /* Write the list; on an error the rest goes back to the queue. 0 or -1. */
 static int write_all(struct logger *lg, struct log_buf *list)
 {
@@ -289,7 +329,7 @@ static int write_all(struct logger *lg, struct log_buf *list)
                 abandon_segment(lg, list);
                 return -1;
             }
-            lg->seq++;
+            lg->w_seq = lg->seq++;
             count(&lg->st.segments, 1);
             /* Past the page cache (docs/performance.md, section 33); where the
              * file system refuses O_DIRECT the segment is written as before. */
@@ -341,10 +381,8 @@ static int sync_pending(struct logger *lg)
     lg->pend_head = lg->pend_tail = NULL;
     lg->pend_bytes = 0;
     recycle(lg, done);
-    if (seg_writer_size(lg->w) >= lg->o.segment_bytes) {
-        if (seg_writer_close(lg->w, &err) != 0) pod_warn("logger %" PRIu32 ": %s", lg->o.id, err.msg);
-        lg->w = NULL; /* the next write opens the next segment */
-    }
+    if (seg_writer_size(lg->w) >= lg->o.segment_bytes)
+        close_segment(lg); /* the next write opens the next segment */
     return 0;
 }
 
@@ -402,9 +440,7 @@ static void *logger_main(void *arg)
         }
         if (!lg->pend_head) publish(lg, d);
     }
-    pod_err err;
-    if (lg->w && seg_writer_close(lg->w, &err) != 0) pod_warn("logger %" PRIu32 ": %s", lg->o.id, err.msg);
-    lg->w = NULL;
+    if (lg->w) close_segment(lg);
     return NULL;
 }
 
@@ -468,6 +504,7 @@ void logger_stop(struct logger *lg)
     pthread_mutex_destroy(&lg->mu);
     pthread_cond_destroy(&lg->cv);
     pthread_cond_destroy(&lg->free_cv);
+    free(lg->closed);
     free(lg->o.workers);
     free(lg);
 }
@@ -483,6 +520,42 @@ void logger_wake(struct logger *lg)
 uint64_t logger_open_seq(const struct logger *lg)
 {
     return __atomic_load_n(&lg->open_seq, __ATOMIC_ACQUIRE);
+}
+
+/* The index of seq in lg->closed (mu held), or -1. */
+static ptrdiff_t closed_find(const struct logger *lg, uint64_t seq)
+{
+    size_t lo = 0, hi = lg->nclosed;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (lg->closed[mid].seq < seq) lo = mid + 1;
+        else hi = mid;
+    }
+    return lo < lg->nclosed && lg->closed[lo].seq == seq ? (ptrdiff_t)lo : -1;
+}
+
+bool logger_closed_epochs(struct logger *lg, uint64_t seq, uint64_t *lo, uint64_t *hi)
+{
+    pthread_mutex_lock(&lg->mu);
+    ptrdiff_t i = closed_find(lg, seq);
+    if (i >= 0) {
+        *lo = lg->closed[i].lo;
+        *hi = lg->closed[i].hi;
+    }
+    pthread_mutex_unlock(&lg->mu);
+    return i >= 0;
+}
+
+void logger_forget_closed(struct logger *lg, uint64_t seq)
+{
+    pthread_mutex_lock(&lg->mu);
+    ptrdiff_t i = closed_find(lg, seq);
+    if (i >= 0) {
+        memmove(lg->closed + i, lg->closed + i + 1,
+                (lg->nclosed - (size_t)i - 1) * sizeof *lg->closed);
+        lg->nclosed--;
+    }
+    pthread_mutex_unlock(&lg->mu);
 }
 
 void logger_get_stats(const struct logger *lg, struct logger_stats *out)

@@ -82,6 +82,12 @@ void logger_wake(struct logger *lg);
 /* Sequence number of the segment being written (or the next one): every
  * segment of this logger below it is closed. */
 uint64_t logger_open_seq(const struct logger *lg);
+/* The epochs of the blocks of segment seq, when this logger wrote and closed
+ * it (since it started, the latest 4096 segments): *lo > *hi when it has no
+ * block. False when unknown: read them from the file (seg_peek_epochs). */
+bool logger_closed_epochs(struct logger *lg, uint64_t seq, uint64_t *lo, uint64_t *hi);
+/* Segment seq is gone: stop remembering it. */
+void logger_forget_closed(struct logger *lg, uint64_t seq);
 
 /* ---- the worker side (only the owning worker thread calls these) ---- */
 

@@ -184,7 +184,8 @@ struct seg_writer {
     size_t cap;
     size_t len; /* payload bytes */
     uint32_t nrec;
-    uint64_t epoch_lo, epoch_hi;
+    uint64_t epoch_lo, epoch_hi;   /* of the current block */
+    uint64_t file_lo, file_hi;     /* of the blocks written (seg_writer_epochs) */
     bool broken;
     pod_err broken_err;
     /* Direct mode (seg_writer_go_direct): `stage` holds the file's bytes from
@@ -265,7 +266,7 @@ struct seg_writer *seg_writer_open_named(const char *dir, const char *name,
     }
     if (seg_fsync_dir(dir, err) != 0) goto fail;
     w->size = w->synced = SEG_HEADER_SIZE;
-    w->epoch_lo = UINT64_MAX;
+    w->epoch_lo = w->file_lo = UINT64_MAX;
     return w;
 fail:
     close(w->fd);
@@ -301,6 +302,12 @@ static int write_block(struct seg_writer *w, unsigned char *hdr, const void *pay
 static void encode_block_header(unsigned char *h, const void *payload, size_t len, uint32_t count,
                                 uint64_t elo, uint64_t ehi);
 
+static void written_epochs(struct seg_writer *w, uint64_t lo, uint64_t hi)
+{
+    if (lo < w->file_lo) w->file_lo = lo;
+    if (hi > w->file_hi) w->file_hi = hi;
+}
+
 int seg_writer_flush_block(struct seg_writer *w, pod_err *err)
 {
     if (check_broken(w, err)) return -1;
@@ -308,6 +315,7 @@ int seg_writer_flush_block(struct seg_writer *w, pod_err *err)
     unsigned char *h = w->buf;
     encode_block_header(h, h + SEG_BLOCK_HEADER_SIZE, w->len, w->nrec, w->epoch_lo, w->epoch_hi);
     if (write_block(w, h, h + SEG_BLOCK_HEADER_SIZE, w->len, err) != 0) return -1;
+    written_epochs(w, w->epoch_lo, w->epoch_hi);
     w->len = 0;
     w->nrec = 0;
     w->epoch_lo = UINT64_MAX;
@@ -488,7 +496,15 @@ int seg_writer_write_block(struct seg_writer *w, const void *payload, size_t len
     if (seg_writer_flush_block(w, err) != 0) return -1; /* keep the file's order */
     unsigned char h[SEG_BLOCK_HEADER_SIZE];
     encode_block_header(h, payload, len, count, epoch_lo, epoch_hi);
-    return write_block(w, h, payload, len, err);
+    if (write_block(w, h, payload, len, err) != 0) return -1;
+    written_epochs(w, epoch_lo, epoch_hi);
+    return 0;
+}
+
+void seg_writer_epochs(const struct seg_writer *w, uint64_t *lo, uint64_t *hi)
+{
+    *lo = w->file_lo;
+    *hi = w->file_hi;
 }
 
 /* ---- direct mode ---------------------------------------------------------------- */

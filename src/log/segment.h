@@ -205,6 +205,9 @@ int seg_writer_sync(struct seg_writer *w, pod_err *err);
  * the writer like a failed write. */
 int seg_writer_pace(struct seg_writer *w, uint64_t chunk, pod_err *err);
 
+/* The epochs of the blocks written so far (what seg_peek_epochs would read
+ * back from the file): *lo > *hi while there are none. */
+void seg_writer_epochs(const struct seg_writer *w, uint64_t *lo, uint64_t *hi);
 /* Bytes in the file (header + written blocks): the caller rotates on this. */
 uint64_t seg_writer_size(const struct seg_writer *w);
 /* Bytes of the current, not yet written block (0 when empty; else header + payload). */

@@ -2,7 +2,9 @@
  * docs/durability.md), also run under ThreadSanitizer:
  *  - round trip: two workers append while E advances every millisecond;
  *    every record arrives exactly once, every block holds one epoch, segments
- *    rotate, and once the workers are idle the durable epoch reaches E;
+ *    rotate, the logger knows the epochs of the segments it closed (those
+ *    in their block headers), and once the workers are idle the durable
+ *    epoch reaches E;
  *  - a logger never calls an epoch durable while a worker may still commit
  *    in it; the hand-over at the epoch boundary makes it durable; an idle
  *    worker holds nothing back;
@@ -103,6 +105,37 @@ static void rt_visit(void *arg, const struct log_record *r, const struct seg_blo
     if (b->epoch_lo != b->epoch_hi) c->mixed_blocks++;
 }
 
+/* The epochs the logger remembers of each segment it closed are those
+ * read back from the file; a forgotten one is unknown. */
+static void check_closed_epochs(struct logger *lg, const char *dir)
+{
+    struct logdir d;
+    pod_err err;
+    ck_assert_msg(logdir_scan(dir, &d, &err) == 0, "%s", err.msg);
+    int closed = 0;
+    for (int i = 0; i < d.nsegs; i++) {
+        uint64_t lo, hi, flo, fhi;
+        char p[POD_PATH_MAX + SEG_NAME_MAX + 2];
+        snprintf(p, sizeof p, "%s/%s", dir, d.segs[i].name);
+        /* Every segment below the open one was closed (the open one may be
+         * closed too, until the next write opens another). */
+        if (!logger_closed_epochs(lg, d.segs[i].seq, &lo, &hi)) {
+            ck_assert_msg(d.segs[i].seq >= logger_open_seq(lg), "segment %s", p);
+            continue;
+        }
+        ck_assert_msg(seg_peek_epochs(p, &flo, &fhi, &err) == 0, "%s", err.msg);
+        ck_assert_uint_le(lo, hi);
+        ck_assert_uint_eq(lo, flo);
+        ck_assert_uint_eq(hi, fhi);
+        closed++;
+    }
+    ck_assert_int_gt(closed, 0);
+    uint64_t lo, hi;
+    logger_forget_closed(lg, d.segs[0].seq);
+    ck_assert(!logger_closed_epochs(lg, d.segs[0].seq, &lo, &hi));
+    logdir_free(&d);
+}
+
 START_TEST(test_logger_round_trip)
 {
     char dir[POD_PATH_MAX];
@@ -147,6 +180,7 @@ START_TEST(test_logger_round_trip)
     logger_get_stats(lg, &st);
     ck_assert_uint_eq(st.records, RT_WORKERS * RT_RECORDS);
     ck_assert_uint_gt(st.syncs, 0);
+    check_closed_epochs(lg, dir);
     logger_stop(lg);
     struct rt_check c = {calloc(RT_WORKERS * RT_RECORDS, 1), 0, 0};
     uint64_t nsegs;
