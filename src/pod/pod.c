@@ -237,6 +237,31 @@ static size_t req_len(const struct pod_req_msg *rq)
     return offsetof(struct pod_req_msg, key) + rq->key_len;
 }
 
+static unsigned wait_bucket(uint64_t us)
+{
+    unsigned b = us < 2 ? 0 : 63u - (unsigned)__builtin_clzll(us);
+    return b < POD_WAIT_BUCKETS ? b : POD_WAIT_BUCKETS - 1;
+}
+
+uint64_t pod_wait_quantile_us(const struct pod_host_stats *st, double q)
+{
+    uint64_t n = 0;
+    for (unsigned b = 0; b < POD_WAIT_BUCKETS; b++) n += st->wait_hist[b];
+    if (!n) return 0;
+    uint64_t want = (uint64_t)(q * (double)n + 0.999999), seen = 0;
+    if (want < 1) want = 1;
+    for (unsigned b = 0; b < POD_WAIT_BUCKETS; b++)
+        if ((seen += st->wait_hist[b]) >= want) return 2ull << b;
+    return 2ull << (POD_WAIT_BUCKETS - 1);
+}
+
+uint64_t pod_waits_at_least(const struct pod_host_stats *st, uint64_t us)
+{
+    uint64_t n = 0;
+    for (unsigned b = wait_bucket(us); b < POD_WAIT_BUCKETS; b++) n += st->wait_hist[b];
+    return n;
+}
+
 int pod_request(struct pod_worker *w, int owner, int type, const struct pod_req_msg *rq,
                 cxl_off *rec, pod_err *err)
 {
@@ -263,8 +288,10 @@ int pod_request(struct pod_worker *w, int owner, int type, const struct pod_req_
     struct cxl_msg out;
     int rc = cxl_reply_wait(ph->replies, (unsigned)w->id, id, owner, POD_REPLY_TIMEOUT_US, &out,
                             serve_cb, w, err);
+    uint64_t waited = pod_mono_ns() - t0;
     pod_count(&ph->st.waits, 1);
-    pod_count(&ph->st.wait_ns, pod_mono_ns() - t0);
+    pod_count(&ph->st.wait_ns, waited);
+    pod_count(&ph->st.wait_hist[wait_bucket(waited / 1000)], 1);
     if (rc != CXL_RING_OK) return POD_RS_ERROR;
     const struct pod_reply_msg *rp = (const struct pod_reply_msg *)out.data;
     if (rec) *rec = rp->rec;

@@ -50,11 +50,19 @@ struct pod_part_cxl {
 };
 
 /* Per-host counters (atomics; sys.stats reports them). */
+/* Reply waits by length: bucket b counts waits of [2^b, 2^(b+1)) us (b 0:
+ * below 2 us; the last: that long or longer). A wait's mean hides its tail:
+ * in a TPC-C pod one wait in thirty lasts 0.13-4 ms, while a background
+ * thread holds a worker's CPU, and makes half the waiting time
+ * (docs/performance.md, section 46). */
+#define POD_WAIT_BUCKETS 24
+
 struct pod_host_stats {
     uint64_t moved_in, moved_out;      /* tuples this host (as owner) moved */
     uint64_t moved_batched;            /* of moved_in: for several keys of one prefetch at once */
     uint64_t msgs_sent, msgs_served;   /* ring messages */
     uint64_t waits, wait_ns;           /* replies waited for, and the time spent */
+    uint64_t wait_hist[POD_WAIT_BUCKETS]; /* those waits by length (POD_WAIT_BUCKETS) */
     uint64_t remote_reads, remote_writes; /* operations on other hosts' tuples */
     uint64_t busy_replies, nomem_replies; /* requests the owner could not serve now */
     uint64_t moveout_runs, compactions;
@@ -86,6 +94,11 @@ int pod_between(struct pod_worker *w);
 void pod_idle_spin(struct pod_worker *w, void *const *work);
 
 void pod_host_get_stats(const struct pod_host *ph, struct pod_host_stats *out);
+/* The bound (us) below which a fraction q (0..1] of the waits in st ended:
+ * the upper end of the bucket that holds that quantile; 0 without waits. */
+uint64_t pod_wait_quantile_us(const struct pod_host_stats *st, double q);
+/* Waits in st that lasted at least us microseconds (a power of two). */
+uint64_t pod_waits_at_least(const struct pod_host_stats *st, uint64_t us);
 struct cxl_region *pod_host_region(const struct pod_host *ph);
 enum pod_coherence pod_host_coherence(const struct pod_host *ph);
 

@@ -271,6 +271,10 @@ static int sys_pod(pod_txn *tx, const pod_args *a, pod_result *res, void *ctx)
     kv_row(res, &row, "waits", "%llu", (unsigned long long)st->waits);
     kv_row(res, &row, "wait_us_avg", "%.1f",
            st->waits ? (double)st->wait_ns / 1e3 / (double)st->waits : 0.0);
+    kv_row(res, &row, "wait_us_p50", "%llu", (unsigned long long)pod_wait_quantile_us(st, 0.5));
+    kv_row(res, &row, "wait_us_p99", "%llu", (unsigned long long)pod_wait_quantile_us(st, 0.99));
+    kv_row(res, &row, "waits_over_128us", "%llu",
+           (unsigned long long)pod_waits_at_least(st, 128));
     kv_row(res, &row, "remote_reads", "%llu", (unsigned long long)st->remote_reads);
     kv_row(res, &row, "remote_writes", "%llu", (unsigned long long)st->remote_writes);
     kv_row(res, &row, "busy_replies", "%llu", (unsigned long long)st->busy_replies);

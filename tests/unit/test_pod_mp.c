@@ -22,6 +22,7 @@
 #include <pthread.h>
 
 #include "helpers/server_harness.h"
+#include "pod/pod.h"
 
 #define NACCT 240
 #define NPARTS 8
@@ -372,6 +373,17 @@ static void run_pod_with(int nhosts, int workers, const char *coherence, const c
     ck_assert_msg(batched > 0 && batched <= in, "moved in %lld, of them batched %lld",
                   (long long)in, (long long)batched);
     ck_assert_msg(transfers > 10, "only %ld transfers ran", transfers);
+    /* The reply waits' histogram agrees with their count. */
+    for (int h = 0; h < nhosts; h++) {
+        int64_t waits = stat_of(c[h], "waits"), p50 = stat_of(c[h], "wait_us_p50"),
+                p99 = stat_of(c[h], "wait_us_p99"), over = stat_of(c[h], "waits_over_128us");
+        ck_assert_int_ge(waits, 0);
+        ck_assert_msg(waits ? p50 >= 2 && p50 <= p99 : p50 == 0 && p99 == 0,
+                      "host %d: %lld waits, p50 %lld us, p99 %lld us", h, (long long)waits,
+                      (long long)p50, (long long)p99);
+        ck_assert_msg(over >= 0 && over <= waits, "host %d: %lld of %lld waits over 128 us", h,
+                      (long long)over, (long long)waits);
+    }
     fprintf(stderr, "  pod %d hosts x %d workers, %s%s%s: %ld transfers, moved in %lld (%lld "
             "batched), out %lld\n", nhosts, workers, coherence, engine ? ", " : "",
             engine ? engine : "", transfers, (long long)in, (long long)batched, (long long)out);
@@ -562,6 +574,24 @@ START_TEST(ablation)
 }
 END_TEST
 
+/* Quantiles of the reply waits' histogram (pod_wait_quantile_us). */
+START_TEST(wait_quantiles)
+{
+    struct pod_host_stats st = {0};
+    ck_assert_uint_eq(pod_wait_quantile_us(&st, 0.5), 0);
+    st.wait_hist[2] = 98; /* [4, 8) us */
+    st.wait_hist[9] = 1;  /* [512, 1024) us */
+    st.wait_hist[POD_WAIT_BUCKETS - 1] = 1;
+    ck_assert_uint_eq(pod_wait_quantile_us(&st, 0.5), 8);
+    ck_assert_uint_eq(pod_wait_quantile_us(&st, 0.98), 8);
+    ck_assert_uint_eq(pod_wait_quantile_us(&st, 0.99), 1024);
+    ck_assert_uint_eq(pod_wait_quantile_us(&st, 1.0), 2ull << (POD_WAIT_BUCKETS - 1));
+    ck_assert_uint_eq(pod_waits_at_least(&st, 128), 2);
+    ck_assert_uint_eq(pod_waits_at_least(&st, 4), 100);
+    ck_assert_uint_eq(pod_waits_at_least(&st, 1024), 1);
+}
+END_TEST
+
 int main(void)
 {
     sh_init();
@@ -571,6 +601,9 @@ int main(void)
     tcase_add_loop_test(tc, two_hosts, 0, 4);
     tcase_add_loop_test(tc, four_hosts, 0, 4);
     suite_add_tcase(s, tc);
+    TCase *ts = tcase_create("stats");
+    tcase_add_test(ts, wait_quantiles);
+    suite_add_tcase(s, ts);
     TCase *tw = tcase_create("workers");
     tcase_set_timeout(tw, 180);
     tcase_add_test(tw, two_workers);
