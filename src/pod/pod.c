@@ -2,6 +2,7 @@
  * state, requests over the rings, serving the inbox (src/pod/pod.h). */
 #include "pod/pod_int.h"
 
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -248,7 +249,7 @@ uint64_t pod_wait_quantile_us(const struct pod_host_stats *st, double q)
     uint64_t n = 0;
     for (unsigned b = 0; b < POD_WAIT_BUCKETS; b++) n += st->wait_hist[b];
     if (!n) return 0;
-    uint64_t want = (uint64_t)(q * (double)n + 0.999999), seen = 0;
+    uint64_t want = (uint64_t)ceil(q * (double)n), seen = 0; /* the want-th shortest wait */
     if (want < 1) want = 1;
     for (unsigned b = 0; b < POD_WAIT_BUCKETS; b++)
         if ((seen += st->wait_hist[b]) >= want) return 2ull << b;

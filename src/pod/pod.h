@@ -49,14 +49,13 @@ struct pod_part_cxl {
     unsigned char hand[BT_MAX_KEY_WIDTH];
 };
 
-/* Per-host counters (atomics; sys.stats reports them). */
 /* Reply waits by length: bucket b counts waits of [2^b, 2^(b+1)) us (b 0:
- * below 2 us; the last: that long or longer). A wait's mean hides its tail:
- * in a TPC-C pod one wait in thirty lasts 0.13-4 ms, while a background
- * thread holds a worker's CPU, and makes half the waiting time
- * (docs/performance.md, section 46). */
+ * below 2 us; the last: that long or longer). The mean hides the tail that
+ * makes most of the waiting (docs/performance.md, section 46). Not a
+ * struct hist (util/hist.h): several workers count here, with atomics. */
 #define POD_WAIT_BUCKETS 24
 
+/* Per-host counters (atomics; sys.stats reports them). */
 struct pod_host_stats {
     uint64_t moved_in, moved_out;      /* tuples this host (as owner) moved */
     uint64_t moved_batched;            /* of moved_in: for several keys of one prefetch at once */

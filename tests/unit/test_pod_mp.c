@@ -17,7 +17,9 @@
  * Every coherence variant runs the same test (tests/modules/podbank.c has
  * the procedures). range_writes_recovered runs it with logging on, kills
  * both servers and checks that recovery brings every account back byte for
- * byte (other hosts' PATCH records included). */
+ * byte (other hosts' PATCH records included). Every run also checks that
+ * sys.pod's wait quantiles agree with its count of waits; wait_quantiles
+ * checks the quantile helpers on a histogram made up for it. */
 #include <check.h>
 #include <pthread.h>
 
