@@ -18,7 +18,7 @@
 #include "cxl/offset.h"
 
 #define CXL_MAGIC 0x4e4759524244444fULL /* bytes "ODDBRYGN": a PodDB region */
-#define CXL_LAYOUT_VERSION 2u
+#define CXL_LAYOUT_VERSION 3u
 #define CXL_SLICE_ALIGN (32ull << 20)  /* mimalloc 2.0.9 arena block/segment size */
 #define CXL_CACHELINE 64
 #define CXL_MAX_ROOTS 16               /* published root offsets per host */
@@ -87,13 +87,22 @@ struct cxl_padded_u64 {
     uint64_t v;
 } __attribute__((aligned(CXL_CACHELINE)));
 
+struct cxl_logger_words {
+    uint64_t durable; /* atomic */
+    uint64_t marked;  /* atomic */
+} __attribute__((aligned(CXL_CACHELINE)));
+
 /* The control block: the fixed part of the HWcc area. */
 struct cxl_control {
     struct cxl_padded_u64 global_epoch;      /* advanced by the epoch leader */
     struct cxl_padded_u64 pod_durable_epoch; /* every epoch below it is committed */
     struct cxl_host_slot hosts[POD_MAX_HOSTS];
-    /* durable epoch published by each logger of each host */
-    struct cxl_padded_u64 logger_durable[POD_MAX_HOSTS][POD_MAX_LOGGERS];
+    /* each logger of each host: its published durable epoch, and the
+     * `through` of its last durable mark in its log (0: none in this life;
+     * with every logger's at d or above, epochs below d are committed
+     * without the durable-epoch file: src/log/epoch.c). One line: both are
+     * written by the logger once an epoch. */
+    struct cxl_logger_words logger[POD_MAX_HOSTS][POD_MAX_LOGGERS];
     /* epoch each worker is in, for cross-host epoch-based reclamation */
     struct cxl_padded_u64 worker_epoch[POD_MAX_HOSTS][POD_MAX_WORKERS];
     /* the global epoch of cross-host EBR (src/pod/xebr.h); any host may advance it */
@@ -106,6 +115,7 @@ struct cxl_control {
     struct cxl_padded_u64 delete_ev_hwm;
     /* start epoch of each host's last valid checkpoint (log truncation) */
     struct cxl_padded_u64 checkpoint_epoch[POD_MAX_HOSTS];
+
 };
 
 #endif

@@ -19,10 +19,12 @@ static const char usage[] =
     "usage: poddb-logdump [--json] [--records] [--verify] DIR|FILE...\n"
     "\n"
     "Lists log segments: host, logger, sequence number, size, blocks, records,\n"
-    "epoch range and how the segment ends (tail clean, torn or corrupt). A DIR is\n"
-    "a log directory: its durable-epoch record comes first (every epoch below it\n"
-    "is committed), then its files named seg-<host>-<logger>-<seq>.log in (host,\n"
-    "logger, seq) order, then its checkpoints ckpt-<host>-<seq>.log (.tmp while\n"
+    "epoch range, the loggers' durable marks (how many, the last one's epoch)\n"
+    "and how the segment ends (tail clean, torn or corrupt). A DIR is a log\n"
+    "directory: its durable-epoch record comes first (every epoch below it is\n"
+    "committed, as is every epoch below all of the loggers' last marks),\n"
+    "then its files named seg-<host>-<logger>-<seq>.log in (host, logger, seq)\n"
+    "order, then its checkpoints ckpt-<host>-<seq>.log (.tmp while\n"
     "unfinished); other files are ignored. A FILE is read whatever its name (a\n"
     "file named durable-epoch as the record).\n"
     "\n"
@@ -185,6 +187,10 @@ static void print_segment(const struct opts *o, const char *path, const struct s
         json_key(&w, "epoch_hi");
         if (st->blocks) json_u64(&w, st->epoch_hi);
         else json_null(&w);
+        json_kv_u64(&w, "marks", st->marks);
+        json_key(&w, "last_mark");
+        if (st->marks) json_u64(&w, st->mark_through);
+        else json_null(&w);
         json_kv_str(&w, "tail", seg_tail_name(t->kind));
         json_kv_u64(&w, "tail_offset", t->offset);
         json_kv_str(&w, "tail_reason", t->reason);
@@ -205,6 +211,7 @@ static void print_segment(const struct opts *o, const char *path, const struct s
                st->file_size, st->blocks, st->records);
     if (st->blocks) printf("  epochs %" PRIu64 "..%" PRIu64, st->epoch_lo, st->epoch_hi);
     else printf("  epochs -");
+    if (st->marks) printf("  marks %" PRIu64 " (last: below %" PRIu64 ")", st->marks, st->mark_through);
     printf("  tail %s", seg_tail_name(t->kind));
     if (t->kind != SEG_TAIL_CLEAN)
         printf(" at offset %" PRIu64 " (%" PRIu64 " bytes ignored): %s", t->offset,

@@ -317,8 +317,9 @@ void log_remove_obsolete(struct log_host *lh, uint64_t hzn, uint64_t *removed)
         const struct logdir_seg *s = &d.segs[i];
         if (s->host != (uint32_t)lh->o.host) continue;
         struct logger *lg = s->logger < (uint32_t)lh->nloggers ? lh->loggers[s->logger] : NULL;
-        /* Never a segment a logger may still append to. */
-        if (lg && s->seq >= logger_open_seq(lg)) continue;
+        /* Never a segment a logger may still append to, nor the one with
+         * its last durable mark (recovery may need it: docs/durability.md). */
+        if (lg && s->seq >= logger_mark_seq(lg)) continue;
         snprintf(path, sizeof path, "%s/%s", lh->dir, s->name);
         uint64_t lo, hi;
         /* The epochs of a segment this server wrote are known without

@@ -24,6 +24,7 @@ struct log_epochs {
     pthread_cond_t cv;
     bool stop, nudged;
     uint64_t persisted;           /* atomic */
+    uint64_t by_file, by_marks;   /* atomic: how persisted advanced (log_epochs_persist_counts) */
     bool watching;                /* atomic: the thread's current sleep is a poll */
     uint64_t period_ns, poll_ns;
     /* liveness cache */
@@ -70,11 +71,28 @@ static uint64_t compute_durable(struct cxl_region *r, const struct pod_config *c
             continue;
         }
         for (int l = 0; l < c->hosts[h].loggers; l++) {
-            uint64_t v = __atomic_load_n(&ctl->logger_durable[h][l].v, __ATOMIC_SEQ_CST);
+            uint64_t v = __atomic_load_n(&ctl->logger[h][l].durable, __ATOMIC_SEQ_CST);
             if (v < d) d = v;
         }
     }
     return d;
+}
+
+/* Every logger of every host of the pod has a durable mark at d or above
+ * (ctl->logger[h][l].marked; src/log/logger.c writes them with its blocks): then
+ * recovery finds every epoch below d committed in the logs themselves, and
+ * the durable-epoch file need not be written for d (docs/durability.md,
+ * "Marks"). A host that is not there, or does not log, says no. */
+static bool marks_cover(const struct cxl_region *r, const struct pod_config *c, uint64_t d)
+{
+    const struct cxl_control *ctl = r->ctl;
+    for (int h = 0; h < c->nhosts; h++) {
+        if (c->hosts[h].loggers == 0) return false;
+        if (__atomic_load_n(&ctl->hosts[h].state, __ATOMIC_ACQUIRE) == CXL_HOST_FREE) return false;
+        for (int l = 0; l < c->hosts[h].loggers; l++)
+            if (__atomic_load_n(&ctl->logger[h][l].marked, __ATOMIC_SEQ_CST) < d) return false;
+    }
+    return true;
 }
 
 uint64_t log_pod_durable_now(struct cxl_region *r, const struct pod_config *c, bool pod_mode)
@@ -133,7 +151,10 @@ static void *epoch_main(void *arg)
             if (le->o.durable && d > p) {
                 pod_err err;
                 uint64_t t0 = pod_mono_ns();
-                int wrc = durable_file_write(le->o.durable, d, &err);
+                bool marked = marks_cover(le->o.region, le->o.conf, d);
+                int wrc = marked ? 0 : durable_file_write(le->o.durable, d, &err);
+                if (wrc == 0)
+                    __atomic_fetch_add(marked ? &le->by_marks : &le->by_file, 1, __ATOMIC_RELAXED);
                 uint64_t dt = pod_mono_ns() - t0;
                 if (dt > SLOW_SYNC_NS)
                     pod_warn("recording durable epoch %llu took %.0f ms (replies wait for it)",
@@ -225,6 +246,12 @@ void log_epochs_stop(struct log_epochs *le)
 uint64_t log_epochs_persisted(const struct log_epochs *le)
 {
     return __atomic_load_n(&le->persisted, __ATOMIC_SEQ_CST);
+}
+
+void log_epochs_persist_counts(const struct log_epochs *le, uint64_t *by_file, uint64_t *by_marks)
+{
+    *by_file = __atomic_load_n(&le->by_file, __ATOMIC_RELAXED);
+    *by_marks = __atomic_load_n(&le->by_marks, __ATOMIC_RELAXED);
 }
 
 void log_epochs_watch(struct log_epochs *le)

@@ -6,7 +6,7 @@
  *
  * The same thread computes the pod durable epoch D: the minimum over the
  * loggers of every host that logs of their published durable epoch
- * (ctl->logger_durable; a logger publishes d when every record of an epoch
+ * (ctl->logger[h][l].durable; a logger publishes d when every record of an epoch
  * below d is on disk). Hosts whose slot is free are skipped; a dead host is
  * skipped too, except in pod mode (cross-host transactions), where it freezes
  * D: its unsynced records may be needed by another host's transaction, and the
@@ -55,9 +55,13 @@ struct log_epochs *log_epochs_start(const struct log_epoch_options *o, pod_err *
 /* Stop and join the thread (does not close the durable file). */
 void log_epochs_stop(struct log_epochs *le);
 
-/* Every epoch below this is committed and recorded in this host's
- * durable-epoch file (UINT64_MAX on a host that does not log). */
+/* Every epoch below this is committed and recorded, in this host's
+ * durable-epoch file or by every logger's marks (UINT64_MAX on a host that
+ * does not log). */
 uint64_t log_epochs_persisted(const struct log_epochs *le);
+/* How often the persisted epoch grew through the durable-epoch file, and
+ * through the loggers' marks alone (no file write). */
+void log_epochs_persist_counts(const struct log_epochs *le, uint64_t *by_file, uint64_t *by_marks);
 /* Wake the thread now (a local logger published progress). */
 void log_epochs_nudge(struct log_epochs *le);
 /* When the thread polls: every period / 4 (at most 1 ms) while *waiters >

@@ -84,9 +84,13 @@ struct log_host *log_host_open(const struct log_host_options *o, pod_err *err)
     /* Until its loggers run, this host has no transaction whose records are
      * pending: do not hold back the pod durable epoch (recovery may take a
      * while). UINT64_MAX reads as "nothing below E pending" (epoch.c). */
-    for (int l = 0; l < POD_MAX_LOGGERS; l++)
-        __atomic_store_n(&o->region->ctl->logger_durable[o->host][l].v, UINT64_MAX,
+    for (int l = 0; l < POD_MAX_LOGGERS; l++) {
+        __atomic_store_n(&o->region->ctl->logger[o->host][l].durable, UINT64_MAX,
                          __ATOMIC_SEQ_CST);
+        /* No mark of this life yet (a value left by an earlier life is at
+         * most where recovery made the new one start, but say nothing). */
+        __atomic_store_n(&o->region->ctl->logger[o->host][l].marked, 0, __ATOMIC_SEQ_CST);
+    }
     lh->workers = aligned_alloc(64, (size_t)lh->nworkers * sizeof *lh->workers);
     if (!lh->workers) {
         pod_err_set(err, "out of memory");
@@ -173,7 +177,9 @@ int log_host_start(struct log_host *lh, void (*on_durable)(void *arg, uint64_t p
             struct logger_options lo = {
                 .dir = lh->dir, .host = (uint32_t)lh->o.host, .id = (uint32_t)l,
                 .first_seq = lh->next_seq[l], .global_epoch = lh->epoch_word,
-                .durable_word = &ctl->logger_durable[lh->o.host][l].v, .workers = mine,
+                .durable_word = &ctl->logger[lh->o.host][l].durable,
+                .marked_word = &ctl->logger[lh->o.host][l].marked,
+                .nloggers = (uint32_t)lh->nloggers, .workers = mine,
                 .nworkers = n, .poll_ns = poll_ns, .on_progress = nudge_epochs, .arg = lh};
             struct logger *lg = logger_start(&lo, err);
             if (!lg) return -1;
@@ -228,6 +234,8 @@ void log_host_get_stats(const struct log_host *lh, struct log_host_stats *out)
     out->global_epoch = __atomic_load_n(&ctl->global_epoch.v, __ATOMIC_ACQUIRE);
     out->pod_durable_epoch = __atomic_load_n(&ctl->pod_durable_epoch.v, __ATOMIC_ACQUIRE);
     out->persisted_epoch = lh->logging ? log_host_persisted(lh) : 0;
+    if (lh->logging && lh->epochs)
+        log_epochs_persist_counts(lh->epochs, &out->persisted_by_file, &out->persisted_by_marks);
     for (int l = 0; l < lh->nloggers; l++) {
         if (!lh->loggers[l]) continue;
         struct logger_stats s;
@@ -285,9 +293,13 @@ void log_host_stop(struct log_host *lh)
         log_epochs_stop(lh->epochs);
         lh->epochs = NULL;
     }
-    for (int l = 0; l < POD_MAX_LOGGERS; l++)
-        __atomic_store_n(&lh->o.region->ctl->logger_durable[lh->o.host][l].v, UINT64_MAX,
+    for (int l = 0; l < POD_MAX_LOGGERS; l++) {
+        /* Marks first: the other hosts must not count a stopped host's
+         * marks as covering epochs it will never mark. */
+        __atomic_store_n(&lh->o.region->ctl->logger[lh->o.host][l].marked, 0, __ATOMIC_SEQ_CST);
+        __atomic_store_n(&lh->o.region->ctl->logger[lh->o.host][l].durable, UINT64_MAX,
                          __ATOMIC_SEQ_CST);
+    }
     lh->started = false;
 }
 

@@ -46,6 +46,9 @@ struct logger {
     uint64_t w_seq;    /* w's sequence number */
     uint64_t seq;
     uint64_t open_seq; /* atomic: the segment written now, or the next one */
+    uint64_t mark_seq; /* atomic: the segment of the last durable mark (UINT64_MAX: none) */
+    uint64_t marked;   /* through of the last mark written (durable once synced) */
+    bool mark_unsynced; /* a mark was written since the last sync */
     /* The epochs of segments this logger closed (under mu), oldest first:
      * the checkpointer's clean-up takes them from here, since reading them
      * back costs a disk read per block header (docs/performance.md,
@@ -267,6 +270,10 @@ static void abandon_segment(struct logger *lg, struct log_buf *unwritten)
     seg_writer_abandon(lg->w);
     lg->w = NULL;
     count(&lg->st.write_errors, 1);
+    if (lg->mark_unsynced) { /* not durable: mark again in the next segment */
+        lg->mark_unsynced = false;
+        lg->marked = 0;
+    }
     if (lg->pend_tail) {
         lg->pend_tail->next = unwritten;
         unwritten = lg->pend_head;
@@ -377,6 +384,11 @@ static int sync_pending(struct logger *lg)
     if (dt > SLOW_SYNC_NS)
         pod_warn("logger %" PRIu32 ": fdatasync of %s took %.0f ms (replies wait for it)",
                  lg->o.id, seg_writer_path(lg->w), (double)dt / 1e6);
+    if (lg->mark_unsynced) {
+        lg->mark_unsynced = false;
+        __atomic_store_n(&lg->mark_seq, lg->w_seq, __ATOMIC_RELEASE);
+        if (lg->o.marked_word) __atomic_store_n(lg->o.marked_word, lg->marked, __ATOMIC_SEQ_CST);
+    }
     struct log_buf *done = lg->pend_head;
     lg->pend_head = lg->pend_tail = NULL;
     lg->pend_bytes = 0;
@@ -433,8 +445,20 @@ static void *logger_main(void *arg)
             continue;
         }
         bool advance = d > lg->durable;
-        if (lg->pend_head && (advance || last || starved || lg->pend_bytes >= LOG_SYNC_EARLY_BYTES) &&
-            sync_pending(lg) != 0) {
+        bool sync = lg->pend_head && (advance || last || starved ||
+                                      lg->pend_bytes >= LOG_SYNC_EARLY_BYTES);
+        /* The sync makes a mark durable with the blocks: with every logger's
+         * mark at d, epochs below d are committed without the durable-epoch
+         * file's own sync (docs/durability.md, "Marks"). A failed write is
+         * no error: the epoch thread then writes the file. */
+        if (sync && d > lg->marked && lg->o.marked_word) {
+            pod_err err;
+            if (seg_writer_write_mark(lg->w, d, lg->o.nloggers, lg->o.id, &err) == 0) {
+                lg->marked = d;
+                lg->mark_unsynced = true;
+            }
+        }
+        if (sync && sync_pending(lg) != 0) {
             last = false;
             continue;
         }
@@ -464,6 +488,7 @@ struct logger *logger_start(const struct logger_options *o, pod_err *err)
     if (!lg->o.segment_bytes) lg->o.segment_bytes = LOG_SEGMENT_BYTES;
     if (!lg->o.poll_ns) lg->o.poll_ns = 1000000;
     lg->seq = lg->open_seq = o->first_seq;
+    lg->mark_seq = UINT64_MAX;
     lg->max_bufs = BUFS_PER_WORKER * (o->nworkers > 0 ? o->nworkers : 1) + 2;
     pthread_mutex_init(&lg->mu, NULL);
     pthread_condattr_t ca;
@@ -520,6 +545,12 @@ void logger_wake(struct logger *lg)
 uint64_t logger_open_seq(const struct logger *lg)
 {
     return __atomic_load_n(&lg->open_seq, __ATOMIC_ACQUIRE);
+}
+
+uint64_t logger_mark_seq(const struct logger *lg)
+{
+    uint64_t m = __atomic_load_n(&lg->mark_seq, __ATOMIC_ACQUIRE), o = logger_open_seq(lg);
+    return m < o ? m : o;
 }
 
 /* The index of seq in lg->closed (mu held), or -1. */

@@ -15,7 +15,7 @@
  * A logger thread reads E, then its workers' epochs (d = the minimum), then
  * takes the queued buffers, writes each as one block of its current segment
  * (seg-<host>-<logger>-<seq>.log), fdatasyncs, and only then publishes d as
- * its durable epoch (ctl->logger_durable[host][logger]). Buffers are recycled
+ * its durable epoch (ctl->logger[host][logger].durable). Buffers are recycled
  * after the sync that covers them; when all are in flight a worker waits
  * (backpressure from a slow disk). A failed write or sync leaves the durable
  * epoch where it was, abandons the segment and writes the unsynced buffers
@@ -56,6 +56,10 @@ struct logger_options {
     uint64_t first_seq;          /* sequence number of its first new segment */
     uint64_t *global_epoch;      /* E */
     uint64_t *durable_word;      /* where to publish its durable epoch */
+    /* Where to publish the `through` of its last durable mark (0: none; see
+     * logger_mark_seq), and how many loggers its host has (in the marks). */
+    uint64_t *marked_word;
+    uint32_t nloggers;
     struct log_worker **workers; /* the workers it serves */
     int nworkers;
     uint64_t poll_ns;            /* how often it looks at E without a hand-over or a wake-up */
@@ -86,6 +90,10 @@ uint64_t logger_open_seq(const struct logger *lg);
  * it (since it started, the latest 4096 segments): *lo > *hi when it has no
  * block. False when unknown: read them from the file (seg_peek_epochs). */
 bool logger_closed_epochs(struct logger *lg, uint64_t seq, uint64_t *lo, uint64_t *hi);
+/* The segment holding this logger's last durable mark (or, before its first,
+ * logger_open_seq): the checkpoint's clean-up keeps it and every later one,
+ * since recovery may need that mark (docs/durability.md). */
+uint64_t logger_mark_seq(const struct logger *lg);
 /* Segment seq is gone: stop remembering it. */
 void logger_forget_closed(struct logger *lg, uint64_t seq);
 

@@ -2,8 +2,10 @@
  * tables (docs/durability.md).
  *
  *  1. The committed end D: the durable-epoch record (pod mode: the largest
- *     over the pod's hosts, route.c). Every epoch below D was acknowledged or
- *     could have been; everything at or above D is discarded.
+ *     over the pod's hosts, route.c), or the smallest of the loggers' last
+ *     marks where that is larger (durable_view, log_durable_combine). Every
+ *     epoch below D was acknowledged or could have been; everything at or
+ *     above D is discarded.
  *  2. Read, on every replay thread in parallel (one file at a time each): the
  *     newest complete checkpoint (with, when it is a delta, those before it
  *     back to the nearest full one: logdir_ckpt_chain) and every segment of
@@ -23,8 +25,10 @@
  *  4. Cut the logs back to committed history: a segment holding records of
  *     epochs >= D gets its committed records after the first such block
  *     copied into a new segment, then is truncated there. Without this, the
- *     next life of the pod (whose epochs start at D) could later make those
- *     stale records look committed. */
+ *     next life of the pod (whose epochs start at D or above) could make those
+ *     stale records look committed. The record is raised to D before the
+ *     cut, and after it to the largest mark the loggers wrote, where the
+ *     next life starts, so that no mark of this life speaks for the next. */
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
@@ -477,6 +481,86 @@ static int add_file(struct rec_ctx *x, int *cap, const char *dir, const char *na
     return 0;
 }
 
+/* The last mark of segment path (*found false when it has none). A mark
+ * counts only with every block before it verified, so the whole segment is
+ * read; a segment whose header is bad has none. *older: the segment is of a
+ * format without marks (so are the logger's earlier ones). -1 on an I/O
+ * error. */
+static int last_mark(const char *path, bool *found, bool *older, uint64_t *through,
+                     uint32_t *nloggers, pod_err *err)
+{
+    *found = *older = false;
+    pod_err ignore;
+    struct seg_reader *r = seg_reader_open(path, &ignore);
+    if (!r) return 0; /* recovery's read reports it */
+    if (seg_reader_header(r)->version < 4) {
+        *older = true;
+        seg_reader_close(r);
+        return 0;
+    }
+    struct log_record rec;
+    int rc;
+    while ((rc = seg_reader_next(r, &rec, err)) == 1) {
+    }
+    const struct seg_reader_stats *st = seg_reader_stats(r);
+    if (rc == 0 && st->marks) {
+        *found = true;
+        *through = st->mark_through;
+        *nloggers = st->mark_nloggers;
+    }
+    seg_reader_close(r);
+    return rc;
+}
+
+/* What this host's log says about the committed end: its durable-epoch
+ * record and its loggers' marks, each logger's last one (in its newest
+ * segment that has one). The marks count only when every logger of the
+ * host (as many as the marks say it had) has one. */
+static int durable_view(struct log_host *lh, struct log_durable_view *v, pod_err *err)
+{
+    memset(v, 0, sizeof *v);
+    v->recorded = lh->drec.exists ? lh->drec.epoch : 0;
+    const struct logdir *ld = &lh->listing;
+    uint64_t marks[POD_MAX_LOGGERS];
+    bool have[POD_MAX_LOGGERS] = {false}, done[POD_MAX_LOGGERS] = {false};
+    uint32_t n = 0;
+    char path[POD_PATH_MAX + SEG_NAME_MAX + 2];
+    for (int i = ld->nsegs - 1; i >= 0; i--) { /* newest first per logger (logdir order) */
+        const struct logdir_seg *s = &ld->segs[i];
+        if (s->host != (uint32_t)lh->o.host || s->logger >= POD_MAX_LOGGERS || done[s->logger])
+            continue;
+        snprintf(path, sizeof path, "%s/%s", lh->dir, s->name);
+        bool found;
+        uint32_t nl = 0;
+        if (last_mark(path, &found, &done[s->logger], &marks[s->logger], &nl, err)) return -1;
+        if (!found) continue;
+        done[s->logger] = true;
+        have[s->logger] = true;
+        if (nl > n) n = nl;
+        if (marks[s->logger] > v->marked_max) v->marked_max = marks[s->logger];
+    }
+    if (n == 0 || n > POD_MAX_LOGGERS) return 0;
+    v->marked = UINT64_MAX;
+    for (uint32_t l = 0; l < n; l++) {
+        if (!have[l]) {
+            v->marked = 0;
+            break;
+        }
+        if (marks[l] < v->marked) v->marked = marks[l];
+    }
+    return 0;
+}
+
+/* Record epoch in this host's durable-epoch file (created if needed). */
+static int record_durable(struct log_host *lh, uint64_t epoch, pod_err *err)
+{
+    struct durable_file *f = durable_file_open(lh->dir, (uint32_t)lh->o.host, epoch, err);
+    if (!f) return -1;
+    int rc = durable_file_write(f, epoch, err);
+    durable_file_close(f);
+    return rc;
+}
+
 int log_host_recover(struct log_host *lh, struct log_recovery_stats *stp, pod_err *err)
 {
     struct log_recovery_stats local;
@@ -501,12 +585,18 @@ int log_host_recover(struct log_host *lh, struct log_recovery_stats *stp, pod_er
     }
     bool history = ld->nsegs > 0 || nchain || lh->drec.exists;
     struct rec_ctx x = {.lh = lh, .db = lh->o.db, .st = st};
-    x.D = lh->drec.exists ? lh->drec.epoch : 0;
+    struct log_durable_view view = {0};
+    if (lh->logging && durable_view(lh, &view, err)) {
+        free(chain);
+        return -1;
+    }
+    uint64_t start;
+    log_durable_combine(&view, 1, &x.D, &start);
     if (lh->o.pod_mode) {
         /* Hosts recover together once any of them has history: records of
          * this host's tuples may sit in their logs. */
         bool skipped;
-        if (!(x.route = route_begin(lh, x.D, history, 0, &x.D, &skipped, err))) {
+        if (!(x.route = route_begin(lh, &view, history, 0, &x.D, &start, &skipped, err))) {
             free(chain);
             return skipped ? 0 : -1;
         }
@@ -522,7 +612,7 @@ int log_host_recover(struct log_host *lh, struct log_recovery_stats *stp, pod_er
     x.next_print = x.t0 + PROGRESS_NS;
     pthread_mutex_init(&x.err_lock, NULL);
     int cap = 0, rc = -1;
-    if (ld->nsegs && !lh->drec.exists && !lh->o.pod_mode)
+    if (ld->nsegs && x.D == 0 && !lh->o.pod_mode)
         pod_warn("recovery: %s has log segments but no %s record: no transaction was ever "
                  "acknowledged as durable, so every record is discarded", lh->dir,
                  DURABLE_FILE_NAME);
@@ -565,6 +655,9 @@ int log_host_recover(struct log_host *lh, struct log_recovery_stats *stp, pod_er
         pod_err_set(err, "recovery failed: %s", x.err.msg);
         goto out;
     }
+    /* The committed end goes into the durable-epoch file before the cut:
+     * cutting may take away the marks it was found from. */
+    if (lh->logging && x.D > view.recorded && record_durable(lh, x.D, err)) goto out;
     /* Cut the logs back to committed history before anything new is written. */
     for (int i = 0; i < x.nfiles; i++) {
         struct rfile *f = &x.files[i];
@@ -572,6 +665,10 @@ int log_host_recover(struct log_host *lh, struct log_recovery_stats *stp, pod_er
         if (cut_file(lh, f, x.D, &st->salvaged_records, err)) goto out;
         st->truncated_files++;
     }
+    /* Then the epoch the next life starts at: every epoch below it is
+     * committed now (those from x.D on hold no record any more), and every
+     * mark left in the logs is at or below it. */
+    if (lh->logging && start > x.D && record_durable(lh, start, err)) goto out;
     for (uint32_t t = 0; t < lh->o.db->ntables; t++) {
         pod_table *tb = lh->o.db->tables[t];
         for (uint32_t p = 0; p < tb->nparts; p++) {
@@ -579,7 +676,7 @@ int log_host_recover(struct log_host *lh, struct log_recovery_stats *stp, pod_er
             if (bt_get_stats(&tb->parts[p].tree, &bs) == BT_OK) st->rows += bs.keys;
         }
     }
-    lh->start_epoch = x.D > 1 ? x.D : 1;
+    lh->start_epoch = start > 1 ? start : 1;
     lh->ckpt_epoch = x.Es;
     if (nchain) __atomic_store_n(&lh->o.region->ctl->checkpoint_epoch[lh->o.host].v, x.Es,
                              __ATOMIC_RELEASE);

@@ -23,7 +23,7 @@ enum {
 
 struct route_block { /* in the host's HWcc slice; fields read by every host */
     uint64_t phase;  /* atomic, release after the fields it announces */
-    uint64_t durable;
+    struct log_durable_view view;
     uint64_t history; /* this host has a log history (segments, checkpoint or record) */
     struct {
         cxl_off off;
@@ -106,8 +106,21 @@ static bool recovering_with_history(struct route *rt, int h)
     return ph >= PH_ARRIVED && ph < PH_DONE && __atomic_load_n(&b->history, __ATOMIC_ACQUIRE);
 }
 
-struct route *route_begin(struct log_host *lh, uint64_t local_durable, bool history,
-                          int timeout_ms, uint64_t *pod_durable, bool *skipped, pod_err *err)
+void log_durable_combine(const struct log_durable_view *v, int n, uint64_t *end, uint64_t *start)
+{
+    uint64_t rec = 0, marked = n > 0 ? UINT64_MAX : 0, top = 0;
+    for (int i = 0; i < n; i++) {
+        if (v[i].recorded > rec) rec = v[i].recorded;
+        if (v[i].marked < marked) marked = v[i].marked;
+        if (v[i].marked_max > top) top = v[i].marked_max;
+    }
+    *end = marked > rec ? marked : rec;
+    *start = top > *end ? top : *end;
+}
+
+struct route *route_begin(struct log_host *lh, const struct log_durable_view *local, bool history,
+                          int timeout_ms, uint64_t *pod_durable, uint64_t *pod_start,
+                          bool *skipped, pod_err *err)
 {
     *skipped = false;
     struct route *rt = calloc(1, sizeof *rt);
@@ -128,7 +141,7 @@ struct route *route_begin(struct log_host *lh, uint64_t local_durable, bool hist
         return NULL;
     }
     rt->self = cxl_ptr(rt->r, rt->self_off);
-    rt->self->durable = local_durable;
+    rt->self->view = *local;
     rt->self->history = history;
     __atomic_store_n(&rt->self->phase, PH_ARRIVED, __ATOMIC_RELEASE);
     cxl_root_publish(rt->r, CXL_ROOT_RECOVERY, rt->self_off);
@@ -165,14 +178,14 @@ struct route *route_begin(struct log_host *lh, uint64_t local_durable, bool hist
         route_end(rt);
         return NULL;
     }
-    uint64_t d = 0;
-    for (int h = 0; h < rt->nhosts; h++) {
-        uint64_t v = __atomic_load_n(&block_of(rt, h)->durable, __ATOMIC_ACQUIRE);
-        if (v > d) d = v;
-    }
-    *pod_durable = d;
+    struct log_durable_view views[POD_MAX_HOSTS];
+    for (int h = 0; h < rt->nhosts; h++) /* published before PH_ARRIVED (release) */
+        views[h] = block_of(rt, h)->view;
+    log_durable_combine(views, rt->nhosts, pod_durable, pod_start);
     pod_info("recovery: every host arrived; committed end of the pod's history: epoch %" PRIu64
-             " (this host recorded %" PRIu64 ")", d, local_durable);
+             " (this host recorded %" PRIu64 ", its loggers marked %" PRIu64 "..%" PRIu64
+             "); the pod goes on from epoch %" PRIu64, *pod_durable, local->recorded,
+             local->marked, local->marked_max, *pod_start);
     return rt;
 }
 

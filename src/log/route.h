@@ -23,16 +23,31 @@
 struct log_host;
 struct route;
 
-/* Publish this host's durable epoch and whether it has a log history, and
- * wait for every host to do the same; *pod_durable = the largest (each is a
- * point every host's log has made durable, so the largest is the committed
- * end). A host without history that sees no host with history recovering
+/* What a host's log directory says about the committed end of the history
+ * (docs/durability.md, "Marks"). */
+struct log_durable_view {
+    uint64_t recorded;   /* its durable-epoch record (0: none) */
+    uint64_t marked;     /* the smallest of its loggers' last marks (0: a logger has none) */
+    uint64_t marked_max; /* the largest of its loggers' last marks */
+};
+
+/* Of the views of every host of a pod (one in a single-host pod): *end, the
+ * committed end (every record is durable below the largest record, and
+ * below the smallest mark when every host has marks), and *start, the epoch
+ * the next life starts at: at least every mark, so that no mark left by this
+ * life can later speak for the next one. */
+void log_durable_combine(const struct log_durable_view *v, int n, uint64_t *end, uint64_t *start);
+
+/* Publish this host's view and whether it has a log history, and wait for
+ * every host to do the same; *pod_durable and *pod_start as
+ * log_durable_combine of every host's view. A host without history that sees no host with history recovering
  * takes no part: NULL with *skipped (not an error), and it may serve at once
  * (a host with history that arrives later finds it and refuses to start, as
  * it does when another host already finished). timeout_ms 0: wait forever
  * (with a message every 5 s). */
-struct route *route_begin(struct log_host *lh, uint64_t local_durable, bool history,
-                          int timeout_ms, uint64_t *pod_durable, bool *skipped, pod_err *err);
+struct route *route_begin(struct log_host *lh, const struct log_durable_view *local, bool history,
+                          int timeout_ms, uint64_t *pod_durable, uint64_t *pod_start,
+                          bool *skipped, pod_err *err);
 /* Stage out[h] for every other host h, and wait until every host staged. */
 int route_send(struct route *rt, const struct rec_list out[], pod_err *err);
 /* Deliver every record the other hosts staged for this host. deliver returns

@@ -501,6 +501,22 @@ int seg_writer_write_block(struct seg_writer *w, const void *payload, size_t len
     return 0;
 }
 
+int seg_writer_write_mark(struct seg_writer *w, uint64_t through, uint32_t nloggers,
+                          uint32_t logger, pod_err *err)
+{
+    if (check_broken(w, err)) return -1;
+    if (seg_writer_flush_block(w, err) != 0) return -1; /* keep the file's order */
+    unsigned char h[SEG_BLOCK_HEADER_SIZE];
+    put32(h, SEG_MARK_MAGIC);
+    put32(h + 4, 0); /* no payload */
+    put64(h + 8, through);
+    put32(h + 16, nloggers);
+    put32(h + 20, logger);
+    put32(h + 24, 0);
+    put32(h + 28, crc32c(0, h, 28));
+    return write_block(w, h, NULL, 0, err);
+}
+
 void seg_writer_epochs(const struct seg_writer *w, uint64_t *lo, uint64_t *hi)
 {
     *lo = w->file_lo;
@@ -890,6 +906,22 @@ static int load_block(struct seg_reader *r, pod_err *err)
     }
     uint32_t magic = get32(h), len = get32(h + 4), count = get32(h + 24), stored = get32(h + 28);
     uint64_t elo = get64(h + 8), ehi = get64(h + 16);
+    if (magic == SEG_MARK_MAGIC && r->hdr.version >= 4) {
+        uint32_t c = crc32c(0, h, 28);
+        if (c != stored || len != 0 || count != 0) {
+            set_tail(r, SEG_TAIL_CORRUPT, "damaged mark: %s", c != stored ? "CRC mismatch"
+                     : "payload or record count not zero");
+            return 0;
+        }
+        r->st.marks++;
+        r->st.mark_through = elo;
+        r->st.mark_nloggers = get32(h + 16);
+        r->st.mark_logger = get32(h + 20);
+        r->off = off + SEG_BLOCK_HEADER_SIZE;
+        r->st.good_bytes = r->off;
+        r->left = 0;
+        return 1; /* no records: seg_reader_next reads on */
+    }
     if (magic != SEG_BLOCK_MAGIC) {
         /* Zeros from here to the end: space the file system allocated for an
          * append whose data never reached the disk — a torn write. */
@@ -1042,6 +1074,10 @@ int seg_peek_epochs(const char *path, uint64_t *epoch_lo, uint64_t *epoch_hi, po
         if (pread_full(fd, h, sizeof h, off) != (ssize_t)sizeof h) break;
         uint32_t len = get32(h + 4);
         uint64_t lo = get64(h + 8), hi = get64(h + 16);
+        if (get32(h) == SEG_MARK_MAGIC && len == 0) { /* no records, no epochs */
+            off += SEG_BLOCK_HEADER_SIZE;
+            continue;
+        }
         if (get32(h) != SEG_BLOCK_MAGIC || len > SEG_MAX_BLOCK_PAYLOAD || lo > hi ||
             SEG_BLOCK_HEADER_SIZE + (uint64_t)len > size - off)
             break;

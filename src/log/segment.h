@@ -22,11 +22,15 @@
 #include "util/err.h"
 
 #define SEG_MAGIC "PODDBLOG" /* 8 bytes, no NUL on disk */
-#define SEG_VERSION 3u        /* written; 2 (no delta checkpoints), 1 (no PATCH records) are read */
+#define SEG_VERSION 4u        /* written; 3 (no marks), 2 (no delta checkpoints), 1 (no PATCH records) are read */
 #define SEG_VERSION_OLDEST 1u
 #define SEG_HEADER_SIZE 64u
 #define SEG_BLOCK_MAGIC 0x4B4C4250u /* "PBLK" little-endian */
 #define SEG_BLOCK_HEADER_SIZE 32u
+/* A durable mark (version 4): a block header without payload that says the
+ * logger's records of every epoch below `through` precede it in its log
+ * (docs/log-format.md, "Marks"; docs/durability.md). */
+#define SEG_MARK_MAGIC 0x4B524D50u /* "PMRK" little-endian */
 #define SEG_RECORD_OVERHEAD 24u /* 20-byte record header + 4-byte CRC */
 /* Largest block payload the writer produces and the reader accepts; a larger
  * length field is corruption. */
@@ -164,6 +168,13 @@ int seg_writer_flush_block(struct seg_writer *w, pod_err *err);
 int seg_writer_write_block(struct seg_writer *w, const void *payload, size_t len, uint32_t count,
                            uint64_t epoch_lo, uint64_t epoch_hi, pod_err *err);
 
+/* Write a mark: every record of epochs below `through` that logger `logger`
+ * (one of `nloggers` of its host) writes is in the blocks before it. Durable
+ * with the next seg_writer_sync, like a block; it holds no records and does
+ * not change the file's epoch range. Errors as seg_writer_flush_block. */
+int seg_writer_write_mark(struct seg_writer *w, uint64_t through, uint32_t nloggers,
+                          uint32_t logger, pod_err *err);
+
 /* What a checkpoint's direct writer gathers before it writes full pages
  * without a sync: small, so that the buffer it cycles through stays small
  * (docs/performance.md, section 35). */
@@ -246,6 +257,9 @@ struct seg_reader_stats {
     uint64_t blocks;     /* verified blocks */
     uint64_t records;    /* records handed out */
     uint64_t epoch_lo, epoch_hi; /* over the verified blocks; lo > hi when none */
+    uint64_t marks;              /* verified marks (seg_writer_write_mark) read so far */
+    uint64_t mark_through;       /* the last one's fields (when marks > 0) */
+    uint32_t mark_nloggers, mark_logger;
 };
 
 /* Where the block of the record last returned by seg_reader_next lies. */

@@ -171,6 +171,9 @@ static int sys_log(pod_txn *tx, const pod_args *a, pod_result *res, void *ctx)
         kv_row(res, &row, "global_epoch", "%llu", (unsigned long long)st.global_epoch);
         kv_row(res, &row, "pod_durable_epoch", "%llu", (unsigned long long)st.pod_durable_epoch);
         kv_row(res, &row, "persisted_epoch", "%llu", (unsigned long long)st.persisted_epoch);
+        kv_row(res, &row, "persisted_by_file", "%llu", (unsigned long long)st.persisted_by_file);
+        kv_row(res, &row, "persisted_by_marks", "%llu",
+               (unsigned long long)st.persisted_by_marks);
         kv_row(res, &row, "records", "%llu", (unsigned long long)st.records);
         kv_row(res, &row, "bytes", "%llu", (unsigned long long)st.bytes);
         kv_row(res, &row, "blocks", "%llu", (unsigned long long)st.blocks);

@@ -14,6 +14,8 @@
  *  - A bad record inside a block whose block CRC is valid: the whole block is
  *    withheld.
  *  - Garbage, short garbage and zeros after the last block.
+ *  - Marks: read back with their fields, no records or epochs of their own,
+ *    a damaged or cut one ends the file, none in a version-3 file.
  *  - Written and synced (or paced) pages leave the page cache.
  *  - Bad headers, invalid records, writer errors (missing directory, existing
  *    segment, a file-size limit hit in the middle of a block: EFBIG with a
@@ -789,6 +791,111 @@ static void append_filled(struct seg_writer *w, long n, unsigned char *tuple, ui
     ck_assert_msg(seg_writer_append(w, &r, &err) == 0, "%s", err.msg);
 }
 
+/* Marks (format version 4): read back in order with their fields, no
+ * records and no epochs of their own; one cut short or damaged ends the
+ * file there like a block; a version-3 file may not hold one; in a direct
+ * writer's padded file they read the same. */
+static uint64_t count_records(const char *path, struct seg_reader_stats *st,
+                              struct seg_tail_status *tail)
+{
+    pod_err err = {{0}};
+    struct seg_reader *rd = seg_reader_open(path, &err);
+    ck_assert_msg(rd != NULL, "%s", err.msg);
+    struct log_record out;
+    uint64_t n = 0;
+    int rc;
+    while ((rc = seg_reader_next(rd, &out, &err)) == 1) n++;
+    ck_assert_msg(rc == 0, "%s", err.msg);
+    *st = *seg_reader_stats(rd);
+    *tail = *seg_reader_tail_status(rd);
+    seg_reader_close(rd);
+    return n;
+}
+
+static void write_marked(struct seg_writer *w)
+{
+    pod_err err = {{0}};
+    unsigned char tuple[100];
+    append_filled(w, 1, tuple, sizeof tuple); /* epoch 2 */
+    append_filled(w, 2, tuple, sizeof tuple);
+    ck_assert_msg(seg_writer_write_mark(w, 3, 2, 1, &err) == 0, "%s", err.msg); /* flushes */
+    append_filled(w, 3, tuple, sizeof tuple);
+    ck_assert_msg(seg_writer_write_mark(w, 9, 2, 1, &err) == 0, "%s", err.msg);
+}
+
+START_TEST(marks_round_trip)
+{
+    const char *dir = make_tmp();
+    pod_err err = {{0}};
+    struct seg_writer *w = seg_writer_open(dir, 1, 1, 5, 2, &err);
+    ck_assert_msg(w != NULL, "%s", err.msg);
+    write_marked(w);
+    uint64_t lo, hi;
+    seg_writer_epochs(w, &lo, &hi);
+    ck_assert_uint_eq(lo, 2);
+    ck_assert_uint_eq(hi, 2);
+    char path[512];
+    snprintf(path, sizeof path, "%s", seg_writer_path(w));
+    uint64_t size = seg_writer_size(w);
+    ck_assert_msg(seg_writer_close(w, &err) == 0, "%s", err.msg);
+    struct seg_reader_stats st;
+    struct seg_tail_status tail;
+    ck_assert_uint_eq(count_records(path, &st, &tail), 3);
+    ck_assert_int_eq(tail.kind, SEG_TAIL_CLEAN);
+    ck_assert_uint_eq(st.blocks, 2);
+    ck_assert_uint_eq(st.marks, 2);
+    ck_assert_uint_eq(st.mark_through, 9);
+    ck_assert_uint_eq(st.mark_nloggers, 2);
+    ck_assert_uint_eq(st.mark_logger, 1);
+    ck_assert_uint_eq(st.epoch_lo, 2);
+    ck_assert_uint_eq(st.epoch_hi, 2);
+    ck_assert_uint_eq(st.good_bytes, size);
+    ck_assert_int_eq(seg_peek_epochs(path, &lo, &hi, &err), 0);
+    ck_assert_uint_eq(lo, 2);
+    ck_assert_uint_eq(hi, 2);
+    /* The last mark cut short: torn there, the first mark stands. */
+    ck_assert_int_eq(truncate(path, (off_t)(size - 1)), 0);
+    ck_assert_uint_eq(count_records(path, &st, &tail), 3);
+    ck_assert_int_eq(tail.kind, SEG_TAIL_TORN);
+    ck_assert_uint_eq(st.marks, 1);
+    ck_assert_uint_eq(st.mark_through, 3);
+    /* Its `through` damaged (the CRC no longer matches): corrupt. */
+    ck_assert_int_eq(truncate(path, (off_t)size), 0);
+    int fd = open(path, O_RDWR);
+    ck_assert_int_ge(fd, 0);
+    unsigned char b = 0x7f;
+    ck_assert_int_eq(pwrite(fd, &b, 1, (off_t)(size - SEG_BLOCK_HEADER_SIZE + 8)), 1);
+    ck_assert_uint_eq(count_records(path, &st, &tail), 3);
+    ck_assert_int_eq(tail.kind, SEG_TAIL_CORRUPT);
+    ck_assert_ptr_nonnull(strstr(tail.reason, "damaged mark"));
+    ck_assert_uint_eq(st.marks, 1);
+    /* A version-3 file cannot hold a mark: its first one ends the file. */
+    unsigned char h[SEG_HEADER_SIZE];
+    ck_assert_int_eq(pread(fd, h, sizeof h, 0), (ssize_t)sizeof h);
+    put32le(h + 8, 3);
+    put32le(h + 60, crc32c(0, h, 60));
+    ck_assert_int_eq(pwrite(fd, h, sizeof h, 0), (ssize_t)sizeof h);
+    close(fd);
+    ck_assert_uint_eq(count_records(path, &st, &tail), 2);
+    ck_assert_int_eq(tail.kind, SEG_TAIL_CORRUPT);
+    ck_assert_uint_eq(st.marks, 0);
+    /* Through a direct writer: the same, before and after its padding is cut. */
+    w = seg_writer_open(dir, 1, 1, 6, 2, &err);
+    ck_assert_msg(w != NULL, "%s", err.msg);
+    ck_assert_msg(seg_writer_go_direct(w, 0, &err) == 0, "%s", err.msg);
+    write_marked(w);
+    ck_assert_msg(seg_writer_sync(w, &err) == 0, "%s", err.msg);
+    snprintf(path, sizeof path, "%s", seg_writer_path(w));
+    ck_assert_uint_eq(count_records(path, &st, &tail), 3);
+    ck_assert_int_eq(tail.kind, SEG_TAIL_CLEAN);
+    ck_assert_uint_eq(st.marks, 2);
+    ck_assert_uint_eq(st.mark_through, 9);
+    ck_assert_msg(seg_writer_close(w, &err) == 0, "%s", err.msg);
+    ck_assert_uint_eq(count_records(path, &st, &tail), 3);
+    ck_assert_uint_eq(st.marks, 2);
+}
+END_TEST
+
 START_TEST(synced_pages_leave_the_page_cache)
 {
     const char *dir = make_tmp();
@@ -1275,6 +1382,7 @@ int main(void)
     tcase_add_test(t, bad_headers);
     tcase_add_test(t, invalid_records_refused);
     tcase_add_test(t, patch_round_trip_and_version_1);
+    tcase_add_test(t, marks_round_trip);
     tcase_add_test(t, synced_pages_leave_the_page_cache);
     tcase_add_test(t, paced_writeback);
     tcase_add_test(t, direct_writes_round_trip);

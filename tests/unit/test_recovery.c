@@ -11,6 +11,10 @@
  *    skipped;
  *  - the durable-epoch record: a torn slot falls back to the other, two bad
  *    slots are refused, no record means nothing was committed;
+ *  - the loggers' marks: with every logger's, history ends at the smallest
+ *    when the record lags; the record is brought up to it before the cut and
+ *    to the largest mark after it (where the next life starts); a logger
+ *    without a mark leaves the record alone (log_durable_combine for pods);
  *  - a log naming a table the server does not have is refused;
  *  - pod mode (two processes on one region, simulated non-coherent SWcc): the
  *    hosts agree on the larger durable epoch and each record is replayed by
@@ -30,6 +34,7 @@
 #include "helpers/log_fixture.h"
 #include "log/durable_file.h"
 #include "log/logdir.h"
+#include "log/route.h"
 
 struct rec {
     uint64_t key;
@@ -45,11 +50,17 @@ struct rec {
 #define PUTB(k, e, v, val) {k, LOG_PUT, e, v, val, true, 0, 0}
 #define DELB(k, e, v) {k, LOG_DELETE, e, v, 0, true, 0, 0}
 #define PATCH(k, e, v, be, bv, val) {k, LOG_PATCH, e, v, val, false, be, bv}
+/* A mark: every record of epochs below `through` is before it (one of n loggers). */
+#define MARK(through, n) {through, 0, n, 0, 0, false, 0, 0}
 
 static void write_records(struct seg_writer *w, const struct rec *r, int n)
 {
     pod_err err;
     for (int i = 0; i < n; i++) {
+        if (r[i].kind == 0) {
+            ck_assert_int_eq(seg_writer_write_mark(w, r[i].key, r[i].epoch, 0, &err), 0);
+            continue;
+        }
         if (r[i].new_block) ck_assert_int_eq(seg_writer_flush_block(w, &err), 0);
         unsigned char k[8];
         lf_key(k, r[i].key);
@@ -208,6 +219,108 @@ START_TEST(test_no_durable_record_discards_everything)
     ck_assert_uint_eq(st.records_discarded, 2);
     ck_assert_int_eq(lf_value(&f, 1), INT64_MIN);
     ck_assert_uint_eq(file_size(dir, "seg-0-0-0000000000.log"), SEG_HEADER_SIZE);
+    lf_close(&f);
+}
+END_TEST
+
+/* ---- marks: the committed end from the logs themselves ------------------------------ */
+
+START_TEST(test_durable_combine)
+{
+    uint64_t end, start;
+    /* One host: the larger of record and marks; the next life starts above
+     * every mark. */
+    struct log_durable_view one = {.recorded = 6, .marked = 10, .marked_max = 11};
+    log_durable_combine(&one, 1, &end, &start);
+    ck_assert_uint_eq(end, 10);
+    ck_assert_uint_eq(start, 11);
+    one = (struct log_durable_view){.recorded = 12, .marked = 10, .marked_max = 11};
+    log_durable_combine(&one, 1, &end, &start);
+    ck_assert_uint_eq(end, 12);
+    ck_assert_uint_eq(start, 12);
+    /* A pod: marks count only as far as every host's go; records the largest. */
+    struct log_durable_view pod[3] = {{.recorded = 5, .marked = 20, .marked_max = 22},
+                                      {.recorded = 8, .marked = 15, .marked_max = 30},
+                                      {.recorded = 3, .marked = 18, .marked_max = 18}};
+    log_durable_combine(pod, 3, &end, &start);
+    ck_assert_uint_eq(end, 15);
+    ck_assert_uint_eq(start, 30);
+    pod[1].marked = 0; /* a host whose loggers did not all mark */
+    log_durable_combine(pod, 3, &end, &start);
+    ck_assert_uint_eq(end, 8);
+    ck_assert_uint_eq(start, 30);
+    struct log_durable_view none = {0};
+    log_durable_combine(&none, 1, &end, &start);
+    ck_assert_uint_eq(end, 0);
+    ck_assert_uint_eq(start, 0);
+}
+END_TEST
+
+/* Two loggers whose marks run ahead of a lagging durable-epoch record: the
+ * history ends at the smaller of their last marks; the record is brought up
+ * to it before the cut and to the larger after it, where the next life
+ * starts, so a second recovery finds the same state though the cut took
+ * logger 0's last mark away. */
+START_TEST(test_marks_end_history)
+{
+    char dir[POD_PATH_MAX];
+    lf_make_dir(dir, sizeof dir);
+    const struct rec l0[] = {PUT(1, 5, 0, 11), PUT(2, 9, 0, 22), MARK(10, 2),
+                             PUTB(3, 10, 0, 33), PUT(4, 12, 0, 44), MARK(13, 2)};
+    const struct rec l1[] = {PUT(5, 7, 0, 55), MARK(11, 2), PUTB(6, 11, 0, 66)};
+    write_seg(dir, 0, 0, l0, 6);
+    write_seg(dir, 1, 0, l1, 3);
+    write_durable(dir, 6);
+    /* Logger 0 marked up to 13, logger 1 up to 11: epochs below 11 are
+     * committed, though the record says 6. */
+    struct lf f;
+    struct log_recovery_stats st;
+    pod_err err;
+    struct log_host *lh = NULL;
+    ck_assert_msg(recover(&f, dir, 1, &st, &err, &lh) == 0, "%s", err.msg);
+    ck_assert_uint_eq(st.durable_epoch, 11);
+    ck_assert_int_eq(lf_value(&f, 1), 11);
+    ck_assert_int_eq(lf_value(&f, 2), 22); /* epochs 9 and 10: above the record, below the marks */
+    ck_assert_int_eq(lf_value(&f, 3), 33);
+    ck_assert_int_eq(lf_value(&f, 5), 55);
+    ck_assert_int_eq(lf_value(&f, 4), INT64_MIN);
+    ck_assert_int_eq(lf_value(&f, 6), INT64_MIN);
+    ck_assert_uint_eq(st.records_discarded, 2);
+    ck_assert_uint_eq(st.truncated_files, 2);
+    struct durable_record dr;
+    ck_assert_int_eq(durable_file_read(dir, &dr, &err), 0);
+    ck_assert_uint_eq(dr.epoch, 13); /* the next life starts above every mark */
+    ck_assert_int_eq(log_host_start(lh, NULL, NULL, &err), 0);
+    ck_assert_uint_ge(log_host_epoch(lh), 13);
+    log_host_free(lh);
+    lf_close(&f);
+    /* Again: the same state (the marks the cut left are below the record). */
+    ck_assert_msg(recover(&f, dir, 2, &st, &err, NULL) == 0, "%s", err.msg);
+    ck_assert_uint_ge(st.durable_epoch, 13); /* the new life's clean stop may have raised it */
+    ck_assert_uint_eq(st.records_discarded, 0);
+    ck_assert_int_eq(lf_value(&f, 2), 22);
+    ck_assert_int_eq(lf_value(&f, 3), 33); /* from the copy the cut made */
+    ck_assert_int_eq(lf_value(&f, 4), INT64_MIN);
+    ck_assert_int_eq(lf_value(&f, 6), INT64_MIN);
+    lf_close(&f);
+}
+END_TEST
+
+/* Marks count only when every logger the marks name has one. */
+START_TEST(test_marks_need_every_logger)
+{
+    char dir[POD_PATH_MAX];
+    lf_make_dir(dir, sizeof dir);
+    const struct rec l0[] = {PUT(1, 5, 0, 11), PUT(2, 9, 0, 22), MARK(10, 2)};
+    write_seg(dir, 0, 0, l0, 3);
+    write_durable(dir, 6);
+    struct lf f;
+    struct log_recovery_stats st;
+    pod_err err;
+    ck_assert_msg(recover(&f, dir, 1, &st, &err, NULL) == 0, "%s", err.msg);
+    ck_assert_uint_eq(st.durable_epoch, 6);
+    ck_assert_int_eq(lf_value(&f, 1), 11);
+    ck_assert_int_eq(lf_value(&f, 2), INT64_MIN);
     lf_close(&f);
 }
 END_TEST
@@ -841,6 +954,9 @@ static Suite *recovery_suite(void)
     tcase_add_test(tc, test_uncommitted_discarded_and_cut);
     tcase_add_test(tc, test_new_life_starts_at_durable_epoch);
     tcase_add_test(tc, test_no_durable_record_discards_everything);
+    tcase_add_test(tc, test_durable_combine);
+    tcase_add_test(tc, test_marks_end_history);
+    tcase_add_test(tc, test_marks_need_every_logger);
     tcase_add_test(tc, test_highest_ev_wins);
     tcase_add_test(tc, test_patches_replay_along_their_chain);
     tcase_add_test(tc, test_patch_onto_checkpoint);
