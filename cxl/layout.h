@@ -90,6 +90,7 @@ struct cxl_padded_u64 {
 struct cxl_logger_words {
     uint64_t durable; /* atomic */
     uint64_t marked;  /* atomic */
+    uint64_t written; /* atomic: largest epoch of a record it wrote (0: none in this life) */
 } __attribute__((aligned(CXL_CACHELINE)));
 
 /* The control block: the fixed part of the HWcc area. */
@@ -97,11 +98,12 @@ struct cxl_control {
     struct cxl_padded_u64 global_epoch;      /* advanced by the epoch leader */
     struct cxl_padded_u64 pod_durable_epoch; /* every epoch below it is committed */
     struct cxl_host_slot hosts[POD_MAX_HOSTS];
-    /* each logger of each host: its published durable epoch, and the
-     * `through` of its last durable mark in its log (0: none in this life;
-     * with every logger's at d or above, epochs below d are committed
-     * without the durable-epoch file: src/log/epoch.c). One line: both are
-     * written by the logger once an epoch. */
+    /* each logger of each host: its published durable epoch, the `through`
+     * of its last durable mark in its log (0: none in this life; with every
+     * logger's at d or above, epochs below d are committed without the
+     * durable-epoch file: src/log/epoch.c), and the largest epoch of a
+     * record it wrote (none at or above the file's value: nothing to
+     * record). One line: the logger writes them about once an epoch. */
     struct cxl_logger_words logger[POD_MAX_HOSTS][POD_MAX_LOGGERS];
     /* epoch each worker is in, for cross-host epoch-based reclamation */
     struct cxl_padded_u64 worker_epoch[POD_MAX_HOSTS][POD_MAX_WORKERS];

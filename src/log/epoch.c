@@ -24,7 +24,7 @@ struct log_epochs {
     pthread_cond_t cv;
     bool stop, nudged;
     uint64_t persisted;           /* atomic */
-    uint64_t by_file, by_marks;   /* atomic: how persisted advanced (log_epochs_persist_counts) */
+    uint64_t by_file, by_marks, by_empty; /* atomic: how persisted grew (log_epochs_persist_counts) */
     bool watching;                /* atomic: the thread's current sleep is a poll */
     uint64_t period_ns, poll_ns;
     /* liveness cache */
@@ -95,6 +95,23 @@ static bool marks_cover(const struct cxl_region *r, const struct pod_config *c, 
     return true;
 }
 
+/* Some logger of the pod wrote a record of epoch p or later. Read after the
+ * durable words (compute_durable): a logger stores its written word before
+ * it publishes the durable epoch that covers the record. When none did,
+ * raising the recorded epoch from p to d records nothing: the logs hold no
+ * record in between, and a reply released meanwhile read only values of
+ * epochs below p. Stale words of hosts that are gone only make this say yes. */
+static bool records_from(const struct cxl_region *r, const struct pod_config *c, uint64_t p)
+{
+    const struct cxl_control *ctl = r->ctl;
+    for (int h = 0; h < c->nhosts; h++)
+        for (int l = 0; l < c->hosts[h].loggers; l++) {
+            uint64_t w = __atomic_load_n(&ctl->logger[h][l].written, __ATOMIC_SEQ_CST);
+            if (w && w >= p) return true; /* 0: none (epochs start at 1) */
+        }
+    return false;
+}
+
 uint64_t log_pod_durable_now(struct cxl_region *r, const struct pod_config *c, bool pod_mode)
 {
     int dead;
@@ -152,9 +169,14 @@ static void *epoch_main(void *arg)
                 pod_err err;
                 uint64_t t0 = pod_mono_ns();
                 bool marked = marks_cover(le->o.region, le->o.conf, d);
-                int wrc = marked ? 0 : durable_file_write(le->o.durable, d, &err);
+                bool empty = !marked && !records_from(le->o.region, le->o.conf,
+                                                      durable_file_epoch(le->o.durable));
+                int wrc = marked || empty ? 0 : durable_file_write(le->o.durable, d, &err);
                 if (wrc == 0)
-                    __atomic_fetch_add(marked ? &le->by_marks : &le->by_file, 1, __ATOMIC_RELAXED);
+                    __atomic_fetch_add(marked  ? &le->by_marks
+                                       : empty ? &le->by_empty
+                                               : &le->by_file,
+                                       1, __ATOMIC_RELAXED);
                 uint64_t dt = pod_mono_ns() - t0;
                 if (dt > SLOW_SYNC_NS)
                     pod_warn("recording durable epoch %llu took %.0f ms (replies wait for it)",
@@ -248,10 +270,12 @@ uint64_t log_epochs_persisted(const struct log_epochs *le)
     return __atomic_load_n(&le->persisted, __ATOMIC_SEQ_CST);
 }
 
-void log_epochs_persist_counts(const struct log_epochs *le, uint64_t *by_file, uint64_t *by_marks)
+void log_epochs_persist_counts(const struct log_epochs *le, uint64_t *by_file, uint64_t *by_marks,
+                               uint64_t *empty)
 {
     *by_file = __atomic_load_n(&le->by_file, __ATOMIC_RELAXED);
     *by_marks = __atomic_load_n(&le->by_marks, __ATOMIC_RELAXED);
+    *empty = __atomic_load_n(&le->by_empty, __ATOMIC_RELAXED);
 }
 
 void log_epochs_watch(struct log_epochs *le)

@@ -59,9 +59,11 @@ void log_epochs_stop(struct log_epochs *le);
  * durable-epoch file or by every logger's marks (UINT64_MAX on a host that
  * does not log). */
 uint64_t log_epochs_persisted(const struct log_epochs *le);
-/* How often the persisted epoch grew through the durable-epoch file, and
- * through the loggers' marks alone (no file write). */
-void log_epochs_persist_counts(const struct log_epochs *le, uint64_t *by_file, uint64_t *by_marks);
+/* How often the persisted epoch grew through the durable-epoch file,
+ * through the loggers' marks alone, and over epochs in which no logger of the
+ * pod wrote a record (nothing to record: an idle pod does no I/O). */
+void log_epochs_persist_counts(const struct log_epochs *le, uint64_t *by_file, uint64_t *by_marks,
+                               uint64_t *empty);
 /* Wake the thread now (a local logger published progress). */
 void log_epochs_nudge(struct log_epochs *le);
 /* When the thread polls: every period / 4 (at most 1 ms) while *waiters >

@@ -90,6 +90,9 @@ struct log_host *log_host_open(const struct log_host_options *o, pod_err *err)
         /* No mark of this life yet (a value left by an earlier life is at
          * most where recovery made the new one start, but say nothing). */
         __atomic_store_n(&o->region->ctl->logger[o->host][l].marked, 0, __ATOMIC_SEQ_CST);
+        /* Every record the logs keep is below the recorded durable epoch
+         * once recovery is done (it cuts the rest). */
+        __atomic_store_n(&o->region->ctl->logger[o->host][l].written, 0, __ATOMIC_SEQ_CST);
     }
     lh->workers = aligned_alloc(64, (size_t)lh->nworkers * sizeof *lh->workers);
     if (!lh->workers) {
@@ -179,6 +182,7 @@ int log_host_start(struct log_host *lh, void (*on_durable)(void *arg, uint64_t p
                 .first_seq = lh->next_seq[l], .global_epoch = lh->epoch_word,
                 .durable_word = &ctl->logger[lh->o.host][l].durable,
                 .marked_word = &ctl->logger[lh->o.host][l].marked,
+                .written_word = &ctl->logger[lh->o.host][l].written,
                 .nloggers = (uint32_t)lh->nloggers, .workers = mine,
                 .nworkers = n, .poll_ns = poll_ns, .on_progress = nudge_epochs, .arg = lh};
             struct logger *lg = logger_start(&lo, err);
@@ -235,7 +239,8 @@ void log_host_get_stats(const struct log_host *lh, struct log_host_stats *out)
     out->pod_durable_epoch = __atomic_load_n(&ctl->pod_durable_epoch.v, __ATOMIC_ACQUIRE);
     out->persisted_epoch = lh->logging ? log_host_persisted(lh) : 0;
     if (lh->logging && lh->epochs)
-        log_epochs_persist_counts(lh->epochs, &out->persisted_by_file, &out->persisted_by_marks);
+        log_epochs_persist_counts(lh->epochs, &out->persisted_by_file, &out->persisted_by_marks,
+                                  &out->persisted_empty);
     for (int l = 0; l < lh->nloggers; l++) {
         if (!lh->loggers[l]) continue;
         struct logger_stats s;

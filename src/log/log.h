@@ -101,7 +101,7 @@ struct log_host_stats {
     uint64_t direct_segments; /* of segments: written with O_DIRECT */
     uint64_t checkpoints, checkpoint_epoch, segments_removed;
     uint64_t checkpoint_deltas; /* deltas after the last full checkpoint (recovery's chain) */
-    uint64_t persisted_by_file, persisted_by_marks; /* log_epochs_persist_counts */
+    uint64_t persisted_by_file, persisted_by_marks, persisted_empty; /* log_epochs_persist_counts */
 };
 void log_host_get_stats(const struct log_host *lh, struct log_host_stats *out);
 

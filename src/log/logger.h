@@ -60,6 +60,7 @@ struct logger_options {
      * logger_mark_seq), and how many loggers its host has (in the marks). */
     uint64_t *marked_word;
     uint32_t nloggers;
+    uint64_t *written_word;      /* where to publish the largest epoch of a record it wrote */
     struct log_worker **workers; /* the workers it serves */
     int nworkers;
     uint64_t poll_ns;            /* how often it looks at E without a hand-over or a wake-up */

@@ -174,6 +174,7 @@ static int sys_log(pod_txn *tx, const pod_args *a, pod_result *res, void *ctx)
         kv_row(res, &row, "persisted_by_file", "%llu", (unsigned long long)st.persisted_by_file);
         kv_row(res, &row, "persisted_by_marks", "%llu",
                (unsigned long long)st.persisted_by_marks);
+        kv_row(res, &row, "persisted_empty", "%llu", (unsigned long long)st.persisted_empty);
         kv_row(res, &row, "records", "%llu", (unsigned long long)st.records);
         kv_row(res, &row, "bytes", "%llu", (unsigned long long)st.bytes);
         kv_row(res, &row, "blocks", "%llu", (unsigned long long)st.blocks);

@@ -1,4 +1,5 @@
-# Durability end to end with the real programs (docs/durability.md): what the
+# Durability end to end with the real programs (docs/durability.md): an idle
+# server does not write its durable-epoch record, what the
 # server acknowledged survives SIGKILL, a delete stays deleted, sys.log reports
 # the recovery, poddb-logdump shows the durable-epoch record and verifies the
 # log, a clean stop leaves a verifiable log, and a damaged durable-epoch record
@@ -37,6 +38,19 @@ start() {
 }
 
 start
+# Idle: the durable epoch moves on without writes of the record (nothing to
+# record), and the writes that follow are still durable (below).
+log_counts() {
+  "$CLI" --conf "$conf" call sys.log |
+    awk -F'\t' '$1=="persisted_by_file"{f=$2} $1=="persisted_empty"{e=$2} END{print f+0, e+0}'
+}
+sleep 0.3
+read -r f1 e1 < <(log_counts)
+sleep 1
+read -r f2 e2 < <(log_counts)
+[ $((f2 - f1)) -le 2 ] && [ $((e2 - e1)) -ge 20 ] ||
+  fail "idle: durable-epoch record written $f1 -> $f2 times, advances without one $e1 -> $e2"
+pass "an idle server does not write its durable-epoch record ($((e2 - e1)) empty advances in 1 s)"
 "$CLI" --conf "$conf" call kv.put kv alice hello >/dev/null || fail "put alice"
 "$CLI" --conf "$conf" call kv.put kv bob world >/dev/null || fail "put bob"
 "$CLI" --conf "$conf" call kv.delete kv bob >/dev/null || fail "delete bob"
