@@ -616,6 +616,16 @@ static void put32le(unsigned char *p, uint32_t v)
     for (int i = 0; i < 4; i++) p[i] = (unsigned char)(v >> (8 * i));
 }
 
+/* Make the open segment fd claim format version v (header CRC made right again). */
+static void set_version(int fd, uint32_t v)
+{
+    unsigned char h[SEG_HEADER_SIZE];
+    ck_assert_int_eq(pread(fd, h, sizeof h, 0), (ssize_t)sizeof h);
+    put32le(h + 8, v);
+    put32le(h + 60, crc32c(0, h, 60));
+    ck_assert_int_eq(pwrite(fd, h, sizeof h, 0), (ssize_t)sizeof h);
+}
+
 START_TEST(bad_headers)
 {
     const char *dir = make_tmp();
@@ -736,14 +746,10 @@ START_TEST(patch_round_trip_and_version_1)
     ck_assert_int_eq(seg_reader_next(rd, &out, &err), 0);
     ck_assert_int_eq(seg_reader_tail_status(rd)->kind, SEG_TAIL_CLEAN);
     seg_reader_close(rd);
-    /* The same file claiming version 1 (header CRC made right again). */
+    /* The same file claiming version 1. */
     int fd = open(path, O_RDWR);
     ck_assert_int_ge(fd, 0);
-    unsigned char h[SEG_HEADER_SIZE];
-    ck_assert_int_eq(pread(fd, h, sizeof h, 0), (ssize_t)sizeof h);
-    put32le(h + 8, 1);
-    put32le(h + 60, crc32c(0, h, 60));
-    ck_assert_int_eq(pwrite(fd, h, sizeof h, 0), (ssize_t)sizeof h);
+    set_version(fd, 1);
     close(fd);
     rd = seg_reader_open(path, &err);
     ck_assert_msg(rd != NULL, "%s", err.msg);
@@ -870,11 +876,7 @@ START_TEST(marks_round_trip)
     ck_assert_ptr_nonnull(strstr(tail.reason, "damaged mark"));
     ck_assert_uint_eq(st.marks, 1);
     /* A version-3 file cannot hold a mark: its first one ends the file. */
-    unsigned char h[SEG_HEADER_SIZE];
-    ck_assert_int_eq(pread(fd, h, sizeof h, 0), (ssize_t)sizeof h);
-    put32le(h + 8, 3);
-    put32le(h + 60, crc32c(0, h, 60));
-    ck_assert_int_eq(pwrite(fd, h, sizeof h, 0), (ssize_t)sizeof h);
+    set_version(fd, 3);
     close(fd);
     ck_assert_uint_eq(count_records(path, &st, &tail), 2);
     ck_assert_int_eq(tail.kind, SEG_TAIL_CORRUPT);
