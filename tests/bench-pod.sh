@@ -101,8 +101,12 @@ if d["remote_calls"] == 0 or d["remote_commits"] == 0:
     sys.exit(f"{what}: remote calls {d['remote_calls']}, committed {d['remote_commits']}")
 if moved and not d["moved_in_per_s"] > 0:
     sys.exit(f"{what}: no tuple moved in ({d['moved_in_per_s']}/s)")
+# A tuple moved in is a reply waited for (sys.stats pod.waits*).
+w, mean, share = d["reply_waits_per_s"], d["reply_wait_us_mean"], d["reply_waits_over_128us_share"]
+if moved and not (w > 0 and mean > 0 and 0 <= share <= 1):
+    sys.exit(f"{what}: reply waits {w}/s, mean {mean} us, share over 128 us {share}")
 print(f"{what}: {d['remote_commits']} of {d['remote_calls']} remote calls committed, "
-      f"{d['moved_in_per_s']:.0f} tuples moved in/s")
+      f"{d['moved_in_per_s']:.0f} tuples moved in/s, {w:.0f} reply waits/s, mean {mean:.1f} us")
 PY
   pass "$1: cross-host calls committed"
 }

@@ -99,7 +99,9 @@ static const char usage[] =
     "\n"
     "With remote shares above 0 transactions reach other hosts' partitions through\n"
     "the CXL region: 'remote calls' counts them, 'moved/s' the tuples moved into\n"
-    "and out of CXL memory per second, 'HWcc use' the hosts' HWcc quotas in use.\n"
+    "and out of CXL memory per second, 'reply waits' the workers' waits for other\n"
+    "hosts' replies (per second, mean, share over 128 us), 'HWcc use' the hosts'\n"
+    "HWcc quotas in use.\n"
     "\n"
     "Exit status: 0 done; 1 the run failed, a host did not answer, or --check\n"
     "found an inconsistency; 2 bad usage or config.\n";
@@ -507,8 +509,11 @@ struct outcome {
     /* aborts: retried conflicts by cause and give-ups, in the measured window */
     uint64_t conflicts[POD_CAUSE_COUNT], gave_up;
     /* pod statistics (sys.stats), per second over the window; known only when every host has them */
-    bool moved_known, hwcc_known;
+    bool moved_known, hwcc_known, waits_known;
     double moved_in_s, moved_out_s;
+    /* replies waited for from other hosts in the window: per second, mean
+     * wait, share of waits over 128 us (all hosts; docs/pod.md) */
+    double waits_s, wait_us_mean, waits_long_share;
     int64_t hwcc_used, hwcc_quota;
     /* --check */
     const char *check;        /* "passed", "FAILED", "not run" */
@@ -581,6 +586,12 @@ static void print_table(const struct outcome *x)
                x->moved_in_s, x->moved_out_s);
     else
         printf("moved/s       in n/a  out n/a (a host reports no pod counters: one-host pod)\n");
+    if (x->waits_known)
+        printf("reply waits   %.0f/s, mean %.1f us, %.1f%% over 128 us (for other hosts' "
+               "replies, all hosts)\n",
+               x->waits_s, x->wait_us_mean, 100.0 * x->waits_long_share);
+    else
+        printf("reply waits   n/a (a host reports no pod counters: one-host pod)\n");
     if (x->hwcc_known)
         printf("HWcc use      %.1f MiB of %.1f MiB (%.1f%%) at the end, all hosts' quotas\n",
                (double)x->hwcc_used / 1048576.0, (double)x->hwcc_quota / 1048576.0,
@@ -665,6 +676,15 @@ static void print_json(const struct outcome *x)
     else json_null(&w);
     json_key(&w, "moved_out_per_s");
     if (x->moved_known) json_f64(&w, x->moved_out_s);
+    else json_null(&w);
+    json_key(&w, "reply_waits_per_s");
+    if (x->waits_known) json_f64(&w, x->waits_s);
+    else json_null(&w);
+    json_key(&w, "reply_wait_us_mean");
+    if (x->waits_known) json_f64(&w, x->wait_us_mean);
+    else json_null(&w);
+    json_key(&w, "reply_waits_over_128us_share");
+    if (x->waits_known) json_f64(&w, x->waits_long_share);
     else json_null(&w);
     json_key(&w, "hwcc_used_bytes");
     if (x->hwcc_known) json_i64(&w, x->hwcc_used);
@@ -770,6 +790,17 @@ static void pod_rates(struct outcome *x, const struct bench_sysstats *a, uint64_
     if (x->moved_known) {
         x->moved_in_s = (double)(b->pod[BENCH_MOVED_IN] - a->pod[BENCH_MOVED_IN]) / secs;
         x->moved_out_s = (double)(b->pod[BENCH_MOVED_OUT] - a->pod[BENCH_MOVED_OUT]) / secs;
+    }
+    x->waits_known = secs > 0;
+    for (int k = BENCH_WAITS; k <= BENCH_WAITS_LONG; k++)
+        x->waits_known = x->waits_known && a->known[k] && b->known[k];
+    if (x->waits_known) {
+        double n = (double)(b->pod[BENCH_WAITS] - a->pod[BENCH_WAITS]);
+        x->waits_s = n / secs;
+        x->wait_us_mean = n > 0 ? (double)(b->pod[BENCH_WAIT_NS] - a->pod[BENCH_WAIT_NS]) / n / 1e3
+                                : 0.0;
+        x->waits_long_share =
+            n > 0 ? (double)(b->pod[BENCH_WAITS_LONG] - a->pod[BENCH_WAITS_LONG]) / n : 0.0;
     }
     x->hwcc_known = b->known[BENCH_HWCC_USED] && b->known[BENCH_HWCC_QUOTA];
     x->hwcc_used = b->pod[BENCH_HWCC_USED];

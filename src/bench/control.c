@@ -8,8 +8,9 @@
 
 #include "util/clock.h"
 
-const char *const bench_pod_stat_names[BENCH_NPODSTATS] = {"pod.moved_in", "pod.moved_out",
-                                                           "pod.hwcc_used", "pod.hwcc_quota"};
+const char *const bench_pod_stat_names[BENCH_NPODSTATS] = {
+    "pod.moved_in", "pod.moved_out", "pod.hwcc_used",          "pod.hwcc_quota",
+    "pod.waits",    "pod.wait_ns",   "pod.waits_over_128us"};
 
 int bench_pod_connect(struct bench_pod *p, const struct pod_config *c, int timeout_ms)
 {

@@ -88,6 +88,9 @@ static int sys_stats(pod_txn *tx, const pod_args *a, pod_result *res, void *ctx)
         name_i64_row(res, "pod.moved_out", pc.st.moved_out);
         name_i64_row(res, "pod.hwcc_used", pc.hwcc.used);
         name_i64_row(res, "pod.hwcc_quota", pc.hwcc.quota);
+        name_i64_row(res, "pod.waits", pc.st.waits);
+        name_i64_row(res, "pod.wait_ns", pc.st.wait_ns);
+        name_i64_row(res, "pod.waits_over_128us", pod_waits_at_least(&pc.st, 128));
     }
     return POD_OK;
 }
