@@ -520,6 +520,14 @@ struct outcome {
     char check_text[4096];
 };
 
+/* k: v, or null when the pod did not report it (a pod of one host). */
+static void json_kv_known(struct json_writer *w, const char *k, bool known, double v)
+{
+    json_key(w, k);
+    if (known) json_f64(w, v);
+    else json_null(w);
+}
+
 static double per_s(const struct outcome *x, uint64_t n)
 {
     return x->r.measured_s > 0 ? (double)n / x->r.measured_s : 0;
@@ -671,21 +679,11 @@ static void print_json(const struct outcome *x)
     json_counts(&w, x, m->errors);
     json_kv_u64(&w, "remote_calls", m->remote_calls);
     json_kv_u64(&w, "remote_commits", m->remote_commits);
-    json_key(&w, "moved_in_per_s");
-    if (x->moved_known) json_f64(&w, x->moved_in_s);
-    else json_null(&w);
-    json_key(&w, "moved_out_per_s");
-    if (x->moved_known) json_f64(&w, x->moved_out_s);
-    else json_null(&w);
-    json_key(&w, "reply_waits_per_s");
-    if (x->waits_known) json_f64(&w, x->waits_s);
-    else json_null(&w);
-    json_key(&w, "reply_wait_us_mean");
-    if (x->waits_known) json_f64(&w, x->wait_us_mean);
-    else json_null(&w);
-    json_key(&w, "reply_waits_over_128us_share");
-    if (x->waits_known) json_f64(&w, x->waits_long_share);
-    else json_null(&w);
+    json_kv_known(&w, "moved_in_per_s", x->moved_known, x->moved_in_s);
+    json_kv_known(&w, "moved_out_per_s", x->moved_known, x->moved_out_s);
+    json_kv_known(&w, "reply_waits_per_s", x->waits_known, x->waits_s);
+    json_kv_known(&w, "reply_wait_us_mean", x->waits_known, x->wait_us_mean);
+    json_kv_known(&w, "reply_waits_over_128us_share", x->waits_known, x->waits_long_share);
     json_key(&w, "hwcc_used_bytes");
     if (x->hwcc_known) json_i64(&w, x->hwcc_used);
     else json_null(&w);
