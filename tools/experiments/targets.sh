@@ -37,6 +37,9 @@ Every figure depends on the machine: run it on an otherwise idle machine
 by tens of percent over hours; the script prints poddb-crcbench's hot
 CRC32C rate before and after the runs as a gauge of the spell it ran in
 (this project's VM: 24-25 GB/s when fast, 17-21 GB/s in slow spells).
+After the table it also prints the runs behind each median and the waits
+for the other host's replies in the TPC-C 10/15 runs (mean, share over
+128 us) with logging on, off, and with locking and logging off.
 EOF
 }
 
@@ -200,6 +203,22 @@ row "locking + logging cost <= 35% (on / both off)" "$(ratio "$T1015" "$T1015_BA
 row "HWcc bytes per CXL-resident tuple <= 48 (after YCSB)" "$HWCC B" "$(le "$HWCC" 48)"
 row "resident set <= 1.5x data (TPC-C, worst host)" "${RSS_RATIO% *}x" "$(le "${RSS_RATIO% *}" 1.5)"
 echo "  resident set without the shared region's pages (RssShmem): ${RSS_RATIO#* }x" >>"$WORK/runs.txt"
+# The waits for the other host's replies in the 10/15 runs (poddb-bench's
+# JSON): their tail is where background threads cost the workers most
+# (docs/performance.md, sections 46-47).
+python3 - "$WORK" "$REPEAT" >>"$WORK/runs.txt" <<'EOF'
+import json, statistics, sys
+work, repeat = sys.argv[1], int(sys.argv[2])
+def waits(suffix):
+    means, shares = [], []
+    for r in range(1, repeat + 1):
+        d = json.loads(open(f"{work}/tpcc-10-15{suffix}-{r}.json").read().strip().splitlines()[-1])
+        if d.get("reply_wait_us_mean") is None: return "n/a"
+        means.append(d["reply_wait_us_mean"]); shares.append(100 * d["reply_waits_over_128us_share"])
+    return f"mean {statistics.median_low(means):.1f} us, {statistics.median_low(shares):.1f}% over 128 us"
+print("  reply waits of the 10/15 runs (medians): logging on " + waits("") + "; logging off " +
+      waits("-nolog") + "; locking and logging off " + waits("-bare"))
+EOF
 echo "  hot CRC32C before and after the runs: ${CRC_BEFORE:-?} and $(crc_gauge) GB/s (the machine's spell)" >>"$WORK/runs.txt"
 [ -f "$WORK/runs.txt" ] && { echo; cat "$WORK/runs.txt"; }
 exit $FAILED
