@@ -24,7 +24,8 @@ struct log_epochs {
     pthread_cond_t cv;
     bool stop, nudged;
     uint64_t persisted;           /* atomic */
-    uint64_t by_file, by_marks, by_empty; /* atomic: how persisted grew (log_epochs_persist_counts) */
+    /* atomic: how persisted grew (log_epochs_persist_counts) */
+    uint64_t by_file, by_marks, by_empty;
     bool watching;                /* atomic: the thread's current sleep is a poll */
     uint64_t period_ns, poll_ns;
     /* liveness cache */

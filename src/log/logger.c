@@ -356,8 +356,9 @@ static int write_all(struct logger *lg, struct log_buf *list)
         }
         /* Before the sync and the durable epoch it publishes: the epoch
          * thread reads these after the durable words (epoch.c). */
-        if (lg->o.written_word && b->epoch_hi > __atomic_load_n(lg->o.written_word, __ATOMIC_RELAXED))
-            __atomic_store_n(lg->o.written_word, b->epoch_hi, __ATOMIC_SEQ_CST);
+        uint64_t *ww = lg->o.written_word;
+        if (ww && b->epoch_hi > __atomic_load_n(ww, __ATOMIC_RELAXED))
+            __atomic_store_n(ww, b->epoch_hi, __ATOMIC_SEQ_CST);
         list = b->next;
         b->next = NULL;
         if (lg->pend_tail) lg->pend_tail->next = b;

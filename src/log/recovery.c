@@ -532,6 +532,7 @@ static int durable_view(struct log_host *lh, struct log_durable_view *v, pod_err
         snprintf(path, sizeof path, "%s/%s", lh->dir, s->name);
         bool found;
         uint32_t nl = 0;
+        /* A segment of a format without marks ends this logger's walk too. */
         if (last_mark(path, &found, &done[s->logger], &marks[s->logger], &nl, err)) return -1;
         if (!found) continue;
         done[s->logger] = true;

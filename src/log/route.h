@@ -40,8 +40,9 @@ void log_durable_combine(const struct log_durable_view *v, int n, uint64_t *end,
 
 /* Publish this host's view and whether it has a log history, and wait for
  * every host to do the same; *pod_durable and *pod_start as
- * log_durable_combine of every host's view. A host without history that sees no host with history recovering
- * takes no part: NULL with *skipped (not an error), and it may serve at once
+ * log_durable_combine of every host's view. A host without history that
+ * sees no host with history recovering takes no part: NULL with *skipped
+ * (not an error), and it may serve at once
  * (a host with history that arrives later finds it and refuses to start, as
  * it does when another host already finished). timeout_ms 0: wait forever
  * (with a message every 5 s). */
