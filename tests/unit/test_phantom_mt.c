@@ -465,6 +465,9 @@ struct rrun {
     uint64_t max_iters;
     int spin_max_us;
     uint64_t anomalies; /* atomic: unprotected runs stop once enough were seen */
+    /* atomic: the writers' work so far (an unprotected run stops early only
+     * after as much as the checks below ask of every run) */
+    uint64_t inserts, deletes, aborted_inserts;
     struct rstats st[8];
 };
 
@@ -484,15 +487,20 @@ static void writer_iter(struct pod_worker *w, struct rrun *r, struct rstats *st,
         rc = pod_call(w, h->proc[P_INS], &(pod_args){2, v}, res, msg, sizeof msg);
         if (abort_after && (rc == POD_USER_ABORT || rc == POD_EXISTS)) {
             st->aborted_inserts += rc == POD_USER_ABORT;
+            if (rc == POD_USER_ABORT) __atomic_fetch_add(&r->aborted_inserts, 1, __ATOMIC_RELAXED);
             return;
         }
-        if (rc == POD_OK) st->inserts++;
-        else if (rc != POD_EXISTS) fail_at("writer: insert %" PRId64 ": %s", k, msg);
+        if (rc == POD_OK) {
+            st->inserts++;
+            __atomic_fetch_add(&r->inserts, 1, __ATOMIC_RELAXED);
+        } else if (rc != POD_EXISTS) fail_at("writer: insert %" PRId64 ": %s", k, msg);
     } else {
         pod_value v[1] = {pod_v_i64(k)};
         rc = pod_call(w, h->proc[P_DEL], &(pod_args){1, v}, res, msg, sizeof msg);
-        if (rc == POD_OK) st->deletes++;
-        else if (rc != POD_NOT_FOUND) fail_at("writer: delete %" PRId64 ": %s", k, msg);
+        if (rc == POD_OK) {
+            st->deletes++;
+            __atomic_fetch_add(&r->deletes, 1, __ATOMIC_RELAXED);
+        } else if (rc != POD_NOT_FOUND) fail_at("writer: delete %" PRId64 ": %s", k, msg);
     }
 }
 
@@ -558,8 +566,12 @@ static void random_body(struct pod_worker *w, void *arg)
     for (uint64_t it = 0; it < r->max_iters && !failed(); it++) {
         if ((it & 7) == 0) {
             if (now_ns() > r->deadline_ns) break;
-            /* Unprotected: enough anomalies seen, stop early. */
-            if (!r->protect && __atomic_load_n(&r->anomalies, __ATOMIC_RELAXED) >= 20) break;
+            /* Unprotected: enough anomalies and writes seen, stop early. */
+            if (!r->protect && __atomic_load_n(&r->anomalies, __ATOMIC_RELAXED) >= 20 &&
+                __atomic_load_n(&r->inserts, __ATOMIC_RELAXED) > 50 &&
+                __atomic_load_n(&r->deletes, __ATOMIC_RELAXED) > 50 &&
+                __atomic_load_n(&r->aborted_inserts, __ATOMIC_RELAXED) > 0)
+                break;
         }
         if (writer) writer_iter(w, r, st, &s, res);
         else reader_iter(w, r, st, &s, res);
