@@ -76,9 +76,7 @@ struct checkpointer {
     bool force_full;         /* the deleted keys since last_es are not all known */
     unsigned char *del_buf;  /* the deleted keys taken from lh->deleted (or its spare) */
     size_t del_len, del_cap;
-    unsigned char *tuple;    /* scratch for one tuple */
     unsigned char keys[ROWS_PER_BATCH][BT_MAX_KEY_WIDTH]; /* the batch being read */
-    size_t tuple_cap;
 };
 
 static bool stopping(struct checkpointer *c) { return __atomic_load_n(&c->stop, __ATOMIC_ACQUIRE); }
@@ -105,6 +103,97 @@ static int flush_if_full(struct seg_writer *w, pod_err *err)
                : 0;
 }
 
+/* A partition's scan, one EBR critical section at a time: the tree hands
+ * its entries over a leaf at a time (bt_scan_forward: one descent per leaf),
+ * they are gathered ROWS_PER_BATCH at a time and prefetched, since each row
+ * is a cache miss of its own, then read and written. */
+struct part_scan {
+    struct checkpointer *c;
+    pod_table *t;
+    uint32_t p;
+    uint64_t min_ev;
+    struct seg_writer *w;
+    uint64_t *rows, *older;
+    pod_err *err;
+    struct pod_row *batch[ROWS_PER_BATCH];
+    int n;                   /* rows gathered into batch (their keys: c->keys) */
+    int left;                /* rows this critical section may still read */
+    bool stopped;            /* the visitor stopped the tree's scan */
+    bool busy;               /* a writer held cur's row: read it again after a nap */
+    int rc;                  /* -1: a write error or a bad tuple (err) */
+    unsigned char cur[BT_MAX_KEY_WIDTH]; /* where the next section starts */
+    bool have_cur;           /* false: at the partition's first key */
+    bool cur_inclusive;      /* cur itself is still to be read */
+};
+
+/* Read the gathered rows and write them. false when a row was held (cur is
+ * its key) or on an error. */
+static bool write_batch(struct part_scan *s)
+{
+    struct checkpointer *c = s->c;
+    pod_db *db = c->lh->o.db;
+    int n = s->n;
+    s->n = 0;
+    for (int i = 0; i < n; i++) {
+        /* The tuple is read straight into the checkpoint's block. */
+        unsigned char *tuple = seg_writer_reserve(s->w, (uint16_t)s->t->key_size,
+                                                  s->t->tuple_size, s->err);
+        if (!tuple) {
+            s->rc = -1;
+            return false;
+        }
+        uint64_t ev = 0;
+        enum pod_snapshot_status st;
+        for (int tries = 0;
+             (st = pod_row_snapshot(db, s->t, s->batch[i], s->min_ev, tuple, &ev)) ==
+                 POD_SNAP_BUSY &&
+             tries < 64;
+             tries++)
+            pod_cpu_relax();
+        if (st == POD_SNAP_BUSY) {
+            memcpy(s->cur, c->keys[i], s->t->key_size);
+            s->have_cur = s->cur_inclusive = s->busy = true;
+            return false;
+        }
+        if (st == POD_SNAP_ERROR) {
+            pod_err_set(s->err, "table %s partition %" PRIu32 ": a tuple in CXL memory does "
+                        "not fit the table", s->t->name, s->p);
+            s->rc = -1;
+            return false;
+        }
+        if (st == POD_SNAP_ABSENT) continue;
+        if (st == POD_SNAP_OLDER) { /* in the checkpoints before this delta */
+            (*s->older)++;
+            continue;
+        }
+        struct log_record rec = {.table_id = s->t->id, .kind = LOG_PUT,
+                                 .key_len = (uint16_t)s->t->key_size,
+                                 .tuple_len = s->t->tuple_size, .epoch_version = ev,
+                                 .key = c->keys[i], .tuple = tuple};
+        if ((s->rc = seg_writer_commit(s->w, &rec, s->err)) != 0) return false;
+        (*s->rows)++;
+    }
+    if (n) {
+        memcpy(s->cur, c->keys[n - 1], s->t->key_size);
+        s->have_cur = true;
+        s->cur_inclusive = false;
+    }
+    s->left -= n;
+    return true;
+}
+
+static bool visit_row(void *arg, const void *key, uint64_t value)
+{
+    struct part_scan *s = arg;
+    memcpy(s->c->keys[s->n], key, s->t->key_size);
+    s->batch[s->n] = (struct pod_row *)(uintptr_t)value;
+    __builtin_prefetch(s->batch[s->n]);
+    if (++s->n < ROWS_PER_BATCH) return true;
+    if (write_batch(s) && s->left > 0) return true;
+    s->stopped = true;
+    return false;
+}
+
 /* Write every valid row of one partition. -1 on a write error (err) or stop.
  *
  * Each row is read under a shared lock, wherever the tuple lives (its
@@ -119,78 +208,28 @@ static int scan_partition(struct checkpointer *c, pod_table *t, uint32_t p, uint
                           struct seg_writer *w, uint64_t *rows, uint64_t *older, pod_err *err)
 {
     pod_db *db = c->lh->o.db;
-    unsigned char cur[BT_MAX_KEY_WIDTH];
-    bool have_cur = false, again = false, done = false;
-    while (!done) {
+    struct part_scan s = {.c = c, .t = t, .p = p, .min_ev = min_ev, .w = w, .rows = rows,
+                          .older = older, .err = err};
+    for (bool done = false; !done;) {
         if (stopping(c)) {
             pod_err_set(err, "stopped");
             return -1;
         }
         struct pod_worker *aw = pod_admin_begin(db); /* its EBR slots keep rows readable */
         pod_snapshot_enter(db, aw->id);
-        int rc = 0;
-        bool busy = false;
-        bt_hint hint = {0};
-        for (int chunk = 0; chunk < ROWS_PER_CHUNK / ROWS_PER_BATCH && !done && !busy && !rc;
-             chunk++) {
-            /* Gather a batch from the leaf (one descent per leaf with the hint)
-             * and prefetch its rows: each is a cache miss of its own, and
-             * reading them one after another would wait for each in turn. */
-            struct pod_row *batch[ROWS_PER_BATCH];
-            int n = 0;
-            for (; n < ROWS_PER_BATCH; n++) {
-                uint64_t v;
-                /* From the start; the key read last again (it was busy); or the next. */
-                const void *from = have_cur ? (n ? c->keys[n - 1] : cur) : NULL;
-                if (bt_next_at(&t->parts[p].tree, from, !have_cur || again, c->keys[n], &v,
-                               &hint) != BT_OK) {
-                    done = true;
-                    break;
-                }
-                have_cur = true;
-                again = false;
-                batch[n] = (struct pod_row *)(uintptr_t)v;
-                __builtin_prefetch(batch[n]);
-            }
-            for (int i = 0; i < n; i++) {
-                uint64_t ev = 0;
-                enum pod_snapshot_status st;
-                for (int tries = 0;
-                     (st = pod_row_snapshot(db, t, batch[i], min_ev, c->tuple, &ev)) ==
-                         POD_SNAP_BUSY &&
-                     tries < 64;
-                     tries++)
-                    pod_cpu_relax();
-                if (st == POD_SNAP_BUSY) {
-                    memcpy(cur, c->keys[i], t->key_size); /* read it again after a nap */
-                    again = busy = true;
-                    done = false;
-                    break;
-                }
-                if (st == POD_SNAP_ERROR) {
-                    pod_err_set(err, "table %s partition %" PRIu32 ": a tuple in CXL memory does "
-                                "not fit the table", t->name, p);
-                    rc = -1;
-                    break;
-                }
-                if (i + 1 == n) memcpy(cur, c->keys[i], t->key_size);
-                if (st == POD_SNAP_ABSENT) continue;
-                if (st == POD_SNAP_OLDER) { /* in the checkpoints before this delta */
-                    (*older)++;
-                    continue;
-                }
-                struct log_record rec = {.table_id = t->id, .kind = LOG_PUT,
-                                         .key_len = (uint16_t)t->key_size,
-                                         .tuple_len = t->tuple_size, .epoch_version = ev,
-                                         .key = c->keys[i], .tuple = c->tuple};
-                if ((rc = seg_writer_append(w, &rec, err)) != 0) break;
-                (*rows)++;
-            }
-        }
+        s.n = 0;
+        s.left = ROWS_PER_CHUNK;
+        s.stopped = s.busy = false;
+        bt_scan_forward(&t->parts[p].tree, s.have_cur ? s.cur : NULL,
+                        !s.have_cur || s.cur_inclusive, visit_row, &s);
+        /* The scan reached the partition's end unless the visitor stopped it
+         * (a full section, a held row or an error); a last partial batch is
+         * still to be read. */
+        if (!s.stopped) done = write_batch(&s);
         pod_snapshot_exit(db, aw->id);
         pod_admin_end(db);
-        if (rc) return -1;
-        if (busy) {
+        if (s.rc) return -1;
+        if (s.busy) {
             __atomic_fetch_add(&c->busy_waits, 1, __ATOMIC_RELAXED);
             struct timespec nap = {0, 20000};
             nanosleep(&nap, NULL);
@@ -343,7 +382,7 @@ static int run_checkpoint(struct checkpointer *c)
     struct log_host *lh = c->lh;
     pod_db *db = lh->o.db;
     pod_err err;
-    uint64_t t0 = pod_mono_ns(), seq = lh->next_ckpt_seq++;
+    uint64_t t0 = pod_mono_ns(), cpu0 = pod_thread_cpu_ns(), seq = lh->next_ckpt_seq++;
     uint64_t busy0 = __atomic_load_n(&c->busy_waits, __ATOMIC_RELAXED);
     uint64_t es = __atomic_load_n(lh->epoch_word, __ATOMIC_SEQ_CST);
     /* A delta holds the rows written since the last checkpoint's start
@@ -371,15 +410,6 @@ static int run_checkpoint(struct checkpointer *c)
     uint64_t rows = 0, older = 0, deleted = 0;
     for (uint32_t i = 0; i < db->ntables; i++) {
         pod_table *t = db->tables[i];
-        if (t->tuple_size > c->tuple_cap) {
-            unsigned char *nb = realloc(c->tuple, t->tuple_size);
-            if (!nb) {
-                pod_err_set(&err, "out of memory");
-                goto fail_w;
-            }
-            c->tuple = nb;
-            c->tuple_cap = t->tuple_size;
-        }
         for (uint32_t p = 0; p < t->nparts; p++) {
             if (lh->o.pod_mode && t->parts[p].owner != (uint32_t)lh->o.host) continue;
             if (scan_partition(c, t, p, min_ev, w, &rows, &older, &err)) goto fail_w;
@@ -437,10 +467,10 @@ static int run_checkpoint(struct checkpointer *c)
     log_remove_obsolete(lh, log_checkpoint_horizon(lh), &removed);
     __atomic_fetch_add(&c->removed, removed, __ATOMIC_RELAXED);
     pod_info("checkpoint %s%s: %" PRIu64 " rows (%" PRIu64 " unchanged left out), %" PRIu64
-             " deleted keys, %.1f MiB, epochs %" PRIu64 "..%" PRIu64 ", %.2f s (%" PRIu64
-             " waits for locked rows); %" PRIu64 " obsolete files removed",
+             " deleted keys, %.1f MiB, epochs %" PRIu64 "..%" PRIu64 ", %.2f s (%.2f s of CPU, %"
+             PRIu64 " waits for locked rows); %" PRIu64 " obsolete files removed",
              fin, delta ? " (delta)" : "", rows, older, deleted, (double)bytes / 1048576.0, es,
-             ef, (double)(pod_mono_ns() - t0) / 1e9,
+             ef, (double)(pod_mono_ns() - t0) / 1e9, (double)(pod_thread_cpu_ns() - cpu0) / 1e9,
              __atomic_load_n(&c->busy_waits, __ATOMIC_RELAXED) - busy0, removed);
     return 0;
 fail_w:
@@ -535,7 +565,6 @@ void checkpointer_stop(struct checkpointer *c)
     pthread_join(c->th, NULL);
     pthread_mutex_destroy(&c->mu);
     pthread_cond_destroy(&c->cv);
-    free(c->tuple);
     free(c->del_buf);
     free(c);
 }

@@ -199,6 +199,7 @@ struct seg_writer {
     uint64_t stage_off;
     size_t early_bytes;  /* full pages are written before a sync once this much is staged */
     uint64_t prealloc;   /* blocks reserved up to here (seg_writer_preallocate) */
+    size_t reserved;     /* bytes of the record seg_writer_reserve made room for (0: none) */
 };
 
 #define DIRECT_PAGE 4096u
@@ -311,6 +312,7 @@ static void written_epochs(struct seg_writer *w, uint64_t lo, uint64_t hi)
 int seg_writer_flush_block(struct seg_writer *w, pod_err *err)
 {
     if (check_broken(w, err)) return -1;
+    w->reserved = 0; /* what was reserved would move */
     if (w->nrec == 0) return 0;
     unsigned char *h = w->buf;
     encode_block_header(h, h + SEG_BLOCK_HEADER_SIZE, w->len, w->nrec, w->epoch_lo, w->epoch_hi);
@@ -378,11 +380,12 @@ static size_t encode_parts(unsigned char *p, const struct log_record *rec, const
     p[10] = rec->kind;
     p[11] = 0;
     put64(p + 12, rec->epoch_version);
-    unsigned char *q = p + 20;
+    unsigned char *q = p + SEG_RECORD_HEADER;
     if (rec->key_len) memcpy(q, rec->key, rec->key_len);
     q += rec->key_len;
     if (hlen) memcpy(q, head, hlen);
-    if (rec->tuple_len > hlen) memcpy(q + hlen, body, rec->tuple_len - hlen);
+    /* A tuple written in place (seg_writer_reserve) is there already. */
+    if (rec->tuple_len > hlen && body != q + hlen) memcpy(q + hlen, body, rec->tuple_len - hlen);
     put32(p + rlen - 4, crc32c(0, p, rlen - 4));
     return rlen;
 }
@@ -400,12 +403,13 @@ size_t seg_patch_encode(unsigned char *p, const struct log_record *rec, uint64_t
     return encode_parts(p, rec, h, LOG_PATCH_HEADER, bytes);
 }
 
-int seg_writer_append(struct seg_writer *w, const struct log_record *rec, pod_err *err)
+/* Where a record of rlen bytes goes at the current block's end (the block
+ * written first when the record would make it too large); NULL on an error. */
+static unsigned char *block_room(struct seg_writer *w, size_t rlen, pod_err *err)
 {
-    if (check_broken(w, err)) return -1;
-    if (seg_record_check(rec, err)) return -1;
-    size_t rlen = seg_record_size(rec->key_len, rec->tuple_len);
-    if (w->len + rlen > SEG_MAX_BLOCK_PAYLOAD && seg_writer_flush_block(w, err) != 0) return -1;
+    w->reserved = 0;
+    if (check_broken(w, err)) return NULL;
+    if (w->len + rlen > SEG_MAX_BLOCK_PAYLOAD && seg_writer_flush_block(w, err) != 0) return NULL;
     size_t need = SEG_BLOCK_HEADER_SIZE + w->len + rlen;
     if (need > w->cap) {
         size_t nc = w->cap ? w->cap : 64 * 1024;
@@ -413,17 +417,59 @@ int seg_writer_append(struct seg_writer *w, const struct log_record *rec, pod_er
         unsigned char *nb = realloc(w->buf, nc);
         if (!nb) {
             pod_err_set(err, "out of memory growing the block buffer of %s to %zu bytes", w->path, nc);
-            return -1;
+            return NULL;
         }
         w->buf = nb;
         w->cap = nc;
     }
-    seg_record_encode(w->buf + SEG_BLOCK_HEADER_SIZE + w->len, rec);
-    w->len += rlen;
+    return w->buf + SEG_BLOCK_HEADER_SIZE + w->len;
+}
+
+/* Encode rec at p, the block's end, and count it in the block. */
+static void block_add(struct seg_writer *w, unsigned char *p, const struct log_record *rec)
+{
+    w->len += seg_record_encode(p, rec);
     w->nrec++;
     uint64_t e = log_ev_epoch(rec->epoch_version);
     if (e < w->epoch_lo) w->epoch_lo = e;
     if (e > w->epoch_hi) w->epoch_hi = e;
+}
+
+int seg_writer_append(struct seg_writer *w, const struct log_record *rec, pod_err *err)
+{
+    if (seg_record_check(rec, err)) return -1;
+    unsigned char *p = block_room(w, seg_record_size(rec->key_len, rec->tuple_len), err);
+    if (!p) return -1;
+    block_add(w, p, rec);
+    return 0;
+}
+
+unsigned char *seg_writer_reserve(struct seg_writer *w, uint16_t key_len, uint32_t tuple_len,
+                                  pod_err *err)
+{
+    if (tuple_len > SEG_MAX_TUPLE) {
+        pod_err_set(err, "tuple of %" PRIu32 " bytes exceeds the log's limit of %u bytes",
+                    tuple_len, SEG_MAX_TUPLE);
+        return NULL;
+    }
+    size_t rlen = seg_record_size(key_len, tuple_len);
+    unsigned char *p = block_room(w, rlen, err);
+    if (!p) return NULL;
+    w->reserved = rlen;
+    return p + SEG_RECORD_HEADER + key_len;
+}
+
+int seg_writer_commit(struct seg_writer *w, const struct log_record *rec, pod_err *err)
+{
+    if (seg_record_check(rec, err)) return -1;
+    size_t rlen = seg_record_size(rec->key_len, rec->tuple_len);
+    unsigned char *p = w->buf + SEG_BLOCK_HEADER_SIZE + w->len;
+    if (!w->reserved || rlen != w->reserved || rec->tuple != p + SEG_RECORD_HEADER + rec->key_len) {
+        pod_err_set(err, "%s: a record committed without its reserved room", w->path);
+        return -1;
+    }
+    w->reserved = 0;
+    block_add(w, p, rec);
     return 0;
 }
 
@@ -1038,8 +1084,8 @@ int seg_reader_next(struct seg_reader *r, struct log_record *out, pod_err *err)
     out->key_len = get16(p + 8);
     out->kind = p[10];
     out->epoch_version = get64(p + 12);
-    out->key = p + 20;
-    out->tuple = p + 20 + out->key_len;
+    out->key = p + SEG_RECORD_HEADER;
+    out->tuple = p + SEG_RECORD_HEADER + out->key_len;
     out->tuple_len = rl - SEG_RECORD_OVERHEAD - out->key_len;
     r->pos += rl;
     r->left--;

@@ -31,7 +31,8 @@
  * logger's records of every epoch below `through` precede it in its log
  * (docs/log-format.md, "Marks"; docs/durability.md). */
 #define SEG_MARK_MAGIC 0x4B524D50u /* "PMRK" little-endian */
-#define SEG_RECORD_OVERHEAD 24u /* 20-byte record header + 4-byte CRC */
+#define SEG_RECORD_HEADER 20u   /* a record's bytes before its key */
+#define SEG_RECORD_OVERHEAD (SEG_RECORD_HEADER + 4u) /* header + CRC */
 /* Largest block payload the writer produces and the reader accepts; a larger
  * length field is corruption. */
 #define SEG_MAX_BLOCK_PAYLOAD (16u << 20)
@@ -152,6 +153,17 @@ struct seg_writer *seg_writer_open_named(const char *dir, const char *name,
  * -1 with err filled on an invalid record (kind, DELETE with a tuple, tuple
  * larger than SEG_MAX_TUPLE) or a write error. */
 int seg_writer_append(struct seg_writer *w, const struct log_record *rec, pod_err *err);
+
+/* The same without copying the tuple: seg_writer_reserve makes room for a
+ * record of key_len and tuple_len bytes at the block's end (writing the block
+ * first like seg_writer_append) and returns where its tuple goes; the caller
+ * fills the tuple in and seg_writer_commit makes it a record (rec->tuple must
+ * be that pointer, the lengths those reserved). Room reserved and not
+ * committed is not written: the next reserve or append takes it. NULL / -1
+ * with err filled on an error. */
+unsigned char *seg_writer_reserve(struct seg_writer *w, uint16_t key_len, uint32_t tuple_len,
+                                  pod_err *err);
+int seg_writer_commit(struct seg_writer *w, const struct log_record *rec, pod_err *err);
 
 /* Write the current block (if it has records) to the file; not yet durable.
  * Short writes are continued; on an error (ENOSPC, EIO, EFBIG...) the file is

@@ -13,6 +13,14 @@ static inline uint64_t pod_mono_ns(void)
     return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
+/* CPU time of the calling thread. */
+static inline uint64_t pod_thread_cpu_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
 /* Wall-clock time: comparable across processes and (NTP-synchronised) hosts. */
 static inline uint64_t pod_real_ns(void)
 {
