@@ -455,8 +455,15 @@ static void enqueue(struct pod_server *s, struct request *r)
  * work arrived); -1 once the server stops and the queue is empty.
  * In a pod an idle worker keeps serving its host's inbox: it sleeps at most
  * IDLE_POLL_US at a time, so another host's request waits about that long
- * for an idle host (a busy one serves it between transactions). */
+ * for an idle host (a busy one serves it between transactions). Once it has
+ * been idle for IDLE_SLOW_AFTER_NS (no call, no request served) it sleeps
+ * IDLE_POLL_SLOW_US at a time: 20 000 wake-ups a second held ~30% of each
+ * core of an idle 2-host pod on this project's VM (docs/pod.md); the first
+ * request after such a pause waits up to 1 ms, and serving it puts the
+ * worker back on the short interval. */
 #define IDLE_POLL_US 50
+#define IDLE_POLL_SLOW_US 1000
+#define IDLE_SLOW_AFTER_NS (100ull * 1000 * 1000)
 static int dequeue_batch(struct pod_server *s, struct pod_worker *w, struct request **out, int max,
                          bool block)
 {
@@ -471,6 +478,7 @@ static int dequeue_batch(struct pod_server *s, struct pod_worker *w, struct requ
         !__atomic_load_n(&s->q_stop, __ATOMIC_ACQUIRE))
         return 0;
     pthread_mutex_lock(&s->q_lock);
+    uint64_t idle_since = 0; /* the last time this wait served a request (0: not yet asleep) */
     while (block && !s->q_head && !s->q_stop && !pod_bench_has_work(s->bench, w->id)) {
         /* About to sleep: hand the log buffer over and publish idle, or the
          * durable epoch (and the replies held for it, maybe our own) would
@@ -482,9 +490,13 @@ static int dequeue_batch(struct pod_server *s, struct pod_worker *w, struct requ
             pthread_cond_wait(&s->q_cond, &s->q_lock);
             continue;
         }
+        uint64_t now = pod_mono_ns();
+        if (!idle_since) idle_since = now;
+        long poll_ns = (now - idle_since >= IDLE_SLOW_AFTER_NS ? IDLE_POLL_SLOW_US : IDLE_POLL_US) *
+                       1000L;
         struct timespec ts;
         clock_gettime(CLOCK_REALTIME, &ts);
-        ts.tv_nsec += IDLE_POLL_US * 1000;
+        ts.tv_nsec += poll_ns;
         if (ts.tv_nsec >= 1000000000) {
             ts.tv_sec++;
             ts.tv_nsec -= 1000000000;
@@ -492,7 +504,10 @@ static int dequeue_batch(struct pod_server *s, struct pod_worker *w, struct requ
         pthread_cond_timedwait(&s->q_cond, &s->q_lock, &ts);
         pthread_mutex_unlock(&s->q_lock);
         /* pod: after serving another host, poll on before sleeping again (src/pod/pod.h) */
-        if (pod_between(w) > 0) pod_idle_spin(w, (void *const *)&s->q_head);
+        if (pod_between(w) > 0) {
+            pod_idle_spin(w, (void *const *)&s->q_head);
+            idle_since = pod_mono_ns();
+        }
         pthread_mutex_lock(&s->q_lock);
     }
     if (!s->q_head && s->q_stop) {

@@ -101,6 +101,32 @@ for h in 0 1; do
 done
 pass "poddb-cli kv.put/kv.get on each host"
 
+# An idle pod's workers poll their inboxes (no futex reaches another host),
+# but after 100 ms without work only every 1 ms (src/server/server.c,
+# dequeue_batch): ~1 000 wake-ups a second each, not ~10 000.
+worker_switches() {
+  local t n=0
+  for t in /proc/"$1"/task/*; do
+    case $(cat "$t/comm" 2>/dev/null) in pod-worker*)
+      n=$((n + $(awk '/^voluntary_ctxt_switches/ {print $2}' "$t/status"))) ;;
+    esac
+  done
+  echo $n
+}
+workers_of() { ls /proc/"$1"/task | while read -r t; do cat "/proc/$1/task/$t/comm"; done | grep -c '^pod-worker'; }
+sleep 0.5
+a=("$(worker_switches "$pid0")" "$(worker_switches "$pid1")")
+sleep 1
+b=("$(worker_switches "$pid0")" "$(worker_switches "$pid1")")
+w=("$(workers_of "$pid0")" "$(workers_of "$pid1")")
+per=()
+for h in 0 1; do
+  [ "${w[h]}" -ge 1 ] || fail "host $h: no worker thread found"
+  per[h]=$(((b[h] - a[h]) / w[h]))
+  [ "${per[h]}" -lt 3000 ] || fail "idle host $h: its workers woke ${per[h]} times in 1 s each"
+done
+pass "an idle pod's workers poll slowly: ${per[0]} and ${per[1]} wake-ups in 1 s per worker"
+
 run "$POD" logs 0 --conf "$conf" --bin "$BIN_ABS"
 expect_rc 0 "logs 0"
 out_has "serving on $(sock 0)" "logs 0"
