@@ -462,9 +462,10 @@ unsigned char *seg_writer_reserve(struct seg_writer *w, uint16_t key_len, uint32
 int seg_writer_commit(struct seg_writer *w, const struct log_record *rec, pod_err *err)
 {
     if (seg_record_check(rec, err)) return -1;
-    size_t rlen = seg_record_size(rec->key_len, rec->tuple_len);
-    unsigned char *p = w->buf + SEG_BLOCK_HEADER_SIZE + w->len;
-    if (!w->reserved || rlen != w->reserved || rec->tuple != p + SEG_RECORD_HEADER + rec->key_len) {
+    /* w->buf exists once something was reserved (it may not before). */
+    unsigned char *p = w->reserved ? w->buf + SEG_BLOCK_HEADER_SIZE + w->len : NULL;
+    if (!p || seg_record_size(rec->key_len, rec->tuple_len) != w->reserved ||
+        rec->tuple != p + SEG_RECORD_HEADER + rec->key_len) {
         pod_err_set(err, "%s: a record committed without its reserved room", w->path);
         return -1;
     }

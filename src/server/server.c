@@ -457,8 +457,8 @@ static void enqueue(struct pod_server *s, struct request *r)
  * IDLE_POLL_US at a time, so another host's request waits about that long
  * for an idle host (a busy one serves it between transactions). Once it has
  * been idle for IDLE_SLOW_AFTER_NS (no call, no request served) it sleeps
- * IDLE_POLL_SLOW_US at a time: 20 000 wake-ups a second held ~30% of each
- * core of an idle 2-host pod on this project's VM (docs/pod.md); the first
+ * IDLE_POLL_SLOW_US at a time: ~10 000 wake-ups a second per worker held
+ * ~30% of each core of an idle 2-host pod on this project's VM (docs/pod.md); the first
  * request after such a pause waits up to 1 ms, and serving it puts the
  * worker back on the short interval. */
 #define IDLE_POLL_US 50

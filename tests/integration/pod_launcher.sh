@@ -113,7 +113,9 @@ worker_switches() {
   done
   echo $n
 }
-workers_of() { ls /proc/"$1"/task | while read -r t; do cat "/proc/$1/task/$t/comm"; done | grep -c '^pod-worker'; }
+workers_of() {
+  ls /proc/"$1"/task | while read -r t; do cat "/proc/$1/task/$t/comm"; done | grep -c '^pod-worker'
+}
 sleep 0.5
 a=("$(worker_switches "$pid0")" "$(worker_switches "$pid1")")
 sleep 1

@@ -716,6 +716,10 @@ START_TEST(reserved_records_round_trip)
     ck_assert_msg(w != NULL, "%s", err.msg);
     read_big = false;
     struct gen g = {0};
+    /* A commit before anything was reserved (no block buffer yet either). */
+    gen_record(&g, 77, 1, false);
+    ck_assert_int_eq(seg_writer_commit(w, &g.rec, &err), -1);
+    ck_assert_ptr_nonnull(strstr(err.msg, "without its reserved room"));
     const uint64_t n = 600;
     for (uint64_t i = 0; i < n; i++) {
         gen_record(&g, 77, i, false);
