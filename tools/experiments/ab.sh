@@ -126,15 +126,10 @@ BIN=${TREES[0]}/build/bin
 # shellcheck source=tools/experiments/pod2.sh
 . "$ROOT/tools/experiments/pod2.sh"
 
-run_base() {
-    if [ -n "${PODDB_RUN_DIR:-}" ]; then echo "$PODDB_RUN_DIR"
-    elif [ -n "${XDG_RUNTIME_DIR:-}" ] && [ -d "$XDG_RUNTIME_DIR" ]; then echo "$XDG_RUNTIME_DIR/poddb"
-    else echo "/tmp/poddb-run-$(id -u)"; fi
-}
 # CPU ticks (user + system) of both servers of the running pod
 cpu_ticks() {
     local s=0 dir f pid
-    dir=$(ls -d "$(run_base)"/poddb-"$TAG"-* | head -1)
+    dir=$(pod_dir)
     for f in "$dir"/host0.pid "$dir"/host1.pid; do
         pid=$(cut -d' ' -f1 "$f")
         s=$((s + $(sed 's/.*) //' "/proc/$pid/stat" | awk '{print $12 + $13}')))
@@ -146,7 +141,7 @@ cpu_ticks() {
 # the thread's name without its trailing number)
 thread_ticks() {
     local dir f pid t
-    dir=$(ls -d "$(run_base)"/poddb-"$TAG"-* | head -1)
+    dir=$(pod_dir)
     for f in "$dir"/host0.pid "$dir"/host1.pid; do
         pid=$(cut -d' ' -f1 "$f")
         for t in /proc/"$pid"/task/*; do
@@ -167,8 +162,7 @@ one() {
     env $envs true || { echo "ab.sh: bad environment '$envs'" >&2; exit 2; }
     # The servers get envs; this shell keeps its own environment.
     # shellcheck disable=SC2086
-    (if [ -n "$envs" ]; then export $envs; fi; up "$conf")
-    CONF=$conf
+    up "$conf" $envs
     "$BIN/poddb-bench" --conf "$CONF" --workload "$WORKLOAD" --duration 1 --warmup 0 \
         >"$WORK/$label.load" 2>&1 || { tail -5 "$WORK/$label.load" >&2; exit 2; }
     : >"$WORK/$label.result"
@@ -191,7 +185,7 @@ print("%.0f %.1f" % (d["committed_per_s"], ticks / hz * 1e6 / n if n else 0))' \
             "$json" $((c1 - c0)) "$(getconf CLK_TCK)" >>"$WORK/$label.result"
     done
     [ $THREADS = 0 ] || thread_ticks >"$WORK/$label.t1"
-    cp "$(ls -d "$(run_base)"/poddb-"$TAG"-* | head -1)"/host0.log "$WORK/$label-host0.log" 2>/dev/null || true
+    cp "$(pod_dir)"/host0.log "$WORK/$label-host0.log" 2>/dev/null || true
     down
     [ $THREADS = 0 ] && return
     # per kind: the sum over its threads (by TID) of the ticks in the run

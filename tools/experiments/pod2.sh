@@ -1,10 +1,12 @@
-# Sourced by the scripted measurements on one private 2-host pod
-# (targets.sh, moveback.sh): 1 worker per host on CPUs 0 and 1, a 4 GiB
-# region with 256 MiB of HWcc, 10 ms epochs. Set ROOT, BIN and NAME (the
-# script's name) first; this sets WORK (a scratch directory), TAG and CONF
-# and on exit stops the pod and removes WORK and the region (copying WORK to
-# $KEEP first when KEEP is set, but for the pods' durability logs: a few
-# TPC-C runs leave gigabytes of segments and checkpoints).
+# shellcheck shell=bash
+# Sourced by the scripted measurements on private 2-host pods (targets.sh,
+# ab.sh, moveback.sh): 1 worker per host on CPUs 0 and 1, a 4 GiB region
+# with 256 MiB of HWcc, 10 ms epochs, one region per config. Set ROOT, BIN
+# and NAME (the script's name) first; this sets WORK (a scratch directory),
+# TAG and CONF (the pod the benchmarks talk to) and on exit stops every pod
+# it started and removes WORK and the regions (copying WORK to $KEEP first
+# when KEEP is set, but for the pods' durability logs: a few TPC-C runs
+# leave gigabytes of segments and checkpoints).
 
 # need_programs P...: every program in $BIN, or exit 2
 need_programs() {
@@ -16,13 +18,15 @@ need_programs() {
 WORK=$(mktemp -d "/tmp/poddb-$NAME.XXXXXX")
 TAG=$NAME-$$
 CONF=
+PODS_UP=() # the configs of the pods that are up
 cleanup() {
-    [ -n "$CONF" ] && PODDB_BIN=$BIN "$ROOT/tools/pod" down --conf "$CONF" >/dev/null 2>&1 || true
+    local c
+    for c in ${PODS_UP[@]+"${PODS_UP[@]}"}; do pod_down "$c"; done
     if [ -n "${KEEP:-}" ]; then
         mkdir -p "$KEEP" &&
             find "$WORK" -mindepth 1 -maxdepth 1 ! -name '*-log-*' -exec cp -r {} "$KEEP"/ \;
     fi
-    rm -rf "$WORK" "/dev/shm/poddb-$TAG"
+    rm -rf "$WORK" /dev/shm/poddb-"$TAG"-*
 }
 trap cleanup EXIT
 trap 'exit 2' INT TERM
@@ -34,7 +38,7 @@ make_conf() {
     local f=$WORK/$1.yaml
     cat >"$f" <<EOC
 region:
-  path: /dev/shm/poddb-$TAG
+  path: /dev/shm/poddb-$TAG-$1
   kind: shm
   size: 4GiB
   hwcc_budget: 256MiB
@@ -61,14 +65,55 @@ EOC
     echo "$f"
 }
 
-# up CONF: start the pod of CONF (its log directories emptied first)
+# run_base: where tools/pod keeps its pods' pid files and server logs
+run_base() {
+    if [ -n "${PODDB_RUN_DIR:-}" ]; then echo "$PODDB_RUN_DIR"
+    elif [ -n "${XDG_RUNTIME_DIR:-}" ] && [ -d "$XDG_RUNTIME_DIR" ]; then echo "$XDG_RUNTIME_DIR/poddb"
+    else echo "/tmp/poddb-run-$(id -u)"; fi
+}
+# pod_dir [CONF]: the run directory of the pod of CONF (default $CONF):
+# tools/pod names it after the region, poddb-$TAG-NAME
+pod_dir() {
+    local name
+    name=$(basename "${1:-$CONF}" .yaml)
+    ls -d "$(run_base)/poddb-$TAG-$name"-* | head -1
+}
+# pod_pids [CONF]: the servers' process ids, host 0 first
+pod_pids() {
+    local dir
+    dir=$(pod_dir "$@")
+    cut -d' ' -f1 "$dir"/host0.pid "$dir"/host1.pid
+}
+
+# up CONF [VAR=VALUE...]: start the pod of CONF (its log directories emptied
+# first; the servers get the variables) and make it $CONF
 up() {
     CONF=$1
-    rm -rf "$WORK"/*-log-*
-    PODDB_BIN=$BIN "$ROOT/tools/pod" up --conf "$CONF" >"$WORK/pod-up.txt" 2>&1 ||
+    shift
+    rm -rf "${CONF%.yaml}"-log-*
+    env PODDB_BIN="$BIN" "$@" "$ROOT/tools/pod" up --conf "$CONF" >"$WORK/pod-up.txt" 2>&1 ||
         { cat "$WORK/pod-up.txt" >&2; exit 2; }
+    PODS_UP+=("$CONF")
 }
+# pod_down CONF: stop the pod of CONF (resumed first if paused)
+pod_down() {
+    # shellcheck disable=SC2046
+    kill -CONT $(pod_pids "$1" 2>/dev/null) 2>/dev/null || true
+    PODDB_BIN=$BIN "$ROOT/tools/pod" down --conf "$1" >/dev/null 2>&1 || true
+    local keep=() c
+    for c in ${PODS_UP[@]+"${PODS_UP[@]}"}; do [ "$c" = "$1" ] || keep+=("$c"); done
+    PODS_UP=(${keep[@]+"${keep[@]}"})
+}
+# down: stop the pod of $CONF
 down() {
-    PODDB_BIN=$BIN "$ROOT/tools/pod" down --conf "$CONF" >/dev/null 2>&1 || true
+    pod_down "$CONF"
     CONF=
 }
+# pause CONF / resume CONF: stop and continue both servers of the pod of
+# CONF (SIGSTOP, SIGCONT), so that pods can take turns on the machine: a
+# stopped pod takes no CPU (an idle one still polls, docs/performance.md)
+# and keeps its data. Only between benchmark runs: nothing may wait on it.
+# shellcheck disable=SC2046
+pause() { kill -STOP $(pod_pids "$1"); }
+# shellcheck disable=SC2046
+resume() { kill -CONT $(pod_pids "$1"); }
