@@ -8,7 +8,8 @@ usage() {
     cat <<'EOF'
 usage: tools/experiments/ab.sh [options] TREE_A TREE_B
 
-Runs A, B, A, B, ... (--pairs pairs), each on a fresh private 2-host pod
+Runs A, B, A, B, ... (--pairs pairs), each on a fresh private 2-host pod (or,
+with --turns, on one pod each that take turns)
 (1 worker per host on CPUs 0 and 1, 10 ms epochs, a 4 GiB region; the
 programs of TREE/build/bin, brought up with this tree's tools/pod): a 1 s
 run that loads the data, then the measured run. Prints each run's committed
@@ -31,6 +32,13 @@ and TREE_B may be the same tree with --env-a/--env-b, --engine-b or
                    tuples in CXL memory); B/A is taken per position and over
                    all runs. Not with --bench
   --pairs N        pairs of runs (default 3)
+  --turns          one pod for A and one for B, both up side by side (loaded
+                   once) and taking turns: pair i runs the measured run (or
+                   the sequence) on each, A first in odd pairs, B first in
+                   even ones, the other pod paused (SIGSTOP: it takes no
+                   CPU). A pair's two runs then meet the same spell of the
+                   VM, where fresh pods one after another can be minutes
+                   apart; later pairs meet the data the earlier ones left
   --duration S     seconds of the measured run (default 8)
   --loggers N      loggers per host (default 1; 0 turns logging off)
   --loggers-b N    loggers per host of B only (default: --loggers)
@@ -69,6 +77,7 @@ ENV_A=
 ENV_B=
 KEEP=
 THREADS=0
+TURNS=0
 ARGS=()
 while [ $# -gt 0 ]; do
     case $1 in
@@ -86,6 +95,7 @@ while [ $# -gt 0 ]; do
     --env-b) ENV_B=$2; shift 2 ;;
     --keep) KEEP=$2; shift 2 ;;
     --threads) THREADS=1; shift ;;
+    --turns) TURNS=1; shift ;;
     -h | --help) usage; exit 0 ;;
     -*) echo "ab.sh: unknown option '$1' (see --help)" >&2; exit 2 ;;
     *) ARGS+=("$1"); shift ;;
@@ -150,21 +160,32 @@ thread_ticks() {
     done
 }
 
-# one LABEL TREE ENV LOGGERS [ENGINE_LINE...]: one run on a fresh pod; writes "committed/s
-# cpu_us_per_txn" to $WORK/LABEL.result (in this shell, so that the exit
-# trap brings the pod down if anything fails)
-one() {
-    local label=$1 tree=$2 envs=$3 loggers=$4 conf c0 c1 json
+# start POD TREE ENV LOGGERS [ENGINE_LINE...]: bring up and load the pod
+# POD (its config $WORK/POD.yaml) with TREE's programs (in this shell, so
+# that the exit trap brings the pod down if anything fails)
+declare -A TREE_OF
+start() {
+    local pod=$1 tree=$2 envs=$3 loggers=$4 conf
     shift 4
     BIN=$tree/build/bin
-    conf=$(make_conf "$label" "$loggers" "$TUPLES" ${ENGINE[@]+"${ENGINE[@]}"} "$@")
+    TREE_OF[$pod]=$tree
+    conf=$(make_conf "$pod" "$loggers" "$TUPLES" ${ENGINE[@]+"${ENGINE[@]}"} "$@")
     # shellcheck disable=SC2086
     env $envs true || { echo "ab.sh: bad environment '$envs'" >&2; exit 2; }
     # The servers get envs; this shell keeps its own environment.
     # shellcheck disable=SC2086
     up "$conf" $envs
     "$BIN/poddb-bench" --conf "$CONF" --workload "$WORKLOAD" --duration 1 --warmup 0 \
-        >"$WORK/$label.load" 2>&1 || { tail -5 "$WORK/$label.load" >&2; exit 2; }
+        >"$WORK/$pod.load" 2>&1 || { tail -5 "$WORK/$pod.load" >&2; exit 2; }
+}
+
+# measure POD LABEL: the measured run (or the sequence) on the pod POD, made
+# $CONF; writes "committed/s cpu_us_per_txn" per run to $WORK/LABEL.result
+# (and with --threads the threads' CPU to $WORK/LABEL.threads)
+measure() {
+    local pod=$1 label=$2 c0 c1 json
+    CONF=$WORK/$pod.yaml
+    BIN=${TREE_OF[$pod]}/build/bin
     : >"$WORK/$label.result"
     local run=0 bench
     [ $THREADS = 0 ] || thread_ticks >"$WORK/$label.t0"
@@ -186,7 +207,6 @@ print("%.0f %.1f" % (d["committed_per_s"], ticks / hz * 1e6 / n if n else 0))' \
     done
     [ $THREADS = 0 ] || thread_ticks >"$WORK/$label.t1"
     cp "$(pod_dir)"/host0.log "$WORK/$label-host0.log" 2>/dev/null || true
-    down
     [ $THREADS = 0 ] && return
     # per kind: the sum over its threads (by TID) of the ticks in the run
     python3 - "$WORK/$label.t0" "$WORK/$label.t1" "$(getconf CLK_TCK)" >"$WORK/$label.threads" <<'EOF'
@@ -212,9 +232,24 @@ if [ -n "$SEQUENCE" ]; then
 else
     echo "$WORKLOAD $BENCH, $DUR s runs, loggers $LOGGERS${ENGINE[*]:+, engine: ${ENGINE[*]}}, $PAIRS pairs"
 fi
+[ $TURNS = 0 ] || echo "--turns: one pod each for A and B, taking turns"
+if [ $TURNS = 1 ]; then
+    start a "${TREES[0]}" "$ENV_A" "$LOGGERS"; pause "$CONF"
+    start b "${TREES[1]}" "$ENV_B" "$LOGGERS_B" ${ENGINE_B[@]+"${ENGINE_B[@]}"}; pause "$CONF"
+fi
 for i in $(seq "$PAIRS"); do
-    one "a$i" "${TREES[0]}" "$ENV_A" "$LOGGERS"
-    one "b$i" "${TREES[1]}" "$ENV_B" "$LOGGERS_B" ${ENGINE_B[@]+"${ENGINE_B[@]}"}
+    if [ $TURNS = 1 ]; then
+        # A first in odd pairs, B first in even ones
+        for pod in $([ $((i % 2)) = 1 ] && echo a b || echo b a); do
+            resume "$WORK/$pod.yaml"
+            measure "$pod" "$pod$i"
+            pause "$CONF"
+        done
+    else
+        start "a$i" "${TREES[0]}" "$ENV_A" "$LOGGERS"; measure "a$i" "a$i"; down
+        start "b$i" "${TREES[1]}" "$ENV_B" "$LOGGERS_B" ${ENGINE_B[@]+"${ENGINE_B[@]}"}
+        measure "b$i" "b$i"; down
+    fi
     for r in $(seq ${#RUNS[@]}); do
         a=$(sed -n "${r}p" "$WORK/a$i.result")
         b=$(sed -n "${r}p" "$WORK/b$i.result")
