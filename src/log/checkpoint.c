@@ -467,7 +467,7 @@ static int run_checkpoint(struct checkpointer *c)
     log_remove_obsolete(lh, log_checkpoint_horizon(lh), &removed);
     __atomic_fetch_add(&c->removed, removed, __ATOMIC_RELAXED);
     pod_info("checkpoint %s%s: %" PRIu64 " rows (%" PRIu64 " unchanged left out), %" PRIu64
-             " deleted keys, %.1f MiB, epochs %" PRIu64 "..%" PRIu64 ", %.2f s (%.2f s of CPU, %"
+             " deleted keys, %.1f MiB, epochs %" PRIu64 "..%" PRIu64 ", %.2f s (%.3f s of CPU, %"
              PRIu64 " waits for locked rows); %" PRIu64 " obsolete files removed",
              fin, delta ? " (delta)" : "", rows, older, deleted, (double)bytes / 1048576.0, es,
              ef, (double)(pod_mono_ns() - t0) / 1e9, (double)(pod_thread_cpu_ns() - cpu0) / 1e9,

@@ -708,12 +708,18 @@ END_TEST
  * seg_writer_commit: the checkpoints) read back like appended ones, mixed
  * with them; room reserved and not committed leaves nothing behind; a
  * commit without its reservation is refused. */
+/* _i = 0: a buffered writer; 1: a direct one, which builds its blocks in
+ * its stage (and is synced now and then while one is being built). */
 START_TEST(reserved_records_round_trip)
 {
     const char *dir = make_tmp();
     pod_err err = {{0}};
     struct seg_writer *w = seg_writer_open(dir, 1, 0, 1, 1, &err);
     ck_assert_msg(w != NULL, "%s", err.msg);
+    if (_i == 1) {
+        ck_assert_msg(seg_writer_go_direct(w, 0, &err) == 0, "%s", err.msg);
+        if (!seg_writer_is_direct(w)) printf("reserved_records_round_trip: %s refuses O_DIRECT\n", dir);
+    }
     read_big = false;
     struct gen g = {0};
     /* A commit before anything was reserved (no block buffer yet either). */
@@ -729,6 +735,8 @@ START_TEST(reserved_records_round_trip)
             memset(t, 0xEE, 100);
         }
         if (i % 2 == 0) {
+            if (i % 7 == 3) /* with a block being built */
+                ck_assert_msg(seg_writer_sync(w, &err) == 0, "%s", err.msg);
             unsigned char *t = seg_writer_reserve(w, g.rec.key_len, g.rec.tuple_len, &err);
             ck_assert_msg(t != NULL, "%s", err.msg);
             if (g.rec.tuple_len) memcpy(t, g.rec.tuple, g.rec.tuple_len);
@@ -757,6 +765,10 @@ START_TEST(reserved_records_round_trip)
     ck_assert_int_eq(seg_writer_commit(w, &r, &err), -1);
     ck_assert_ptr_nonnull(t = seg_writer_reserve(w, 1, 8, &err));
     ck_assert_int_eq(seg_writer_flush_block(w, &err), 0);
+    r.tuple = t;
+    ck_assert_int_eq(seg_writer_commit(w, &r, &err), -1);
+    ck_assert_ptr_nonnull(t = seg_writer_reserve(w, 1, 8, &err));
+    ck_assert_int_eq(seg_writer_sync(w, &err), 0);
     r.tuple = t;
     ck_assert_int_eq(seg_writer_commit(w, &r, &err), -1);
     ck_assert_ptr_null(seg_writer_reserve(w, 1, SEG_MAX_TUPLE + 1, &err));
@@ -1055,12 +1067,29 @@ START_TEST(direct_writes_round_trip)
     snprintf(path, sizeof path, "%s", seg_writer_path(w));
     snprintf(copy, sizeof copy, "%s/killed.log", dir);
     rng_state = 3;
-    uint64_t synced_recs = 0, copies = 0;
+    uint64_t synced_recs = 0, copies = 0, flushed_recs = 0, pending_syncs = 0;
     for (uint64_t i = 0; i < N; i++) {
         gen_record(&g, seed, i, true); /* one in 20 is a 64 KiB tuple */
         ck_assert_msg(seg_writer_append(w, &g.rec, &err) == 0, "%s", err.msg);
-        if (rnd() % 20) continue;
+        if (rnd() % 20) {
+            /* Now and then a sync while a block is being built (in the
+             * stage, right after the file's bytes): the padding of the last
+             * page must not clobber it, and the file holds what was flushed. */
+            if (i >= 3600 && rnd() % 150 == 0) {
+                ck_assert_msg(seg_writer_sync(w, &err) == 0, "%s", err.msg);
+                size_t len;
+                unsigned char *b = read_all(path, &len);
+                write_all(copy, b, len);
+                free(b);
+                struct seg_tail_status tail;
+                ck_assert_int_eq(read_segment(copy, seed, 0, &tail, NULL, NULL), (long)flushed_recs);
+                ck_assert_msg(tail.kind == SEG_TAIL_CLEAN, "%s", tail.reason);
+                pending_syncs++;
+            }
+            continue;
+        }
         ck_assert_msg(seg_writer_flush_block(w, &err) == 0, "%s", err.msg);
+        flushed_recs = i + 1;
         if ((i < 2000 || i >= 3600) && rnd() % 3 == 0) { /* not between: > 4 MiB unsynced */
             ck_assert_msg(seg_writer_sync(w, &err) == 0, "%s", err.msg);
             synced_recs = i + 1;
@@ -1094,8 +1123,10 @@ START_TEST(direct_writes_round_trip)
     ck_assert_int_eq(read_segment(path, seed, 0, &tail, &st, NULL), (long)N);
     ck_assert_int_eq(tail.kind, SEG_TAIL_CLEAN);
     ck_assert_uint_eq(st.good_bytes, st.file_size);
+    ck_assert_uint_gt(pending_syncs, 0);
     printf("direct round trip: %" PRIu64 " records, %" PRIu64 " bytes, %" PRIu64
-           " killed-file copies read back\n", N, logical, copies);
+           " killed-file copies read back, %" PRIu64 " syncs while a block was built\n", N,
+           logical, copies, pending_syncs);
     free(g.tuple);
 }
 END_TEST
@@ -1451,7 +1482,7 @@ int main(void)
     tcase_add_test(t, garbage_after_last_block);
     tcase_add_test(t, bad_headers);
     tcase_add_test(t, invalid_records_refused);
-    tcase_add_test(t, reserved_records_round_trip);
+    tcase_add_loop_test(t, reserved_records_round_trip, 0, 2);
     tcase_add_test(t, patch_round_trip_and_version_1);
     tcase_add_test(t, marks_round_trip);
     tcase_add_test(t, synced_pages_leave_the_page_cache);
