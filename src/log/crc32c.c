@@ -76,13 +76,44 @@ static uint32_t multmodp(uint32_t a, uint32_t b)
 #define CRC_SHIFT_1 0x28461564u /* x^(8 * 8192) mod P */
 #define CRC_SHIFT_2 0xBF455269u /* x^(16 * 8192) mod P */
 
+/* Shorter data (a checkpoint's records of a few hundred bytes, whose CRC is
+ * most of a checkpoint's CPU) runs three streams of 64-byte stripes. There
+ * the bit-serial multmodp would cost more than the stripes save, so the two
+ * shifts are linear maps applied a byte at a time from tables: small_shift[s]
+ * [k][b] is b << 8k advanced over (s + 1) * 64 zero bytes. */
+#define CRC_SMALL_STRIPE 64
+static uint32_t small_shift[2][4][256];
+
+/* x^(8 * n) mod P (reflected: x^0 is bit 31), by squaring x^8. */
+static uint32_t x8n_mod_p(unsigned log2n)
+{
+    uint32_t p = 1u << (31 - 8); /* x^8 */
+    for (unsigned i = 0; i < log2n; i++) p = multmodp(p, p);
+    return p;
+}
+
+static void build_small_shift(void)
+{
+    uint32_t x[2] = {x8n_mod_p(6), x8n_mod_p(7)}; /* 64 and 128 bytes */
+    for (int s = 0; s < 2; s++)
+        for (int k = 0; k < 4; k++)
+            for (uint32_t b = 0; b < 256; b++) small_shift[s][k][b] = multmodp(x[s], b << (8 * k));
+}
+
+static inline uint32_t small_shift_by(int s, uint32_t c)
+{
+    return small_shift[s][0][c & 0xff] ^ small_shift[s][1][(c >> 8) & 0xff] ^
+           small_shift[s][2][(c >> 16) & 0xff] ^ small_shift[s][3][c >> 24];
+}
+
 __attribute__((target("sse4.2"))) static uint32_t crc32c_sse42(uint32_t crc, const void *buf,
                                                                size_t len)
 {
-    /* Three stripes at a time while 24 KiB are left (above), then unaligned
-     * 8-byte steps (no byte-wise lead-in to an alignment: log records start
-     * anywhere, and the crc32 instruction's 3-cycle latency per step is the
-     * cost), then at most a 4-, a 2- and a 1-byte step. */
+    /* Three stripes at a time while 24 KiB are left (above), then three
+     * 64-byte stripes while 192 bytes are left, then unaligned 8-byte steps
+     * (no byte-wise lead-in to an alignment: log records start anywhere, and
+     * the crc32 instruction's 3-cycle latency per step is the cost), then at
+     * most a 4-, a 2- and a 1-byte step. */
     const unsigned char *p = buf;
     uint64_t c = (uint32_t)~crc;
     for (; len >= 3 * CRC_STRIPE; len -= 3 * CRC_STRIPE) {
@@ -98,6 +129,20 @@ __attribute__((target("sse4.2"))) static uint32_t crc32c_sse42(uint32_t crc, con
         }
         c = multmodp(CRC_SHIFT_2, (uint32_t)c) ^ multmodp(CRC_SHIFT_1, (uint32_t)c1) ^ c2;
         p += 2 * CRC_STRIPE;
+    }
+    for (; len >= 3 * CRC_SMALL_STRIPE; len -= 3 * CRC_SMALL_STRIPE) {
+        uint64_t c1 = 0, c2 = 0;
+        for (int k = 0; k < CRC_SMALL_STRIPE; k += 8) {
+            uint64_t v0, v1, v2;
+            memcpy(&v0, p + k, 8);
+            memcpy(&v1, p + CRC_SMALL_STRIPE + k, 8);
+            memcpy(&v2, p + 2 * CRC_SMALL_STRIPE + k, 8);
+            c = __builtin_ia32_crc32di(c, v0);
+            c1 = __builtin_ia32_crc32di(c1, v1);
+            c2 = __builtin_ia32_crc32di(c2, v2);
+        }
+        c = small_shift_by(1, (uint32_t)c) ^ small_shift_by(0, (uint32_t)c1) ^ c2;
+        p += 3 * CRC_SMALL_STRIPE;
     }
     for (; len >= 8; p += 8, len -= 8) {
         uint64_t v;
@@ -121,16 +166,24 @@ __attribute__((target("sse4.2"))) static uint32_t crc32c_sse42(uint32_t crc, con
     return ~c32;
 }
 
-/* 0 unknown, 1 no, 2 yes */
+/* 0 unknown, 1 no, 2 yes (published after small_shift is built) */
 static atomic_int hw_state;
+static pthread_once_t hw_once = PTHREAD_ONCE_INIT;
+
+static void detect_hw(void)
+{
+    __builtin_cpu_init();
+    bool yes = __builtin_cpu_supports("sse4.2");
+    if (yes) build_small_shift();
+    atomic_store_explicit(&hw_state, yes ? 2 : 1, memory_order_release);
+}
 
 bool crc32c_hw_available(void)
 {
-    int s = atomic_load_explicit(&hw_state, memory_order_relaxed);
+    int s = atomic_load_explicit(&hw_state, memory_order_acquire);
     if (s == 0) {
-        __builtin_cpu_init();
-        s = __builtin_cpu_supports("sse4.2") ? 2 : 1;
-        atomic_store_explicit(&hw_state, s, memory_order_relaxed);
+        pthread_once(&hw_once, detect_hw);
+        s = atomic_load_explicit(&hw_state, memory_order_acquire);
     }
     return s == 2;
 }

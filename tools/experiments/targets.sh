@@ -39,7 +39,8 @@ Every figure depends on the machine: run it on an otherwise idle machine
 (the script prints the load average before each run). A VM's speed drifts
 by tens of percent over hours; the script prints poddb-crcbench's hot
 CRC32C rate before and after the runs as a gauge of the spell it ran in
-(this project's VM: 24-25 GB/s when fast, 17-21 GB/s in slow spells).
+(this project's VM: 24-25 GB/s when fast, 17-21 GB/s in slow spells,
+before session 24's CRC change, which reads ~7% higher in the same spell).
 After the table it also prints the runs behind each median and the waits
 for the other host's replies in the TPC-C 10/15 runs (mean, share over
 128 us) with logging on, off, and with locking and logging off.
