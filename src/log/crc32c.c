@@ -106,6 +106,28 @@ static inline uint32_t small_shift_by(int s, uint32_t c)
            small_shift[s][2][(c >> 16) & 0xff] ^ small_shift[s][3][c >> 24];
 }
 
+/* Advance c, c1, c2 over three consecutive stripes of `stripe` bytes at p
+ * (c1 and c2 start at 0; the caller joins them). */
+__attribute__((target("sse4.2"))) static inline void crc_three_stripes(uint64_t *c, uint64_t *c1,
+                                                                       uint64_t *c2,
+                                                                       const unsigned char *p,
+                                                                       size_t stripe)
+{
+    uint64_t a = *c, b = 0, d = 0;
+    for (const unsigned char *end = p + stripe; p < end; p += 8) {
+        uint64_t v0, v1, v2;
+        memcpy(&v0, p, 8);
+        memcpy(&v1, p + stripe, 8);
+        memcpy(&v2, p + 2 * stripe, 8);
+        a = __builtin_ia32_crc32di(a, v0);
+        b = __builtin_ia32_crc32di(b, v1);
+        d = __builtin_ia32_crc32di(d, v2);
+    }
+    *c = a;
+    *c1 = b;
+    *c2 = d;
+}
+
 __attribute__((target("sse4.2"))) static uint32_t crc32c_sse42(uint32_t crc, const void *buf,
                                                                size_t len)
 {
@@ -117,30 +139,14 @@ __attribute__((target("sse4.2"))) static uint32_t crc32c_sse42(uint32_t crc, con
     const unsigned char *p = buf;
     uint64_t c = (uint32_t)~crc;
     for (; len >= 3 * CRC_STRIPE; len -= 3 * CRC_STRIPE) {
-        uint64_t c1 = 0, c2 = 0;
-        for (const unsigned char *end = p + CRC_STRIPE; p < end; p += 8) {
-            uint64_t v0, v1, v2;
-            memcpy(&v0, p, 8);
-            memcpy(&v1, p + CRC_STRIPE, 8);
-            memcpy(&v2, p + 2 * CRC_STRIPE, 8);
-            c = __builtin_ia32_crc32di(c, v0);
-            c1 = __builtin_ia32_crc32di(c1, v1);
-            c2 = __builtin_ia32_crc32di(c2, v2);
-        }
+        uint64_t c1, c2;
+        crc_three_stripes(&c, &c1, &c2, p, CRC_STRIPE);
         c = multmodp(CRC_SHIFT_2, (uint32_t)c) ^ multmodp(CRC_SHIFT_1, (uint32_t)c1) ^ c2;
-        p += 2 * CRC_STRIPE;
+        p += 3 * CRC_STRIPE;
     }
     for (; len >= 3 * CRC_SMALL_STRIPE; len -= 3 * CRC_SMALL_STRIPE) {
-        uint64_t c1 = 0, c2 = 0;
-        for (int k = 0; k < CRC_SMALL_STRIPE; k += 8) {
-            uint64_t v0, v1, v2;
-            memcpy(&v0, p + k, 8);
-            memcpy(&v1, p + CRC_SMALL_STRIPE + k, 8);
-            memcpy(&v2, p + 2 * CRC_SMALL_STRIPE + k, 8);
-            c = __builtin_ia32_crc32di(c, v0);
-            c1 = __builtin_ia32_crc32di(c1, v1);
-            c2 = __builtin_ia32_crc32di(c2, v2);
-        }
+        uint64_t c1, c2;
+        crc_three_stripes(&c, &c1, &c2, p, CRC_SMALL_STRIPE);
         c = small_shift_by(1, (uint32_t)c) ^ small_shift_by(0, (uint32_t)c1) ^ c2;
         p += 3 * CRC_SMALL_STRIPE;
     }
