@@ -84,7 +84,7 @@ static uint32_t multmodp(uint32_t a, uint32_t b)
 #define CRC_SMALL_STRIPE 64
 static uint32_t small_shift[2][4][256];
 
-/* x^(8 * n) mod P (reflected: x^0 is bit 31), by squaring x^8. */
+/* x^(8 * 2^log2n) mod P (reflected: x^0 is bit 31), by squaring x^8. */
 static uint32_t x8n_mod_p(unsigned log2n)
 {
     uint32_t p = 1u << (31 - 8); /* x^8 */

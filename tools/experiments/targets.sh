@@ -75,13 +75,17 @@ need_programs poddb-server poddb-bench poddb-cli poddb-region poddb-moveinbench 
     { echo "targets.sh: the move-in benchmark's module is missing: make build/test/modules/moveinbench.so" >&2; exit 2; }
 [ "$(nproc)" -ge 2 ] || { echo "targets.sh: needs 2 CPUs (0 and 1); this machine has $(nproc)" >&2; exit 2; }
 
+# committed NAME: committed/s of the run NAME (its JSON line)
+committed() {
+    python3 -c 'import json,sys; print(round(json.loads(open(sys.argv[1]).read().strip().splitlines()[-1])["committed_per_s"]))' "$WORK/$1.json"
+}
 # bench NAME ARGS...: one run, its JSON line in $WORK/NAME.json; prints committed/s
 bench() {
     local name=$1; shift
     echo "  [$(uptime | sed 's/.*load average: //')] $name" >&2
     "$BIN/poddb-bench" --conf "$CONF" --duration "$DUR" --warmup 1 --json "$@" \
         >"$WORK/$name.json" 2>"$WORK/$name.err" || { tail -5 "$WORK/$name.err" >&2; exit 2; }
-    python3 -c 'import json,sys; print(round(json.loads(open(sys.argv[1]).read().strip().splitlines()[-1])["committed_per_s"]))' "$WORK/$name.json"
+    committed "$name"
 }
 
 # median V...: the median of the values (the lower middle one of an even count)
@@ -94,10 +98,6 @@ runs() {
     true
 }
 
-# committed NAME: committed/s of the run NAME (its JSON line)
-committed() {
-    python3 -c 'import json,sys; print(round(json.loads(open(sys.argv[1]).read().strip().splitlines()[-1])["committed_per_s"]))' "$WORK/$1.json"
-}
 # median_ratio A B R: the median over the rounds 1..R of A-r / B-r (runs)
 median_ratio() {
     local r v=()
