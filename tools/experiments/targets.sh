@@ -98,10 +98,12 @@ runs() {
     true
 }
 
-# median_ratio A B R: the median over the rounds 1..R of A-r / B-r (runs)
+# median_ratio A B R: the median over the rounds 1..R of A-r / B-r (runs;
+# the rounds' ratios are noted with the runs)
 median_ratio() {
     local r v=()
     for r in $(seq "$3"); do v+=("$(ratio "$(committed "$1-$r")" "$(committed "$2-$r")")"); done
+    runs "$1 / $2 by round" "${v[@]}"
     median "${v[@]}"
 }
 
