@@ -1049,6 +1049,21 @@ END_TEST
  * to its page end (what a killed logger leaves: read as a clean end), a run
  * of over 4 MiB between syncs is written in pages as it goes, and close cuts
  * the padding off. */
+/* The segment at path as a SIGKILL would leave it (copied to copy) holds the
+ * first n records of seed and ends cleanly at end. */
+static void assert_killed_copy_reads(const char *path, const char *copy, uint64_t seed, uint64_t n,
+                                     uint64_t end)
+{
+    size_t len;
+    unsigned char *b = read_all(path, &len);
+    write_all(copy, b, len);
+    free(b);
+    struct seg_tail_status tail;
+    ck_assert_int_eq(read_segment(copy, seed, 0, &tail, NULL, NULL), (long)n);
+    ck_assert_msg(tail.kind == SEG_TAIL_CLEAN, "%s", tail.reason);
+    ck_assert_uint_eq(tail.offset, end);
+}
+
 START_TEST(direct_writes_round_trip)
 {
     const char *dir = make_tmp();
@@ -1077,13 +1092,7 @@ START_TEST(direct_writes_round_trip)
              * page must not clobber it, and the file holds what was flushed. */
             if (i >= 3600 && rnd() % 150 == 0) {
                 ck_assert_msg(seg_writer_sync(w, &err) == 0, "%s", err.msg);
-                size_t len;
-                unsigned char *b = read_all(path, &len);
-                write_all(copy, b, len);
-                free(b);
-                struct seg_tail_status tail;
-                ck_assert_int_eq(read_segment(copy, seed, 0, &tail, NULL, NULL), (long)flushed_recs);
-                ck_assert_msg(tail.kind == SEG_TAIL_CLEAN, "%s", tail.reason);
+                assert_killed_copy_reads(path, copy, seed, flushed_recs, seg_writer_size(w));
                 pending_syncs++;
             }
             continue;
@@ -1099,15 +1108,8 @@ START_TEST(direct_writes_round_trip)
                               (uint64_t)sb.st_size < seg_writer_size(w) + 4096,
                           "file of %lld bytes after a sync at %" PRIu64, (long long)sb.st_size,
                           seg_writer_size(w));
-            if (rnd() % 8 == 0 || copies == 0) { /* the file as a SIGKILL would leave it */
-                size_t len;
-                unsigned char *b = read_all(path, &len);
-                write_all(copy, b, len);
-                free(b);
-                struct seg_tail_status tail;
-                ck_assert_int_eq(read_segment(copy, seed, 0, &tail, NULL, NULL), (long)synced_recs);
-                ck_assert_msg(tail.kind == SEG_TAIL_CLEAN, "%s", tail.reason);
-                ck_assert_uint_eq(tail.offset, seg_writer_size(w));
+            if (rnd() % 8 == 0 || copies == 0) {
+                assert_killed_copy_reads(path, copy, seed, synced_recs, seg_writer_size(w));
                 copies++;
             }
         }
