@@ -109,7 +109,7 @@ int main(int argc, char **argv)
                (unsigned long long)size, hw ? "true" : "false", hot, cold, sw_hot);
     } else {
         printf("crc32c over %llu-byte buffers (%s)\n", (unsigned long long)size,
-               hw ? "SSE4.2, three streams from 24 KiB" : "software: no SSE4.2");
+               hw ? "SSE4.2, three streams from 192 bytes" : "software: no SSE4.2");
         printf("  hot (one buffer again and again)   %8.2f GB/s\n", hot);
         printf("  cold (walking %llu MiB)            %8.2f GB/s\n", (unsigned long long)cold_mib,
                cold);

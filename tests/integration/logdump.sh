@@ -88,3 +88,21 @@ out=$($BIN/poddb-crcbench --size 65536 --total 8 --cold 1 --json)
 echo "$out" | python3 -c 'import json,sys; d=json.load(sys.stdin); assert d["size"] == 65536 and min(d["hot_gbps"], d["cold_gbps"], d["sw_hot_gbps"]) > 0, d' \
   || fail "crcbench --json: $out"
 pass "poddb-crcbench: --help, a bad size, one JSON line"
+
+# poddb-segbench, the segment writer's benchmark: its options, a missing
+# directory, and one short JSON run that leaves no file behind.
+$BIN/poddb-segbench --help | grep -q 'usage: poddb-segbench' || fail "segbench --help"
+set +e
+$BIN/poddb-segbench 2>"$TMP/err"; rc=$?
+[ $rc = 2 ] && grep -q 'want one directory' "$TMP/err" || fail "segbench without a directory (rc $rc)"
+$BIN/poddb-segbench --size 65537 "$TMP" 2>"$TMP/err"; rc=$?
+[ $rc = 2 ] && grep -q -- '--size: want 0..65536' "$TMP/err" || fail "segbench --size 65537 (rc $rc)"
+$BIN/poddb-segbench -n 10 "$TMP/missing" 2>"$TMP/err"; rc=$?
+[ $rc = 1 ] && grep -q 'cannot create log segment' "$TMP/err" || fail "segbench into a missing directory (rc $rc)"
+set -e
+mkdir "$TMP/seg"
+out=$($BIN/poddb-segbench --records 20000 --runs 2 --json "$TMP/seg")
+echo "$out" | python3 -c 'import json,sys; d=json.load(sys.stdin); assert d["records"] == 20000 and d["runs"] == 2 and 0 < d["cpu_ns_per_record_min"] <= d["cpu_ns_per_record_mean"], d' \
+  || fail "segbench --json: $out"
+[ -z "$(ls -A "$TMP/seg")" ] || fail "segbench left files: $(ls "$TMP/seg")"
+pass "poddb-segbench: --help, bad arguments, one JSON line, no files left"
