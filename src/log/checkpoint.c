@@ -66,6 +66,11 @@ struct checkpointer {
     pthread_mutex_t mu;
     pthread_cond_t cv;
     bool stop;               /* under mu; also read atomically by the scan */
+    bool requested;          /* under mu: log_host_request_checkpoint asked for one */
+    bool request_full;       /* under mu: ... a full one */
+    bool running;            /* under mu: a checkpoint is being written */
+    struct checkpoint_summary last; /* under mu: the last one written */
+    uint64_t failures;       /* atomic: checkpoints that failed */
     uint64_t count, epoch, removed, deltas; /* atomic; deltas: since the last full one */
     uint64_t busy_waits;     /* atomic: naps for a row a writer held */
     uint64_t logged_at_last;
@@ -377,6 +382,22 @@ void log_remove_obsolete(struct log_host *lh, uint64_t hzn, uint64_t *removed)
     if (removed) *removed += (uint64_t)n;
 }
 
+/* A run ends: written (sum) or failed. The count, the summary and the
+ * running flag change together, so that what checkpointer_request reads of
+ * them is consistent: a request counts on the run after the one running. */
+static void end_run(struct checkpointer *c, const struct checkpoint_summary *sum)
+{
+    pthread_mutex_lock(&c->mu);
+    if (sum) {
+        c->last = *sum;
+        __atomic_fetch_add(&c->count, 1, __ATOMIC_RELAXED);
+    } else if (!stopping(c)) {
+        __atomic_fetch_add(&c->failures, 1, __ATOMIC_RELAXED);
+    }
+    c->running = false;
+    pthread_mutex_unlock(&c->mu);
+}
+
 static int run_checkpoint(struct checkpointer *c)
 {
     struct log_host *lh = c->lh;
@@ -462,15 +483,19 @@ static int run_checkpoint(struct checkpointer *c)
     lh->ckpt_epoch = es;
     __atomic_store_n(&lh->o.region->ctl->checkpoint_epoch[lh->o.host].v, es, __ATOMIC_RELEASE);
     __atomic_store_n(&c->epoch, es, __ATOMIC_RELAXED);
-    __atomic_fetch_add(&c->count, 1, __ATOMIC_RELAXED);
     uint64_t removed = 0;
     log_remove_obsolete(lh, log_checkpoint_horizon(lh), &removed);
     __atomic_fetch_add(&c->removed, removed, __ATOMIC_RELAXED);
+    struct checkpoint_summary sum = {.delta = delta, .rows = rows, .unchanged = older,
+                                     .deleted = deleted, .bytes = bytes,
+                                     .ns = pod_mono_ns() - t0,
+                                     .cpu_ns = pod_thread_cpu_ns() - cpu0};
+    end_run(c, &sum);
     pod_info("checkpoint %s%s: %" PRIu64 " rows (%" PRIu64 " unchanged left out), %" PRIu64
              " deleted keys, %.1f MiB, epochs %" PRIu64 "..%" PRIu64 ", %.2f s (%.3f s of CPU, %"
              PRIu64 " waits for locked rows); %" PRIu64 " obsolete files removed",
              fin, delta ? " (delta)" : "", rows, older, deleted, (double)bytes / 1048576.0, es,
-             ef, (double)(pod_mono_ns() - t0) / 1e9, (double)(pod_thread_cpu_ns() - cpu0) / 1e9,
+             ef, (double)sum.ns / 1e9, (double)sum.cpu_ns / 1e9,
              __atomic_load_n(&c->busy_waits, __ATOMIC_RELAXED) - busy0, removed);
     return 0;
 fail_w:
@@ -482,6 +507,7 @@ fail:
     /* The deleted keys taken (if any) are in no checkpoint: the next one
      * cannot be a delta of the last. */
     c->force_full = true;
+    end_run(c, NULL);
     if (!stopping(c)) pod_warn("checkpoint %s failed: %s; the log is kept", tmp, err.msg);
     return -1;
 }
@@ -509,18 +535,28 @@ static void *ckpt_main(void *arg)
     (void)setpriority(PRIO_PROCESS, (id_t)gettid(), CKPT_NICE);
     pthread_mutex_lock(&c->mu);
     while (!c->stop) {
-        struct timespec ts;
-        clock_gettime(CLOCK_MONOTONIC, &ts);
-        uint64_t abs = (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec + CHECK_EVERY_NS;
-        ts.tv_sec = (time_t)(abs / 1000000000ull);
-        ts.tv_nsec = (long)(abs % 1000000000ull);
-        pthread_cond_timedwait(&c->cv, &c->mu, &ts);
-        if (c->stop) break;
-        pthread_mutex_unlock(&c->mu);
+        if (!c->requested) {
+            struct timespec ts;
+            clock_gettime(CLOCK_MONOTONIC, &ts);
+            uint64_t abs =
+                (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec + CHECK_EVERY_NS;
+            ts.tv_sec = (time_t)(abs / 1000000000ull);
+            ts.tv_nsec = (long)(abs % 1000000000ull);
+            pthread_cond_timedwait(&c->cv, &c->mu, &ts);
+            if (c->stop) break;
+        }
+        /* A request is taken here, before the checkpoint that serves it
+         * starts (and so reads what was committed before the request). */
+        bool asked = c->requested;
+        if (asked && c->request_full) c->force_full = true;
+        c->requested = c->request_full = false;
         uint64_t logged = logged_bytes(c->lh);
-        if (logged - c->logged_at_last >= checkpoint_due(c)) {
+        bool run = asked || logged - c->logged_at_last >= checkpoint_due(c);
+        c->running = run;
+        pthread_mutex_unlock(&c->mu);
+        if (run) {
             c->logged_at_last = logged;
-            run_checkpoint(c);
+            run_checkpoint(c); /* clears running (end_run) */
         }
         pthread_mutex_lock(&c->mu);
     }
@@ -569,11 +605,27 @@ void checkpointer_stop(struct checkpointer *c)
     free(c);
 }
 
-void checkpointer_stats(const struct checkpointer *c, uint64_t *count, uint64_t *epoch,
-                        uint64_t *segments_removed, uint64_t *deltas)
+uint64_t checkpointer_request(struct checkpointer *c, bool full)
 {
-    *deltas = __atomic_load_n(&c->deltas, __ATOMIC_RELAXED);
-    *count = __atomic_load_n(&c->count, __ATOMIC_RELAXED);
-    *epoch = __atomic_load_n(&c->epoch, __ATOMIC_RELAXED);
-    *segments_removed = __atomic_load_n(&c->removed, __ATOMIC_RELAXED);
+    pthread_mutex_lock(&c->mu);
+    /* A pending request has not started yet: it serves this one too. */
+    uint64_t done_at = __atomic_load_n(&c->count, __ATOMIC_RELAXED) + (c->running ? 2 : 1);
+    c->requested = true;
+    c->request_full |= full;
+    pthread_cond_signal(&c->cv);
+    pthread_mutex_unlock(&c->mu);
+    return done_at;
+}
+
+void checkpointer_stats(struct checkpointer *c, struct log_host_stats *out)
+{
+    out->checkpoint_deltas = __atomic_load_n(&c->deltas, __ATOMIC_RELAXED);
+    out->checkpoints = __atomic_load_n(&c->count, __ATOMIC_RELAXED);
+    out->checkpoint_epoch = __atomic_load_n(&c->epoch, __ATOMIC_RELAXED);
+    out->segments_removed = __atomic_load_n(&c->removed, __ATOMIC_RELAXED);
+    out->checkpoint_failures = __atomic_load_n(&c->failures, __ATOMIC_RELAXED);
+    pthread_mutex_lock(&c->mu);
+    out->checkpoint_running = c->running || c->requested;
+    out->last_checkpoint = c->last;
+    pthread_mutex_unlock(&c->mu);
 }

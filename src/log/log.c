@@ -255,8 +255,21 @@ void log_host_get_stats(const struct log_host *lh, struct log_host_stats *out)
         out->write_errors += s.write_errors;
         out->direct_segments += s.direct_segments;
     }
-    if (lh->ckpt) checkpointer_stats(lh->ckpt, &out->checkpoints, &out->checkpoint_epoch,
-                                     &out->segments_removed, &out->checkpoint_deltas);
+    if (lh->ckpt) checkpointer_stats(lh->ckpt, out);
+}
+
+int log_host_request_checkpoint(struct log_host *lh, bool full, uint64_t *done_at, pod_err *err)
+{
+    if (!lh->logging) {
+        pod_err_set(err, "logging is off (loggers: 0): there is nothing to checkpoint");
+        return -1;
+    }
+    if (!lh->ckpt) {
+        pod_err_set(err, "checkpoints are off (engine.checkpoint_after: 0)");
+        return -1;
+    }
+    *done_at = checkpointer_request(lh->ckpt, full);
+    return 0;
 }
 
 void log_host_stop(struct log_host *lh)

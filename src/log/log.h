@@ -95,15 +95,36 @@ uint64_t log_host_epoch(const struct log_host *lh);
  * the epoch that was closed. */
 uint64_t log_host_close_epoch(struct log_host *lh);
 
+/* The last checkpoint a host wrote. */
+struct checkpoint_summary {
+    bool delta;                  /* a delta of the one before, else full */
+    uint64_t rows;               /* rows written */
+    uint64_t unchanged;          /* a delta's rows left out (in the chain before it) */
+    uint64_t deleted;            /* DELETE records of keys deleted since the last one */
+    uint64_t bytes;              /* the file's size */
+    uint64_t ns, cpu_ns;         /* how long it took; the checkpoint thread's CPU time */
+};
+
 struct log_host_stats {
     uint64_t global_epoch, pod_durable_epoch, persisted_epoch;
     uint64_t records, bytes, blocks, syncs, sync_ns, sync_ns_max, segments, write_errors;
     uint64_t direct_segments; /* of segments: written with O_DIRECT */
     uint64_t checkpoints, checkpoint_epoch, segments_removed;
     uint64_t checkpoint_deltas; /* deltas after the last full checkpoint (recovery's chain) */
+    uint64_t checkpoint_failures;
+    bool checkpoint_running;    /* one is being written or was asked for */
+    struct checkpoint_summary last_checkpoint; /* valid when checkpoints > 0 */
     uint64_t persisted_by_file, persisted_by_marks, persisted_empty; /* log_epochs_persist_counts */
 };
 void log_host_get_stats(const struct log_host *lh, struct log_host_stats *out);
+
+/* Ask for a checkpoint now, besides the ones the log's growth brings (a full
+ * one with full); it starts once the one being written, if any, is done, and
+ * reads at least what was committed before the call. *done_at: the count of
+ * checkpoints (log_host_stats.checkpoints) once it is written; a failure
+ * counts in checkpoint_failures instead. -1 (err) when logging or checkpoints
+ * are off. */
+int log_host_request_checkpoint(struct log_host *lh, bool full, uint64_t *done_at, pod_err *err);
 
 /* Workers are stopped: flush, sync, publish, join every thread. */
 void log_host_stop(struct log_host *lh);

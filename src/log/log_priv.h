@@ -64,8 +64,11 @@ int log_owner_of(const struct log_host *lh, const pod_table *t, const void *key)
 /* checkpoint.c */
 struct checkpointer *checkpointer_start(struct log_host *lh, pod_err *err);
 void checkpointer_stop(struct checkpointer *c);
-void checkpointer_stats(const struct checkpointer *c, uint64_t *count, uint64_t *epoch,
-                        uint64_t *segments_removed, uint64_t *deltas);
+/* Ask for a checkpoint now (a full one with full), after the one being
+ * written if any; returns the count of checkpoints written once it is. */
+uint64_t checkpointer_request(struct checkpointer *c, bool full);
+/* The checkpoint fields of a log_host_stats. */
+void checkpointer_stats(struct checkpointer *c, struct log_host_stats *out);
 /* Add a deleted key to lh->deleted (sets lost when out of memory). */
 void log_deleted_note(struct log_deleted *d, const pod_table *t, const void *key, uint64_t ev);
 /* Remove segments every record of which is older than the checkpoint

@@ -1,6 +1,7 @@
 /* Administrative procedures: sys.ping, sys.stats, sys.config, sys.procs,
- * sys.tables (docs/procedures.md). They read server and engine state; none
- * touches a table. */
+ * sys.tables, sys.log, sys.pod, sys.checkpoint (docs/procedures.md). They
+ * read server and engine state (sys.checkpoint asks the checkpoint thread for
+ * a checkpoint); none touches a table. */
 #include "pod/cxl_index.h"
 #include "pod/pod.h"
 #include <stdarg.h>
@@ -193,10 +194,27 @@ static int sys_log(pod_txn *tx, const pod_args *a, pod_result *res, void *ctx)
         kv_row(res, &row, "checkpoint_deltas", "%llu",
                (unsigned long long)st.checkpoint_deltas);
         kv_row(res, &row, "segments_removed", "%llu", (unsigned long long)st.segments_removed);
+        kv_row(res, &row, "checkpoint_failures", "%llu",
+               (unsigned long long)st.checkpoint_failures);
+        kv_row(res, &row, "checkpoint_running", "%d", st.checkpoint_running ? 1 : 0);
+        if (st.checkpoints) {
+            const struct checkpoint_summary *c = &st.last_checkpoint;
+            kv_row(res, &row, "last_checkpoint.kind", "%s", c->delta ? "delta" : "full");
+            kv_row(res, &row, "last_checkpoint.rows", "%llu", (unsigned long long)c->rows);
+            kv_row(res, &row, "last_checkpoint.unchanged", "%llu",
+                   (unsigned long long)c->unchanged);
+            kv_row(res, &row, "last_checkpoint.deleted_keys", "%llu",
+                   (unsigned long long)c->deleted);
+            kv_row(res, &row, "last_checkpoint.bytes", "%llu", (unsigned long long)c->bytes);
+            kv_row(res, &row, "last_checkpoint.seconds", "%.3f", (double)c->ns / 1e9);
+            kv_row(res, &row, "last_checkpoint.cpu_seconds", "%.3f", (double)c->cpu_ns / 1e9);
+        }
     }
     if (si && si->recovery.ran) {
         const struct log_recovery_stats *r = &si->recovery;
         kv_row(res, &row, "recovery.durable_epoch", "%llu", (unsigned long long)r->durable_epoch);
+        kv_row(res, &row, "recovery.checkpoint_epoch", "%llu",
+               (unsigned long long)r->checkpoint_epoch);
         kv_row(res, &row, "recovery.records_read", "%llu", (unsigned long long)r->records_read);
         kv_row(res, &row, "recovery.records_applied", "%llu",
                (unsigned long long)r->records_applied);
@@ -210,6 +228,34 @@ static int sys_log(pod_txn *tx, const pod_args *a, pod_result *res, void *ctx)
         kv_row(res, &row, "recovery.corrupt_tails", "%llu", (unsigned long long)r->corrupt_tails);
         kv_row(res, &row, "recovery.patches_lost", "%llu", (unsigned long long)r->patches_lost);
     }
+    return POD_OK;
+}
+
+/* sys.checkpoint [full] -> rows [checkpoints, N], [checkpoint_failures, F]:
+ * asks this host's checkpoint thread for a checkpoint now (a full one with
+ * "full"); it is written once sys.log's checkpoints reaches N, or failed once
+ * checkpoint_failures passes F. Returns at once: a worker must not wait for
+ * a checkpoint, which waits for the pod's epochs. */
+static int sys_checkpoint(pod_txn *tx, const pod_args *a, pod_result *res, void *ctx)
+{
+    (void)ctx;
+    bool full = false;
+    if (a->n > 1 ||
+        (a->n == 1 && (a->v[0].type != POD_T_BYTES || a->v[0].len != 4 ||
+                       memcmp(a->v[0].u.bytes, "full", 4) != 0)))
+        return pod_txn_fail(tx, POD_E_INVALID, "sys.checkpoint takes no argument, or \"full\"");
+    if (a->n == 1) full = true;
+    struct log_host *lh = pod_txn_db(tx)->log;
+    if (!lh) return pod_txn_fail(tx, POD_E_INVALID, "this server does not log");
+    uint64_t done_at;
+    pod_err e;
+    if (log_host_request_checkpoint(lh, full, &done_at, &e) != 0)
+        return pod_txn_fail(tx, POD_E_INVALID, "no checkpoint: %s", e.msg);
+    struct log_host_stats st;
+    log_host_get_stats(lh, &st);
+    pod_result_str(res, "checkpoints");
+    pod_result_i64(res, (int64_t)done_at);
+    name_i64_row(res, "checkpoint_failures", st.checkpoint_failures);
     return POD_OK;
 }
 
@@ -305,6 +351,7 @@ int pod_builtin_sys_init(pod_db *db, char *err, size_t errlen)
         {"sys.procs", sys_procs, NULL, 0, NULL, true},
         {"sys.tables", sys_tables, NULL, 0, NULL, true},
         {"sys.log", sys_log, NULL, 0, NULL, true},
+        {"sys.checkpoint", sys_checkpoint, NULL, -1, NULL, true},
         {"sys.pod", sys_pod, NULL, 0, NULL, true},
     };
     for (size_t i = 0; i < sizeof defs / sizeof defs[0]; i++)

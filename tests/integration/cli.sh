@@ -126,9 +126,10 @@ expect_rc 0 "kv.scan limit 1"
 out_is "$(printf '\thello world')" "kv.scan limit 1 (the empty key first)"
 run "$CLI" -s "$sock" call sys.procs
 expect_rc 0 "sys.procs"
-[ "$(wc -l <"$TMP/out")" = 19 ] || fail "sys.procs: $(wc -l <"$TMP/out") lines"
+[ "$(wc -l <"$TMP/out")" = 20 ] || fail "sys.procs: $(wc -l <"$TMP/out") lines"
 grep -q "$(printf '\tkv.multi\t-1\t0')" "$TMP/out" || fail "sys.procs lacks kv.multi"
 grep -q "$(printf '\tbench.status\t0\t1')" "$TMP/out" || fail "sys.procs lacks bench.status"
+grep -q "$(printf '\tsys.checkpoint\t-1\t1')" "$TMP/out" || fail "sys.procs lacks sys.checkpoint"
 pass "typed arguments (s: x: i: null:), binary output, scans"
 
 # ---- --json ------------------------------------------------------------------------

@@ -2,7 +2,8 @@
 # server does not write its durable-epoch record, what the
 # server acknowledged survives SIGKILL, a delete stays deleted, sys.log reports
 # the recovery, poddb-logdump shows the durable-epoch record and verifies the
-# log, a clean stop leaves a verifiable log, and a damaged durable-epoch record
+# log, sys.checkpoint writes checkpoints on request that recovery starts
+# from, a clean stop leaves a verifiable log, and a damaged durable-epoch record
 # stops the server with a clear message rather than a guess.
 source tests/lib.sh
 # One host: in a pod of several, a host with log history waits for the others
@@ -79,6 +80,51 @@ json=$($BIN/poddb-logdump --json "$logdir" | sed -n 1p)
 [ "$(json_get "$json" epoch)" -gt 0 ] || fail "logdump --json epoch: $json"
 pass "poddb-logdump shows the durable-epoch record"
 
+# A checkpoint on request (sys.checkpoint): it returns at once with the count
+# sys.log's checkpoints reaches once it is written; recovery starts from it.
+set +e
+"$CLI" --conf "$conf" call sys.checkpoint often >"$TMP/out" 2>&1; rc=$?
+set -e
+[ $rc != 0 ] && grep -q 'no argument, or "full"' "$TMP/out" ||
+  fail "sys.checkpoint often (rc $rc): $(cat "$TMP/out")"
+log_value() { "$CLI" --conf "$conf" call sys.log | awk -F'\t' -v k="$1" '$1==k{print $2}'; }
+checkpoint() { # [full]: ask, wait until written, check it did not fail
+  local n
+  n=$("$CLI" --conf "$conf" call sys.checkpoint "$@" | awk -F'\t' '$1=="checkpoints"{print $2}')
+  [ -n "$n" ] || fail "sys.checkpoint $*: no count"
+  for _ in $(seq 1 300); do
+    [ "$(log_value checkpoints)" -ge "$n" ] && break
+    sleep 0.1
+  done
+  [ "$(log_value checkpoints)" -ge "$n" ] || fail "sys.checkpoint $*: not written in 30 s"
+  [ "$(log_value checkpoint_failures)" = 0 ] || fail "sys.checkpoint $*: failed"
+  [ "$(log_value checkpoint_running)" = 0 ] || fail "sys.checkpoint $*: still running"
+}
+checkpoint
+# The first checkpoint of a server's life is full: alice (bob is deleted).
+[ "$(log_value last_checkpoint.kind)" = full ] && [ "$(log_value last_checkpoint.rows)" = 1 ] ||
+  fail "first requested checkpoint: $("$CLI" --conf "$conf" call sys.log | grep last_checkpoint)"
+ls "$logdir"/ckpt-0-*.log >/dev/null 2>&1 || fail "no checkpoint file in $logdir"
+"$CLI" --conf "$conf" call kv.put kv carol again >/dev/null || fail "put carol"
+checkpoint
+[ "$(log_value last_checkpoint.kind)" = delta ] && [ "$(log_value last_checkpoint.rows)" = 1 ] &&
+  [ "$(log_value last_checkpoint.unchanged)" = 1 ] ||
+  fail "delta checkpoint: $("$CLI" --conf "$conf" call sys.log | grep last_checkpoint)"
+checkpoint full
+[ "$(log_value last_checkpoint.kind)" = full ] && [ "$(log_value last_checkpoint.rows)" = 2 ] ||
+  fail "full checkpoint: $("$CLI" --conf "$conf" call sys.log | grep last_checkpoint)"
+pass "sys.checkpoint writes a full, a delta and a full checkpoint on request, sys.log reports each"
+kill -KILL $srv; wait $srv 2>/dev/null || true
+start
+[ "$(log_value recovery.checkpoint_epoch)" -gt 0 ] || fail "recovery did not start from the checkpoint"
+[ "$("$CLI" --conf "$conf" call kv.get kv carol)" = again ] || fail "carol lost"
+[ "$("$CLI" --conf "$conf" call kv.get kv alice)" = hello ] || fail "alice lost"
+set +e
+"$CLI" --conf "$conf" call kv.get kv bob >/dev/null 2>&1; rc=$?
+set -e
+[ $rc = 3 ] || fail "bob came back after the checkpoints (rc $rc)"
+pass "after SIGKILL, recovery starts from the requested checkpoint: alice and carol, no bob"
+
 kill -TERM $srv; wait $srv || fail "the server did not stop cleanly"
 $BIN/poddb-logdump --verify "$logdir" >/dev/null || fail "--verify after a clean stop"
 pass "a clean stop leaves a log that verifies"
@@ -106,6 +152,12 @@ for c in early off; do
   start
   "$CLI" --conf "$conf" call kv.put kv k v >/dev/null || fail "$c: put"
   [ "$("$CLI" --conf "$conf" call kv.get kv k)" = v ] || fail "$c: get"
+  if [ $c = off ]; then
+    set +e
+    "$CLI" --conf "$conf" call sys.checkpoint >"$TMP/out" 2>&1; rc=$?
+    set -e
+    [ $rc != 0 ] && grep -q 'logging is off' "$TMP/out" || fail "off: sys.checkpoint (rc $rc): $(cat "$TMP/out")"
+  fi
   kill -TERM $srv; wait $srv || fail "$c: clean stop"
   want='reply_before_durable is set: .*LOST in a crash'
   [ $c = off ] && want='logging is off (loggers: 0): nothing is durable'

@@ -9,7 +9,9 @@
  *    in it; the hand-over at the epoch boundary makes it durable; an idle
  *    worker holds nothing back;
  *  - transactions through the log layer: the state rebuilt from the log by
- *    recovery equals the state that was logged (values and epoch-versions);
+ *    recovery equals the state that was logged (values and epoch-versions),
+ *    also with checkpoints asked for (log_host_request_checkpoint, full and
+ *    delta in turn) while the transactions run;
  *  - a key deleted and inserted again within one epoch gets a larger
  *    epoch-version than its delete, so recovery keeps the insert. */
 #include <check.h>
@@ -275,20 +277,76 @@ static void tx_body(struct pod_worker *w, void *arg)
     pod_result_free(res);
 }
 
-START_TEST(test_recovered_state_equals_logged_state)
+/* Ask for a checkpoint and wait until it is written. */
+static void checkpoint_now(struct log_host *lh, bool full)
+{
+    pod_err err;
+    uint64_t done_at;
+    struct log_host_stats st;
+    ck_assert_msg(log_host_request_checkpoint(lh, full, &done_at, &err) == 0, "%s", err.msg);
+    log_host_get_stats(lh, &st);
+    ck_assert_uint_gt(done_at, st.checkpoints);
+    for (int i = 0; i < 20000 && st.checkpoints < done_at; i++) {
+        ck_assert_uint_eq(st.checkpoint_failures, 0);
+        nap_us(1000);
+        log_host_get_stats(lh, &st);
+    }
+    ck_assert_uint_ge(st.checkpoints, done_at);
+    ck_assert_uint_eq(st.checkpoint_failures, 0);
+    if (full) ck_assert(!st.last_checkpoint.delta); /* the one asked for, or a later one */
+    ck_assert_uint_gt(st.last_checkpoint.bytes, 0);
+}
+
+#define REQUESTS 6
+
+struct requester {
+    pthread_t th;
+    struct log_host *lh;
+};
+
+/* Checkpoints asked for while the workers run: full and delta in turn. */
+static void *request_main(void *arg)
+{
+    struct requester *r = arg;
+    for (int i = 0; i < REQUESTS; i++) checkpoint_now(r->lh, i % 2 == 0);
+    return NULL;
+}
+
+/* Transactions through the log layer, then recovery into a fresh database:
+ * the state rebuilt equals the state logged. With checkpoints, a thread
+ * asks for checkpoints while the transactions run (sys.checkpoint's path;
+ * none come from the log's growth) and for a last delta once they are done,
+ * and recovery starts from the checkpoints. */
+static void recover_logged_state(bool checkpoints)
 {
     struct lf f;
     lf_open(&f, 1, 0, 2, 2, 1, false, NULL, NULL);
     struct log_host_options o = lf_log_options(&f, false);
+    if (checkpoints) o.checkpoint_after = UINT64_C(1) << 40;
     pod_err err;
     struct log_host *lh = log_host_open(&o, &err);
     ck_assert_msg(lh != NULL, "%s", err.msg);
     ck_assert_int_eq(log_host_recover(lh, NULL, &err), 0);
     ck_assert_msg(log_host_start(lh, NULL, NULL, &err) == 0, "%s", err.msg);
+    uint64_t done_at;
+    if (!checkpoints) {
+        ck_assert_int_eq(log_host_request_checkpoint(lh, false, &done_at, &err), -1);
+        ck_assert_msg(strstr(err.msg, "checkpoint_after: 0") != NULL, "%s", err.msg);
+    }
+    struct requester rq = {.lh = lh};
+    if (checkpoints) ck_assert_int_eq(pthread_create(&rq.th, NULL, request_main, &rq), 0);
     struct tx_arg ta = {&f};
     char msg[256];
     ck_assert_int_eq(pod_workers_start(f.db, NULL, 0, tx_body, &ta, msg, sizeof msg), 0);
     pod_workers_join(f.db);
+    struct log_host_stats cst = {0};
+    if (checkpoints) {
+        pthread_join(rq.th, NULL);
+        checkpoint_now(lh, false);
+        log_host_get_stats(lh, &cst);
+        ck_assert_uint_eq(cst.checkpoints, REQUESTS + 1);
+        ck_assert(!cst.checkpoint_running);
+    }
     /* Everything durable before the layer stops (a clean shutdown). */
     uint64_t e = log_host_epoch(lh);
     for (int i = 0; i < 5000 && log_host_persisted(lh) <= e; i++) nap_us(1000);
@@ -310,6 +368,11 @@ START_TEST(test_recovered_state_equals_logged_state)
     }
     ck_assert_int_gt(present, 0);
     ck_assert_int_lt(present, N); /* some keys end deleted */
+    /* The last checkpoint saw the final state: every row written, or (a
+     * delta) left out as in the chain before it. */
+    if (checkpoints)
+        ck_assert_uint_eq(cst.last_checkpoint.rows + cst.last_checkpoint.unchanged,
+                          (uint64_t)present);
     char dir[POD_PATH_MAX];
     snprintf(dir, sizeof dir, "%s", f.dir);
     lf_close(&f);
@@ -321,6 +384,8 @@ START_TEST(test_recovered_state_equals_logged_state)
     ck_assert_msg(log_host_recover(lh, &st, &err) == 0, "%s", err.msg);
     ck_assert_uint_eq(st.records_discarded, 0);
     ck_assert_uint_eq(st.rows, (uint64_t)present);
+    if (checkpoints) ck_assert_uint_gt(st.checkpoint_epoch, 0);
+    else ck_assert_uint_eq(st.checkpoint_epoch, 0);
     for (int i = 0; i < N; i++) {
         uint64_t key = (uint64_t)(i / TX_KEYS) * 100000 + (uint64_t)(i % TX_KEYS);
         ck_assert_msg(lf_value(&f, key) == val[i], "key %" PRIu64 ": %" PRId64 " != %" PRId64, key,
@@ -333,6 +398,17 @@ START_TEST(test_recovered_state_equals_logged_state)
     }
     log_host_free(lh);
     lf_close(&f);
+}
+
+START_TEST(test_recovered_state_equals_logged_state)
+{
+    recover_logged_state(false);
+}
+END_TEST
+
+START_TEST(test_requested_checkpoints)
+{
+    recover_logged_state(true);
 }
 END_TEST
 
@@ -397,6 +473,7 @@ static Suite *logger_suite(void)
     tcase_add_test(tc, test_logger_round_trip);
     tcase_add_test(tc, test_durable_waits_for_the_epoch_boundary);
     tcase_add_test(tc, test_recovered_state_equals_logged_state);
+    tcase_add_test(tc, test_requested_checkpoints);
     tcase_add_test(tc, test_delete_and_insert_in_one_epoch);
     tcase_set_timeout(tc, 120);
     suite_add_tcase(s, tc);

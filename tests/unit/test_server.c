@@ -351,7 +351,8 @@ static const struct {
     int nargs, read_only;
 } expected_procs[] = {
     {"sys.ping", 0, 1},   {"sys.stats", 0, 1}, {"sys.config", 0, 1}, {"sys.procs", 0, 1},
-    {"sys.tables", 0, 1}, {"sys.log", 0, 1},   {"sys.pod", 0, 1},   {"kv.get", 2, 1},
+    {"sys.tables", 0, 1}, {"sys.log", 0, 1},   {"sys.pod", 0, 1},   {"sys.checkpoint", -1, 1},
+    {"kv.get", 2, 1},
     {"kv.put", 3, 0},     {"kv.insert", 3, 0},  {"kv.delete", 2, 0}, {"kv.scan", -1, 1},
     {"kv.multi", -1, 0},
     /* the benchmark driver's (src/bench/host.c), on every server */
