@@ -5,6 +5,7 @@
 # A config key the server does not know is refused before anything runs.
 # tools/experiments/ab.sh: one pair of runs, its means, no region left, --keep
 # without the durability logs; a --sequence of two runs compared run by run.
+# tools/experiments/ckptcost.sh: one round of requested checkpoints, medians, JSON.
 # tools/experiments/fold-profile.py: synthetic perf script text folded right.
 source tests/lib.sh
 export PODDB_RUN_DIR=$TMP/run PODDB_EXP_TAG=$TEST_TAG
@@ -101,6 +102,32 @@ set -e
 [ $rc = 2 ] && grep -q "build/bin/poddb-server not found: run make there" "$TMP/ab" ||
   fail "ab.sh with a tree without a build: exit $rc: $(cat "$TMP/ab")"
 pass "ab.sh refuses a tree without a build"
+
+# tools/experiments/ckptcost.sh: a tiny run (1 s of TPC-C, one round): a full
+# and a delta checkpoint of each host with its CPU per row, the medians, the
+# JSON line; a delta after the idle pause writes nothing; no region left.
+tools/experiments/ckptcost.sh --duration 1 --rounds 1 >"$TMP/ck" 2>&1 ||
+  { cat "$TMP/ck" >&2; fail "ckptcost.sh exited with $?"; }
+for h in 0 1; do
+  grep -Eq "^$h +full +[1-9][0-9]* +0 +[0-9.]+ +[0-9.]+ +[0-9.]+$" "$TMP/ck" &&
+    grep -Eq "^$h +delta +0 +[1-9][0-9]* +[0-9.]+ +[0-9.]+ +[0-9.]+$" "$TMP/ck" ||
+    fail "ckptcost.sh: host $h's full and delta checkpoints: $(cat "$TMP/ck")"
+done
+grep -Eq '^median: full [0-9.]+ ns per row, delta \(visit only\) [0-9.]+ ns per row$' "$TMP/ck" ||
+  fail "ckptcost.sh: no medians: $(cat "$TMP/ck")"
+tools/experiments/ckptcost.sh --duration 1 --rounds 1 --json 2>/dev/null | python3 -c '
+import json, sys
+d = json.loads(sys.stdin.read())
+assert d["tool"] == "ckptcost" and d["checkpoints"] == 4, d
+assert d["full_ns_per_row"] > 0 and d["delta_ns_per_row"] > 0, d
+assert all(n > 0 for n in d["rows_per_host"]), d' || fail "ckptcost.sh --json"
+[ -z "$(ls /dev/shm | grep '^poddb-ckptcost-' || true)" ] || fail "ckptcost.sh left a region behind"
+set +e
+tools/experiments/ckptcost.sh --rounds 0 >"$TMP/ck" 2>&1
+rc=$?
+set -e
+[ $rc = 2 ] && grep -q 'whole numbers above 0' "$TMP/ck" || fail "ckptcost.sh --rounds 0: exit $rc: $(cat "$TMP/ck")"
+pass "ckptcost.sh: a full and a delta checkpoint per host with their CPU per row, medians, JSON"
 
 # tools/experiments/fold-profile.py on perf script's text: samples folded by
 # procedure and call; --leaf counts a function with what was inlined into it;
