@@ -193,7 +193,7 @@ static bool visit_row(void *arg, const void *key, uint64_t value)
     memcpy(s->c->keys[s->n], key, s->t->key_size);
     s->batch[s->n] = (struct pod_row *)(uintptr_t)value;
     /* A full checkpoint copies every row: all its lines (a full TPC-C
-     * checkpoint ~7% less CPU than with the header's line alone, measured
+     * checkpoint 3-7% less CPU than with the header's line alone, measured
      * with sys.checkpoint on an idle pod, docs/performance.md section 50).
      * A delta leaves most rows out after reading their header. */
     const char *row = (const char *)s->batch[s->n];
