@@ -1,7 +1,8 @@
 # tools/pod end to end: a 2-host pod up, status, a call to each host, logs,
 # a refused second up, down from another directory; afterwards no server or
 # supervisor process, no region file, no socket and no pid file may remain.
-# Also: up refuses CPUs and NUMA nodes the machine lacks, down --keep-region,
+# Also: checkpoint on every host, up refuses CPUs and NUMA nodes the machine
+# lacks, down --keep-region,
 # a crashed host is reported, and check-numa / poddb-numaprobe run.
 source tests/lib.sh
 conf=$(make_conf)
@@ -31,7 +32,7 @@ no_pod_process() {
 }
 
 # ---- --help -----------------------------------------------------------------------------
-for c in up down status logs check-numa; do
+for c in up down status logs check-numa checkpoint; do
   run "$POD" $c --help
   expect_rc 0 "$c --help"
   out_has "usage: tools/pod $c" "$c --help"
@@ -100,6 +101,30 @@ for h in 0 1; do
     || fail "kv.get on host $h"
 done
 pass "poddb-cli kv.put/kv.get on each host"
+
+# A checkpoint on every host, waited for: each host's first is full, and
+# together they hold the two rows; --json; a host the pod lacks is refused.
+run "$POD" checkpoint --conf "$conf" --bin "$BIN_ABS"
+expect_rc 0 "checkpoint"
+for h in 0 1; do
+  grep -Eq "^  $h +full +[0-9]+ +0 +[0-9.]+ +[0-9.]+ +[0-9.]+$" "$TMP/out" ||
+    fail "checkpoint: no full checkpoint on host $h: $(cat "$TMP/out")"
+done
+rows0=$(awk '$1 == 0 && $2 == "full" {print $3}' "$TMP/out")
+[ "$(awk '$2 == "full" {n += $3} END {print n}' "$TMP/out")" = 2 ] ||
+  fail "checkpoint: the hosts' full checkpoints do not hold the 2 rows: $(cat "$TMP/out")"
+ls "$TMP"/pod/log-0/ckpt-0-*.log "$TMP"/pod/log-1/ckpt-1-*.log >/dev/null 2>&1 ||
+  fail "checkpoint: no checkpoint files in $TMP/pod/log-*"
+run "$POD" checkpoint --conf "$conf" --bin "$BIN_ABS" --host 0 --json
+expect_rc 0 "checkpoint --host 0 --json"
+json=$(cat "$TMP/out")
+[ "$(json_get "$json" hosts.0.host)" = 0 ] && [ "$(json_get "$json" hosts.0.kind)" = delta ] &&
+  [ "$(json_get "$json" hosts.0.rows)" = 0 ] && [ "$(json_get "$json" hosts.0.unchanged)" = "$rows0" ] ||
+  fail "checkpoint --host 0 --json (host 0 had $rows0 rows): $json"
+run "$POD" checkpoint --conf "$conf" --bin "$BIN_ABS" --host 2
+expect_rc 1 "checkpoint --host 2"
+err_has "the pod has hosts 0..1" "checkpoint --host 2"
+pass "checkpoint: a full checkpoint on each host, then a delta on host 0 (--json); host 2 refused"
 
 # An idle pod's workers poll their inboxes (no futex reaches another host),
 # but after 100 ms without work only every 1 ms (src/server/server.c,

@@ -13,12 +13,12 @@ usage: tools/experiments/ckptcost.sh [--duration S] [--rounds N] [--bin DIR] [--
 
 One pod of 2 hosts x 1 worker (CPUs 0 and 1), TPC-C (1 warehouse per host)
 10/15 for S seconds to grow the data; then, nothing else running, N rounds of
-a full and a delta checkpoint on host 0 and on host 1 (sys.checkpoint, each
-waited for). Prints each checkpoint (rows written, rows left out as
-unchanged, MiB, seconds, the checkpoint thread's CPU time per row visited)
-and the medians of the full and the delta ones. A delta after an idle pause
-writes nothing: it is the cost of visiting the rows, a full one adds writing
-them.
+a full and a delta checkpoint on host 0 and on host 1, one at a time
+(tools/pod checkpoint --host H). Prints each checkpoint (rows written, rows
+left out as unchanged, MiB, seconds, the checkpoint thread's CPU time per
+row visited) and the medians of the full and the delta ones. A delta after
+an idle pause writes nothing: it is the cost of visiting the rows, a full
+one adds writing them.
 
   --duration S   seconds of TPC-C before the checkpoints (default 15: ~6
                  million rows per host)
@@ -56,31 +56,20 @@ up "$(make_conf pod 1 1000000)"
 echo "TPC-C 10/15 for $DUR s to grow the data" >&2
 "$BIN/poddb-bench" --conf "$CONF" --workload tpcc --remote 10/15 --duration "$DUR" --warmup 0 -q >/dev/null
 
-log_value() { # HOST KEY: a value of sys.log
-    "$BIN/poddb-cli" --conf "$CONF" --host "$1" call sys.log | awk -F'\t' -v k="$2" '$1 == k {print $2}'
-}
-# checkpoint HOST [full]: ask, wait until written, print one line:
-# host kind rows unchanged bytes seconds cpu_seconds
+# checkpoint HOST [--full]: one checkpoint of HOST, waited for (tools/pod
+# checkpoint); prints: host kind rows unchanged bytes seconds cpu_seconds
 checkpoint() {
-    local h=$1 n i
+    local h=$1
     shift
-    n=$("$BIN/poddb-cli" --conf "$CONF" --host "$h" call sys.checkpoint "$@" |
-        awk -F'\t' '$1 == "checkpoints" {print $2}')
-    for ((i = 0; i < 6000; i++)); do
-        [ "$(log_value "$h" checkpoints)" -ge "$n" ] && break
-        sleep 0.05
-    done
-    [ "$(log_value "$h" checkpoints)" -ge "$n" ] || { echo "ckptcost.sh: host $h's checkpoint not written in 5 minutes" >&2; exit 2; }
-    [ "$(log_value "$h" checkpoint_failures)" = 0 ] || { echo "ckptcost.sh: host $h's checkpoint failed (see its server log)" >&2; exit 2; }
-    "$BIN/poddb-cli" --conf "$CONF" --host "$h" call sys.log | awk -F'\t' -v h="$h" '
-        $1 == "last_checkpoint.kind" {k = $2} $1 == "last_checkpoint.rows" {r = $2}
-        $1 == "last_checkpoint.unchanged" {u = $2} $1 == "last_checkpoint.bytes" {b = $2}
-        $1 == "last_checkpoint.seconds" {s = $2} $1 == "last_checkpoint.cpu_seconds" {c = $2}
-        END {print h, k, r, u, b, s, c}'
+    PODDB_BIN=$BIN "$ROOT/tools/pod" checkpoint --conf "$CONF" --host "$h" "$@" --json |
+        python3 -c 'import json, sys
+c = json.load(sys.stdin)["hosts"][0]
+print(c["host"], c["kind"], c["rows"], c["unchanged"], c["bytes"], c["seconds"], c["cpu_seconds"])' ||
+        { echo "ckptcost.sh: host $h's checkpoint failed" >&2; exit 2; }
 }
 for ((round = 0; round < ROUNDS; round++)); do
     for h in 0 1; do
-        checkpoint "$h" full
+        checkpoint "$h" --full
         checkpoint "$h"
     done
 done >"$WORK/ckpts.txt"
