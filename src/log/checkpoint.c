@@ -553,7 +553,7 @@ static void *ckpt_main(void *arg)
             if (c->stop) break;
         }
         /* A request is taken here, before the checkpoint that serves it
-         * starts (and so reads what was committed before the request). */
+         * starts (its Es is then at least the epoch of the request). */
         bool asked = c->requested;
         if (asked && c->request_full) c->force_full = true;
         c->requested = c->request_full = false;

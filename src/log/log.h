@@ -119,8 +119,8 @@ struct log_host_stats {
 void log_host_get_stats(const struct log_host *lh, struct log_host_stats *out);
 
 /* Ask for a checkpoint now, besides the ones the log's growth brings (a full
- * one with full); it starts once the one being written, if any, is done, and
- * reads at least what was committed before the call. *done_at: the count of
+ * one with full); it starts once the one being written, if any, is done, so
+ * its start epoch is at least the epoch of the call. *done_at: the count of
  * checkpoints (log_host_stats.checkpoints) once it is written; a failure
  * counts in checkpoint_failures instead. -1 (err) when logging or checkpoints
  * are off. */
