@@ -147,19 +147,6 @@ cpu_ticks() {
     echo "$s"
 }
 
-# "KIND#TID TICKS" for every thread of both servers of the running pod (KIND:
-# the thread's name without its trailing number)
-thread_ticks() {
-    local dir f pid t
-    dir=$(pod_dir)
-    for f in "$dir"/host0.pid "$dir"/host1.pid; do
-        pid=$(cut -d' ' -f1 "$f")
-        for t in /proc/"$pid"/task/*; do
-            echo "$(sed 's/[0-9]*$//' "$t/comm" 2>/dev/null)#${t##*/} $(sed 's/.*) //' "$t/stat" 2>/dev/null | awk '{print $12 + $13}')"
-        done
-    done
-}
-
 # start POD TREE ENV LOGGERS [ENGINE_LINE...]: bring up and load the pod
 # POD (its config $WORK/POD.yaml) with TREE's programs (in this shell, so
 # that the exit trap brings the pod down if anything fails)

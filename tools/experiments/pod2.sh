@@ -85,6 +85,26 @@ pod_pids() {
     cut -d' ' -f1 "$dir"/host0.pid "$dir"/host1.pid
 }
 
+# thread_ticks [CONF]: "KIND#TID TICKS" for every thread of both servers of
+# the pod of CONF (default $CONF), KIND the thread's name without its
+# trailing number (pod-worker, pod-ckpt, ...), TICKS its user + system time
+thread_ticks() {
+    local dir f pid t
+    dir=$(pod_dir "$@")
+    for f in "$dir"/host0.pid "$dir"/host1.pid; do
+        pid=$(cut -d' ' -f1 "$f")
+        for t in /proc/"$pid"/task/*; do
+            echo "$(sed 's/[0-9]*$//' "$t/comm" 2>/dev/null)#${t##*/} $(sed 's/.*) //' "$t/stat" 2>/dev/null | awk '{print $12 + $13}')"
+        done
+    done
+}
+# kind_seconds KIND BEFORE AFTER: the CPU seconds the threads of KIND took
+# between two thread_ticks outputs (files)
+kind_seconds() {
+    awk -v k="$1#" -v hz="$(getconf CLK_TCK)" 'NR == FNR {a[$1] = $2; next}
+        index($1, k) == 1 {s += $2 - ($1 in a ? a[$1] : 0)} END {printf "%.2f\n", s / hz}' "$2" "$3"
+}
+
 # up CONF [VAR=VALUE...]: start the pod of CONF (its log directories emptied
 # first; the servers get the variables) and make it $CONF
 up() {

@@ -43,7 +43,10 @@ CRC32C rate before and after the runs as a gauge of the spell it ran in
 before session 24's CRC change, which reads ~7% higher in the same spell).
 After the table it also prints the runs behind each median and the waits
 for the other host's replies in the TPC-C 10/15 runs (mean, share over
-128 us) with logging on, off, and with locking and logging off.
+128 us) with logging on, off, and with locking and logging off, and the CPU
+seconds the checkpointers took in each logging-on 10/15 run: a large
+checkpoint in the measured 10 s moves the logging ratio most (session 25,
+one fast spell: 0.81-0.85 with one, 0.87-0.95 without).
 EOF
 }
 
@@ -151,7 +154,9 @@ for r in $(seq "$REPEAT"); do
         p=${TPCC_PODS[$(((r - 1 + i) % 3))]}
         CONF=${TPCC_CONF[$p]}
         resume "$CONF"
+        thread_ticks >"$WORK/ticks-$p-$r.0"
         bench "tpcc-10-15$(suffix "$p")-$r" --workload tpcc --remote 10/15 >/dev/null
+        thread_ticks >"$WORK/ticks-$p-$r.1"
         bench "tpcc-60-90$(suffix "$p")-$r" --workload tpcc --remote 60/90 >/dev/null
         pause "$CONF"
     done
@@ -169,6 +174,12 @@ for p in "${TPCC_PODS[@]}"; do
     bare) T1015_BARE=$(median "${A[@]}") ;;
     esac
 done
+# How much checkpointing each logging-on 10/15 run held (both hosts'
+# pod-ckpt threads): what moves the logging ratio most from run to run
+# (docs/performance.md, section 50).
+CK=()
+for r in $(seq "$REPEAT"); do CK+=("$(kind_seconds pod-ckpt "$WORK/ticks-on-$r.0" "$WORK/ticks-on-$r.1")"); done
+runs "checkpointers' CPU seconds in tpcc-10-15" "${CK[@]}"
 R_LOG=$(median_ratio tpcc-10-15 tpcc-10-15-nolog "$REPEAT")
 R_BARE=$(median_ratio tpcc-10-15 tpcc-10-15-bare "$REPEAT")
 # Resident set vs data, on the TPC-C pod with logging after its runs
