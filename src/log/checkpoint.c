@@ -140,6 +140,10 @@ static bool write_batch(struct part_scan *s)
     int n = s->n;
     s->n = 0;
     for (int i = 0; i < n; i++) {
+        if (s->min_ev && pod_row_unchanged(s->batch[i], s->min_ev)) {
+            (*s->older)++; /* in the checkpoints before this delta */
+            continue;
+        }
         /* The tuple is read straight into the checkpoint's block. */
         unsigned char *tuple = seg_writer_reserve(s->w, (uint16_t)s->t->key_size,
                                                   s->t->tuple_size, s->err);

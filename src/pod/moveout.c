@@ -60,7 +60,7 @@ static bool evict(struct pod_worker *w, pod_table *t, uint32_t part, const void 
         if (!ph->conf->engine.dirty_tracking || (rec_load(rec) & REC_DIRTY)) {
             /* Written by another host: the CXL copy is the tuple. */
             if (rec_row_read(ph->r, ph->coh, rec, row->tuple, t->tuple_size, &valid, &ev) == REC_OK) {
-                row->epoch_version = ev;
+                row_set_epoch_version(row, ev);
                 row_set_valid(row, valid);
             }
         }

@@ -16,6 +16,7 @@
 #ifndef PODDB_POD_ROW_SNAPSHOT_H
 #define PODDB_POD_ROW_SNAPSHOT_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
 #include "engine/db.h"
@@ -41,5 +42,22 @@ void pod_snapshot_exit(pod_db *db, int worker);
  * (POD_SNAP_OLDER: a delta checkpoint does not need it). */
 enum pod_snapshot_status pod_row_snapshot(pod_db *db, const pod_table *t, struct pod_row *row,
                                           uint64_t min_ev, void *tuple, uint64_t *epoch_version);
+
+/* True when a delta checkpoint may leave `row` out without locking it: its
+ * lock is live in its own word (not moved into CXL memory, where another
+ * host may have written the tuple unseen by DRAM), no writer holds it, and
+ * its epoch-version is below min_ev, the previous checkpoint's start epoch.
+ * Safe without the shared lock: a write that commits later was locked after
+ * this look, so its epoch is at least the current checkpoint's start (Es)
+ * and its record stays in the log; min_ev's writes are all committed (the
+ * previous checkpoint waited for them). What this saves is two atomic
+ * read-modify-writes on each unchanged row's line (docs/performance.md,
+ * section 51). A row this does not clear goes through pod_row_snapshot. */
+static inline bool pod_row_unchanged(const struct pod_row *row, uint64_t min_ev)
+{
+    uint32_t v = __atomic_load_n(&row->lock, __ATOMIC_ACQUIRE);
+    return !(v & (LOCK_W | LOCK_MOVED)) &&
+           __atomic_load_n(&row->epoch_version, __ATOMIC_RELAXED) < min_ev;
+}
 
 #endif

@@ -46,6 +46,14 @@ static inline void row_set_shortcut(struct pod_row *r, cxl_off off)
     __atomic_store_n(&r->shortcut, (uint32_t)(off >> 3), __ATOMIC_RELEASE);
 }
 
+/* A committed write's epoch-version. Stored under the row's exclusive lock
+ * but read without it by delta checkpoints (pod_row_unchanged), hence
+ * atomic: a plain store on x86. */
+static inline void row_set_epoch_version(struct pod_row *r, uint64_t ev)
+{
+    __atomic_store_n(&r->epoch_version, ev, __ATOMIC_RELAXED);
+}
+
 static inline unsigned row_valid(const struct pod_row *r)
 {
     return (__atomic_load_n(&r->lock, __ATOMIC_ACQUIRE) & ROW_VALID) != 0;

@@ -395,7 +395,7 @@ static const unsigned char *local_tuple(struct pod_txn *tx, struct access *a)
         uint32_t valid;
         if (rec_row_read(pod_host_region(ph), pod_host_coherence(ph), rec, row->tuple, tsz, &valid,
                          &ev) == REC_OK) {
-            row->epoch_version = ev;
+            row_set_epoch_version(row, ev);
             row_set_valid(row, valid);
             rec_flag_clear(rec, REC_DIRTY);
         }
@@ -997,16 +997,16 @@ void txn_commit(struct pod_txn *tx)
         if (a->rec) continue; /* remote: below, with the release */
         if (a->flags & ACC_DELETED) {
             row_set_valid(a->row, 0);
-            a->row->epoch_version = txn_next_epoch_version(a->row->epoch_version, epoch);
+            row_set_epoch_version(a->row, txn_next_epoch_version(a->row->epoch_version, epoch));
             log_txn_write(tx->db, lw, a->table, a->key, a->row->epoch_version, NULL);
         } else if (a->flags & (ACC_INSERTED | ACC_UPDATED)) {
             uint64_t base = a->row->epoch_version;
             const void *key = a->key;
             if (a->flags & ACC_INSERTED) {
-                a->row->epoch_version = txn_next_epoch_version(log_insert_ev_floor(tx->db), epoch);
+                row_set_epoch_version(a->row, txn_next_epoch_version(log_insert_ev_floor(tx->db), epoch));
                 log_txn_write(tx->db, lw, a->table, key, a->row->epoch_version, a->row->tuple);
             } else { /* the log needs only what changed since the before-image */
-                a->row->epoch_version = txn_next_epoch_version(base, epoch);
+                row_set_epoch_version(a->row, txn_next_epoch_version(base, epoch));
                 log_txn_update(tx->db, lw, a->table, key, a->row->epoch_version, base, a->undo,
                                a->ulo, a->uhi, a->row->tuple);
             }
