@@ -180,7 +180,7 @@ struct seg_writer {
     uint64_t synced; /* bytes known durable */
     uint64_t wb_start, wb_end; /* seg_writer_pace: the range whose writeback was started last */
     uint64_t dropped;          /* bytes before this are out of the page cache (drop_written) */
-    unsigned char *buf; /* block header space + payload (block_base: a direct writer's is in stage) */
+    unsigned char *buf; /* the block being built: header space + payload */
     size_t cap;
     size_t len; /* payload bytes */
     uint32_t nrec;
@@ -192,8 +192,11 @@ struct seg_writer {
      * stage_off (a page boundary) to size, 4 KiB-aligned, and is written with
      * O_DIRECT in whole pages; the partial last page is padded with zeros at a
      * sync and written again, with the same leading bytes, by the next one.
-     * The block being built sits right after them (block_base), so that a
-     * full block is staged where it was built, without a copy. */
+     * A block is built in buf and copied here when full. Built in the stage
+     * itself (no copy), a full checkpoint cost 86-100 ns a row in good spells
+     * and up to 220 in bad ones on this VM; built apart, 79-90 and at most
+     * ~160 (docs/performance.md, section 51). Why is a guess: the stage's
+     * lines had just been read by the device for the previous write. */
     bool direct;
     bool odirect;            /* the fd has O_DIRECT (cleared when the file system refuses it) */
     unsigned char *stage;
@@ -205,18 +208,6 @@ struct seg_writer {
 };
 
 #define DIRECT_PAGE 4096u
-
-/* Where the block being built starts: its header's room, then the payload. */
-static unsigned char *block_base(const struct seg_writer *w)
-{
-    return w->direct ? w->stage + (w->size - w->stage_off) : w->buf;
-}
-
-/* Bytes of the block being built, with a reserved record's room. */
-static size_t block_building(const struct seg_writer *w)
-{
-    return w->nrec || w->reserved ? SEG_BLOCK_HEADER_SIZE + w->len + w->reserved : 0;
-}
 
 int seg_fsync_dir(const char *dir, pod_err *err)
 {
@@ -330,20 +321,15 @@ int seg_writer_flush_block(struct seg_writer *w, pod_err *err)
     if (check_broken(w, err)) return -1;
     w->reserved = 0; /* what was reserved would move */
     if (w->nrec == 0) return 0;
-    unsigned char *h = block_base(w);
+    unsigned char *h = w->buf;
     size_t len = w->len;
     encode_block_header(h, h + SEG_BLOCK_HEADER_SIZE, len, w->nrec, w->epoch_lo, w->epoch_hi);
-    /* A direct writer's block is staged already: it only joins the file. */
-    if (!w->direct && write_block(w, h, h + SEG_BLOCK_HEADER_SIZE, len, err) != 0) return -1;
+    if (write_block(w, h, h + SEG_BLOCK_HEADER_SIZE, len, err) != 0) return -1;
     written_epochs(w, w->epoch_lo, w->epoch_hi);
     w->len = 0;
     w->nrec = 0;
     w->epoch_lo = UINT64_MAX;
     w->epoch_hi = 0;
-    if (w->direct) {
-        w->size += SEG_BLOCK_HEADER_SIZE + len;
-        if (w->size - w->stage_off >= w->early_bytes) return write_stage(w, false, err);
-    }
     return 0;
 }
 
@@ -433,10 +419,7 @@ static unsigned char *block_room(struct seg_writer *w, size_t rlen, pod_err *err
     if (check_broken(w, err)) return NULL;
     if (w->len + rlen > SEG_MAX_BLOCK_PAYLOAD && seg_writer_flush_block(w, err) != 0) return NULL;
     size_t need = SEG_BLOCK_HEADER_SIZE + w->len + rlen;
-    if (w->direct) {
-        /* Room for the padding of the last page too (write_stage). */
-        if (stage_reserve(w, (size_t)(w->size - w->stage_off) + need + DIRECT_PAGE, err)) return NULL;
-    } else if (need > w->cap) {
+    if (need > w->cap) {
         size_t nc = w->cap ? w->cap : 64 * 1024;
         while (nc < need) nc *= 2;
         unsigned char *nb = realloc(w->buf, nc);
@@ -447,7 +430,7 @@ static unsigned char *block_room(struct seg_writer *w, size_t rlen, pod_err *err
         w->buf = nb;
         w->cap = nc;
     }
-    return block_base(w) + SEG_BLOCK_HEADER_SIZE + w->len;
+    return w->buf + SEG_BLOCK_HEADER_SIZE + w->len;
 }
 
 /* Encode rec at p, the block's end, and count it in the block. */
@@ -488,7 +471,7 @@ int seg_writer_commit(struct seg_writer *w, const struct log_record *rec, pod_er
 {
     if (seg_record_check(rec, err)) return -1;
     /* The block's room exists once something was reserved (it may not before). */
-    unsigned char *p = w->reserved ? block_base(w) + SEG_BLOCK_HEADER_SIZE + w->len : NULL;
+    unsigned char *p = w->reserved ? w->buf + SEG_BLOCK_HEADER_SIZE + w->len : NULL;
     if (!p || seg_record_size(rec->key_len, rec->tuple_len) != w->reserved ||
         rec->tuple != p + SEG_RECORD_HEADER + rec->key_len) {
         pod_err_set(err, "%s: a record committed without its reserved room", w->path);
@@ -655,7 +638,7 @@ static int stage_reserve(struct seg_writer *w, size_t need, pod_err *err)
         pod_err_set(err, "out of memory growing the direct-write buffer of %s to %zu bytes", w->path, nc);
         return -1;
     }
-    memcpy(p, w->stage, (size_t)(w->size - w->stage_off) + block_building(w));
+    memcpy(p, w->stage, (size_t)(w->size - w->stage_off));
     free(w->stage);
     w->stage = p;
     w->stage_cap = nc;
@@ -670,11 +653,6 @@ static int write_stage(struct seg_writer *w, bool pad, pod_err *err)
     size_t full = n & ~(size_t)(DIRECT_PAGE - 1);
     size_t out = pad ? (n + DIRECT_PAGE - 1) & ~(size_t)(DIRECT_PAGE - 1) : full;
     if (out == 0) return 0;
-    /* The padding goes where a block being built may start: keep its bytes. */
-    size_t building = block_building(w);
-    unsigned char kept[DIRECT_PAGE];
-    size_t nkept = out <= n ? 0 : out - n < building ? out - n : building;
-    memcpy(kept, w->stage + n, nkept);
     if (out > n) memset(w->stage + n, 0, out - n); /* stage_cap is a multiple of the page */
     size_t done = 0;
     int rc = pwrite_all(w->fd, w->stage, out, w->stage_off, &done);
@@ -688,7 +666,6 @@ static int write_stage(struct seg_writer *w, bool pad, pod_err *err)
             rc = pwrite_all(w->fd, w->stage + done, out - done, w->stage_off + done, &more);
         }
     }
-    memcpy(w->stage + n, kept, nkept);
     if (rc != 0) {
         char msg[300];
         snprintf(msg, sizeof msg, "a direct write of %zu bytes at offset %" PRIu64 " failed: %s",
@@ -697,7 +674,7 @@ static int write_stage(struct seg_writer *w, bool pad, pod_err *err)
         pod_err_set(err, "%s", w->broken_err.msg);
         return -1;
     }
-    if (full) memmove(w->stage, w->stage + full, n - full + building);
+    if (full) memmove(w->stage, w->stage + full, n - full);
     w->stage_off += full;
     return 0;
 }
@@ -732,7 +709,7 @@ static void drop_written(struct seg_writer *w, uint64_t upto)
 int seg_writer_sync(struct seg_writer *w, pod_err *err)
 {
     if (check_broken(w, err)) return -1;
-    w->reserved = 0; /* write_stage may move the block being built */
+    w->reserved = 0; /* a sync ends a reservation, as a flush does (segment.h) */
     if (w->synced == w->size) return 0;
     if (w->direct && write_stage(w, true, err) != 0) return -1;
     if (fdatasync(w->fd) != 0) {

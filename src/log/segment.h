@@ -160,8 +160,7 @@ int seg_writer_append(struct seg_writer *w, const struct log_record *rec, pod_er
  * fills the tuple in and seg_writer_commit makes it a record (rec->tuple must
  * be that pointer, the lengths those reserved). Room reserved and not
  * committed is not written: the next reserve or append takes it, and a
- * flush or sync in between drops it (a direct writer's block moves in its
- * stage). NULL / -1 with err filled on an error. */
+ * flush or sync in between drops it. NULL / -1 with err filled on an error. */
 unsigned char *seg_writer_reserve(struct seg_writer *w, uint16_t key_len, uint32_t tuple_len,
                                   pod_err *err);
 int seg_writer_commit(struct seg_writer *w, const struct log_record *rec, pod_err *err);
