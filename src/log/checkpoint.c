@@ -58,6 +58,7 @@
  * meanwhile. */
 #define WRITEBACK_BYTES (4u << 20)
 #define CKPT_NICE 10 /* the thread's nice value (ckpt_main) */
+#define MAX_DELTAS 32 /* deltas in a chain at most (bounds the files recovery opens) */
 #define DELETED_HEADER 12u /* table id, epoch-version: struct log_deleted's entries */
 
 struct checkpointer {
@@ -75,6 +76,7 @@ struct checkpointer {
     uint64_t busy_waits;     /* atomic: naps for a row a writer held */
     uint64_t logged_at_last;
     uint64_t full_bytes;     /* what a full checkpoint would take now (estimated after a delta) */
+    uint64_t base_bytes;     /* size of the last full one (the chain's first) */
     uint64_t chain_bytes;    /* sizes of the deltas written since the last full one */
     uint64_t delta_bytes;    /* size of the last delta (0 after a full one) */
     uint64_t last_es;        /* start epoch of the last checkpoint written (0: none yet) */
@@ -409,6 +411,19 @@ static void end_run(struct checkpointer *c, const struct checkpoint_summary *sum
     pthread_mutex_unlock(&c->mu);
 }
 
+/* Full again when another delta like the last would make the chain (the
+ * full one and its deltas, which recovery reads) more than twice the live
+ * data: where nearly every row changes between checkpoints (YCSB) every
+ * other checkpoint is full; where the data mostly grows (TPC-C's inserts)
+ * the chain holds little that is stale, and a full checkpoint, which
+ * writes every row again, would be wasted (docs/performance.md, section
+ * 51). */
+bool checkpoint_policy_delta(uint64_t base, uint64_t chain, uint64_t last, uint64_t live,
+                             uint64_t ndeltas)
+{
+    return ndeltas < MAX_DELTAS && base + chain + last <= 2 * live;
+}
+
 static int run_checkpoint(struct checkpointer *c)
 {
     struct log_host *lh = c->lh;
@@ -419,12 +434,10 @@ static int run_checkpoint(struct checkpointer *c)
     uint64_t es = __atomic_load_n(lh->epoch_word, __ATOMIC_SEQ_CST);
     /* A delta holds the rows written since the last checkpoint's start
      * (every earlier write is in that one or the chain before it) and the
-     * keys deleted since the last one took the list. Full again when
-     * another delta like the last would make the deltas larger than a full
-     * one (recovery reads the chain): where nearly every row changes between
-     * checkpoints, every other checkpoint is full. */
+     * keys deleted since the last one took the list. */
     bool delta = c->last_es && !c->force_full &&
-                 c->chain_bytes + c->delta_bytes <= c->full_bytes;
+                 checkpoint_policy_delta(c->base_bytes, c->chain_bytes, c->delta_bytes,
+                                         c->full_bytes, c->deltas);
     uint64_t min_ev = delta ? log_ev_make((uint32_t)c->last_es, 0) : 0;
     char tmp[SEG_NAME_MAX], fin[SEG_NAME_MAX];
     char a[POD_PATH_MAX + SEG_NAME_MAX + 2], b[POD_PATH_MAX + SEG_NAME_MAX + 2];
@@ -485,7 +498,7 @@ static int run_checkpoint(struct checkpointer *c)
          * (the data grows: TPC-C doubles in tens of seconds). */
         if (rows) c->full_bytes = (uint64_t)((double)bytes * (double)(rows + older) / (double)rows);
     } else {
-        c->full_bytes = bytes;
+        c->full_bytes = c->base_bytes = bytes;
         c->chain_bytes = c->delta_bytes = 0;
     }
     __atomic_store_n(&c->deltas, delta ? c->deltas + 1 : 0, __ATOMIC_RELAXED);
@@ -528,8 +541,9 @@ fail:
  * delta writes only what changed), so when the data is larger than
  * checkpoint_after, checkpointing after every checkpoint_after bytes of log
  * would scan more than the loggers write; this way a full checkpoint costs at
- * most half of what logging does, and recovery reads at most the data, as
- * much again of deltas, and twice the data (or checkpoint_after) of log. */
+ * most half of what logging does, and recovery reads about twice the data
+ * at most in checkpoints (run_checkpoint) and twice the data (or
+ * checkpoint_after) of log. */
 static uint64_t checkpoint_due(const struct checkpointer *c)
 {
     uint64_t due = c->lh->o.checkpoint_after;

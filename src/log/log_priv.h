@@ -69,6 +69,12 @@ void checkpointer_stop(struct checkpointer *c);
 uint64_t checkpointer_request(struct checkpointer *c, bool full);
 /* The checkpoint fields of a log_host_stats. */
 void checkpointer_stats(struct checkpointer *c, struct log_host_stats *out);
+/* The checkpointer's choice of kind: may the next checkpoint be a delta,
+ * given the sizes in bytes of the chain's full checkpoint (base), of the
+ * deltas after it (chain: ndeltas of them), of the last delta (last: 0
+ * after a full one), and of the live data (live: a full checkpoint now)? */
+bool checkpoint_policy_delta(uint64_t base, uint64_t chain, uint64_t last, uint64_t live,
+                             uint64_t ndeltas);
 /* Add a deleted key to lh->deleted (sets lost when out of memory). */
 void log_deleted_note(struct log_deleted *d, const pod_table *t, const void *key, uint64_t ev);
 /* Remove segments every record of which is older than the checkpoint

@@ -13,7 +13,10 @@
  *    also with checkpoints asked for (log_host_request_checkpoint, full and
  *    delta in turn) while the transactions run;
  *  - a key deleted and inserted again within one epoch gets a larger
- *    epoch-version than its delete, so recovery keeps the insert. */
+ *    epoch-version than its delete, so recovery keeps the insert;
+ *  - the checkpointer's choice of full or delta (checkpoint_policy_delta):
+ *    every other one full where every row changes, deltas while the data
+ *    grows, full once the chain is twice the live data or 32 deltas long. */
 #include <check.h>
 #include <inttypes.h>
 #include <pthread.h>
@@ -25,6 +28,7 @@
 #include "helpers/log_fixture.h"
 #include "log/durable_file.h"
 #include "log/logdir.h"
+#include "log/log_priv.h"
 #include "log/logger.h"
 
 static void nap_us(long us)
@@ -466,6 +470,59 @@ START_TEST(test_delete_and_insert_in_one_epoch)
 }
 END_TEST
 
+/* A run of checkpoints under the policy: live[i] is the live data at the
+ * i-th checkpoint, changed[i] what changed since the one before (what a
+ * delta writes); kinds gets 'F' or 'D' for each. The first one is full. */
+static void policy_run(int n, const uint64_t *live, const uint64_t *changed, char *kinds)
+{
+    uint64_t base = 0, chain = 0, last = 0, ndeltas = 0, live_est = 0;
+    for (int i = 0; i < n; i++) {
+        bool delta = i > 0 && checkpoint_policy_delta(base, chain, last, live_est, ndeltas);
+        kinds[i] = delta ? 'D' : 'F';
+        if (delta) {
+            chain += changed[i];
+            last = changed[i];
+            ndeltas++;
+        } else {
+            base = live[i];
+            chain = last = ndeltas = 0;
+        }
+        live_est = live[i];
+    }
+    kinds[n] = 0;
+}
+
+START_TEST(test_checkpoint_policy)
+{
+    enum { N = 40 };
+    uint64_t live[N], changed[N];
+    char kinds[N + 1];
+    /* Every row changes between checkpoints (YCSB): full, delta in turn. */
+    for (int i = 0; i < N; i++) live[i] = changed[i] = 1000;
+    policy_run(6, live, changed, kinds);
+    ck_assert_str_eq(kinds, "FDFDFD");
+    /* The data doubles between checkpoints, most of the change new rows
+     * (TPC-C): deltas, until a chain of 32. */
+    for (int i = 0; i < N; i++) {
+        live[i] = (uint64_t)1000 << i;
+        /* the new half, and a quarter of the old rows changed */
+        changed[i] = i ? live[i] - live[i - 1] + live[i - 1] / 4 : live[i];
+    }
+    policy_run(35, live, changed, kinds);
+    ck_assert_str_eq(kinds, "FDDDDDDDDDDDDDDDDDDDDDDDDDDDDDDDDFD");
+    /* Fixed data, 40% of it changing between checkpoints: the chain
+     * reaches twice the data after two deltas. */
+    for (int i = 0; i < N; i++) live[i] = 1000, changed[i] = 400;
+    policy_run(7, live, changed, kinds);
+    ck_assert_str_eq(kinds, "FDDFDDF");
+    /* The data shrinks to a tenth: full again once a scan has seen it (the
+     * chain would be mostly stale). */
+    uint64_t shrink[3] = {1000, 100, 100}, ch[3] = {1000, 50, 50};
+    policy_run(3, shrink, ch, kinds);
+    ck_assert_str_eq(kinds, "FDF");
+}
+END_TEST
+
 static Suite *logger_suite(void)
 {
     Suite *s = suite_create("logger");
@@ -475,6 +532,7 @@ static Suite *logger_suite(void)
     tcase_add_test(tc, test_recovered_state_equals_logged_state);
     tcase_add_test(tc, test_requested_checkpoints);
     tcase_add_test(tc, test_delete_and_insert_in_one_epoch);
+    tcase_add_test(tc, test_checkpoint_policy);
     tcase_set_timeout(tc, 120);
     suite_add_tcase(s, tc);
     return s;
