@@ -194,7 +194,7 @@ struct seg_writer {
      * sync and written again, with the same leading bytes, by the next one.
      * A block is built in buf and copied here when full. Built in the stage
      * itself (no copy), a full checkpoint cost 86-100 ns a row in good spells
-     * and up to 220 in bad ones on this VM; built apart, 79-90 and at most
+     * and up to 230 in bad ones on this VM; built apart, 79-90 and at most
      * ~160 (docs/performance.md, section 51). Why is a guess: the stage's
      * lines had just been read by the device for the previous write. */
     bool direct;
