@@ -45,7 +45,8 @@ enum pod_status {
     POD_E_INVALID = -3,   /* bad argument (wrong table, key size, ...); message set */
     POD_E_NOMEM = -4,     /* out of memory */
     POD_E_INTERNAL = -5,  /* a bug or an unexpected state; message set */
-    POD_E_RETRIES = -6,   /* gave up after too many conflicts */
+    POD_E_RETRIES = -6,   /* gave up retrying conflicts (engine.max_retries or retry_timeout_ms) */
+    POD_E_LIMIT = -7,     /* the transaction can never fit a hard limit (named in the message) */
 };
 
 /* Pass on a negative status: `POD_TRY(pod_get(...));` */

@@ -542,7 +542,8 @@ static const struct key_spec host_keys[H_NKEYS] = {
 };
 
 enum { E_EPOCH_MS, E_MOVEOUT_THRESHOLD, E_MOVEBACK_RATE, E_COHERENCE, E_PHANTOM_PROTECTION, E_CHECKPOINT_AFTER,
-       E_REPLY_BEFORE_DURABLE, E_EVICTION, E_SHORTCUT_POINTERS, E_DIRTY_TRACKING, E_LOCKING, E_NKEYS };
+       E_REPLY_BEFORE_DURABLE, E_EVICTION, E_SHORTCUT_POINTERS, E_DIRTY_TRACKING, E_LOCKING,
+       E_MAX_RETRIES, E_RETRY_TIMEOUT_MS, E_SLOW_CALL_MS, E_NKEYS };
 static const struct key_spec engine_keys[E_NKEYS] = {
     [E_EPOCH_MS] = {"epoch_ms", false, "an integer in 1..10000"},
     [E_MOVEOUT_THRESHOLD] = {"moveout_threshold", false, "a number in (0, 1], like 0.9"},
@@ -558,6 +559,12 @@ static const struct key_spec engine_keys[E_NKEYS] = {
     [E_DIRTY_TRACKING] = {"dirty_tracking", false, "true, false, yes, no, on or off"},
     [E_LOCKING] = {"locking", false, "true, false, yes, no, on or off (false is for benchmarks only: "
                                      "transactions are not isolated)"},
+    [E_MAX_RETRIES] = {"max_retries", false, "an integer in 1..1000000000 (conflicts a call may "
+                                             "retry)"},
+    [E_RETRY_TIMEOUT_MS] = {"retry_timeout_ms", false, "an integer in 0..86400000 (how long a call "
+                                                       "may retry; 0 = no limit)"},
+    [E_SLOW_CALL_MS] = {"slow_call_ms", false, "an integer in 0..86400000 (the watchdog logs calls "
+                                               "running this long; 0 = off)"},
 };
 
 static void set_defaults(struct pod_config *cfg)
@@ -575,6 +582,9 @@ static void set_defaults(struct pod_config *cfg)
     cfg->engine.eviction = POD_EVICT_CLOCK;
     cfg->engine.shortcut_pointers = true;
     cfg->engine.dirty_tracking = true;
+    cfg->engine.max_retries = 100000;
+    cfg->engine.retry_timeout_ms = 10000;
+    cfg->engine.slow_call_ms = 5000;
 }
 
 /* The region is mapped in whole pages (cxl_geometry_compute insists too, but
@@ -785,6 +795,15 @@ static int load_engine(const struct ctx *c, const struct item *section, struct p
         get_bool(c, &it[E_DIRTY_TRACKING], &cfg->engine.dirty_tracking) < 0)
         return -1;
     if (it[E_LOCKING].value && get_bool(c, &it[E_LOCKING], &cfg->engine.locking) < 0) return -1;
+    if (it[E_MAX_RETRIES].value &&
+        get_u32(c, &it[E_MAX_RETRIES], 1, 1000000000, &cfg->engine.max_retries) < 0)
+        return -1;
+    if (it[E_RETRY_TIMEOUT_MS].value &&
+        get_u32(c, &it[E_RETRY_TIMEOUT_MS], 0, 86400000, &cfg->engine.retry_timeout_ms) < 0)
+        return -1;
+    if (it[E_SLOW_CALL_MS].value &&
+        get_u32(c, &it[E_SLOW_CALL_MS], 0, 86400000, &cfg->engine.slow_call_ms) < 0)
+        return -1;
     return 0;
 }
 

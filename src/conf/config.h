@@ -132,6 +132,12 @@ struct pod_config {
         bool dirty_tracking;       /* owner trusts its DRAM copy while is-dirty is clear
                                     * (default); false: it always reads the CXL copy */
         bool locking;              /* row locks (default true); false: benchmarks only */
+        /* A call's retry budget: it gives up (POD_E_RETRIES) after this many
+         * conflicts or this long, whichever comes first. */
+        uint32_t max_retries;      /* default 100000 */
+        uint32_t retry_timeout_ms; /* default 10000; 0 = no time limit */
+        uint32_t slow_call_ms;     /* the watchdog logs a call running this long; 0 = off;
+                                    * default 5000 */
     } engine;
 
     struct pod_workloads_conf workloads;

@@ -176,6 +176,12 @@ uint64_t pod_config_digest(const struct pod_config *c)
     put_u64(&h, c->engine.dirty_tracking ? 1 : 0);
     put_field(&h, "engine.locking");
     put_u64(&h, c->engine.locking ? 1 : 0);
+    put_field(&h, "engine.max_retries");
+    put_u64(&h, c->engine.max_retries);
+    put_field(&h, "engine.retry_timeout_ms");
+    put_u64(&h, c->engine.retry_timeout_ms);
+    put_field(&h, "engine.slow_call_ms");
+    put_u64(&h, c->engine.slow_call_ms);
 
     int ntables = c->ntables < 0 ? 0 : c->ntables > POD_MAX_KV_TABLES ? POD_MAX_KV_TABLES : c->ntables;
     put_field(&h, "tables");

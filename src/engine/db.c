@@ -19,6 +19,17 @@ const char *pod_abort_cause_name(enum pod_abort_cause c)
     return (unsigned)c < POD_CAUSE_COUNT ? names[c] : "unknown";
 }
 
+void pod_causes_text(const uint32_t *by_cause, char *out, size_t len)
+{
+    size_t n = 0;
+    out[0] = 0;
+    for (int c = 0; c < POD_CAUSE_COUNT && n < len; c++)
+        if (by_cause[c])
+            n += (size_t)snprintf(out + n, len - n, "%s%s %u", n ? ", " : "",
+                                  pod_abort_cause_name((enum pod_abort_cause)c), by_cause[c]);
+    if (!n) snprintf(out, len, "none");
+}
+
 /* Local index nodes: cache-line aligned heap memory, freed through EBR. */
 static void *node_alloc(void *ctx, size_t size)
 {

@@ -24,6 +24,9 @@ enum pod_abort_cause {
     POD_CAUSE_COUNT
 };
 const char *pod_abort_cause_name(enum pod_abort_cause c);
+/* "read_lock 3, remote_busy 11350": the causes counted in by_cause
+ * (POD_CAUSE_COUNT entries), or "none". */
+void pod_causes_text(const uint32_t *by_cause, char *out, size_t len);
 
 struct pod_proc_stats {
     uint64_t commits;
@@ -39,7 +42,8 @@ struct pod_db_options {
     int host_id, nhosts;       /* which partitions are local: p % nhosts == host_id */
     bool phantom_protection;   /* next-key locking on scans, inserts and misses */
     bool no_locking;           /* BENCHMARK ONLY: local rows are never locked (not isolated) */
-    int max_retries;           /* per call; 0 = default (100000) */
+    int max_retries;           /* attempts per call; 0 = default (100000) */
+    uint64_t retry_timeout_ms; /* a call stops retrying after this long; 0 = no limit */
 };
 
 struct pod_worker;

@@ -51,6 +51,28 @@ static int check_args(const pod_proc_def *p, const pod_args *a, char *msg, size_
     return POD_OK;
 }
 
+/* After a conflict: POD_CONFLICT to retry, or POD_E_RETRIES with msg set
+ * when the call's budget (attempts, time) is spent. */
+static int retry_or_give_up(struct pod_worker *w, const pod_proc_def *p, int attempt,
+                            uint64_t started, char *msg, size_t msglen)
+{
+    const struct pod_db_options *o = &w->db->opt;
+    uint64_t now = pod_mono_ns();
+    uint64_t limit_ns = o->retry_timeout_ms * 1000000ull;
+    bool out_of_time = limit_ns && now - started >= limit_ns;
+    if (attempt + 1 < o->max_retries && !out_of_time) return POD_CONFLICT;
+    char causes[256];
+    pod_causes_text(w->call.by_cause, causes, sizeof causes);
+    if (out_of_time)
+        snprintf(msg, msglen, "%s: gave up after %.1f s of retries (engine.retry_timeout_ms: %llu; "
+                 "%d conflicts: %s)", p->name, (double)(now - started) / 1e9,
+                 (unsigned long long)o->retry_timeout_ms, attempt + 1, causes);
+    else
+        snprintf(msg, msglen, "%s: gave up after %d conflicts (engine.max_retries; %s)", p->name,
+                 attempt + 1, causes);
+    return POD_E_RETRIES;
+}
+
 int pod_call(struct pod_worker *w, int proc, const pod_args *args, pod_result *res, char *msg,
              size_t msglen)
 {
@@ -74,9 +96,21 @@ int pod_call(struct pod_worker *w, int proc, const pod_args *args, pod_result *r
     }
     struct pod_worker *prev = tls_worker;
     tls_worker = w;
+    struct pod_call_state *cs = &w->call;
+    uint64_t started = pod_mono_ns();
+    bool handed_off = false;
+    for (int c = 0; c < POD_CAUSE_COUNT; c++) __atomic_store_n(&cs->by_cause[c], 0, __ATOMIC_RELAXED);
+    __atomic_store_n(&cs->conflicts, 0, __ATOMIC_RELAXED);
+    __atomic_store_n(&cs->proc, proc, __ATOMIC_RELAXED);
+    pod_call_doing(w, POD_CALL_RUNNING);
+    __atomic_store_n(&cs->started_ns, started, __ATOMIC_RELEASE);
     for (int attempt = 0;; attempt++) {
         /* Between transactions: other hosts' requests, and move-out. */
         if (db->pod) pod_between(w);
+        /* A call that keeps retrying must not hold back the durable
+         * epoch that others' replies wait for. */
+        if (attempt) log_worker_retry_hook(db, w->id);
+        pod_call_doing(w, POD_CALL_RUNNING);
         txn_begin(w->tx);
         pod_result_clear(res);
         rc = p->fn(w->tx, args, res, p->ctx);
@@ -95,12 +129,18 @@ int pod_call(struct pod_worker *w, int proc, const pod_args *args, pod_result *r
         if (rc == POD_CONFLICT) {
             bump(&st->conflicts);
             bump(&st->by_cause[cause]);
-            if (attempt + 1 >= db->opt.max_retries) {
+            __atomic_store_n(&cs->by_cause[cause], cs->by_cause[cause] + 1, __ATOMIC_RELAXED);
+            __atomic_store_n(&cs->conflicts, (uint32_t)attempt + 1, __ATOMIC_RELAXED);
+            rc = retry_or_give_up(w, p, attempt, started, msg, msglen);
+            if (rc == POD_E_RETRIES) {
                 bump(&st->gave_up);
-                snprintf(msg, msglen, "%s: gave up after %d conflicts", p->name, attempt + 1);
-                rc = POD_E_RETRIES;
                 break;
             }
+            if (!handed_off && w->on_retrying && pod_mono_ns() - started >= POD_RETRY_HANDOFF_NS) {
+                handed_off = true;
+                w->on_retrying(w, w->arg);
+            }
+            pod_call_doing(w, POD_CALL_BACKOFF);
             backoff(w, attempt);
             continue;
         }
@@ -109,6 +149,7 @@ int pod_call(struct pod_worker *w, int proc, const pod_args *args, pod_result *r
         if (!msg[0]) snprintf(msg, msglen, "%s: %s", p->name, pod_status_name(rc));
         break;
     }
+    __atomic_store_n(&cs->started_ns, 0, __ATOMIC_RELEASE);
     tls_worker = prev;
     return rc;
 }

@@ -430,6 +430,15 @@ void log_worker_idle_hook(pod_db *db, int worker_id)
     if (lh->epochs) log_epochs_watch(lh->epochs);
 }
 
+void log_worker_retry_hook(pod_db *db, int worker_id)
+{
+    struct log_worker *lw = log_txn_worker(db, worker_id);
+    if (!lw || lw->epoch_local == UINT64_MAX ||
+        __atomic_load_n(db->log->epoch_word, __ATOMIC_ACQUIRE) == lw->epoch_local)
+        return; /* idle already, or still in the epoch of its last commit */
+    log_worker_idle_hook(db, worker_id);
+}
+
 uint64_t log_last_commit_epoch(pod_db *db, int worker_id)
 {
     struct log_worker *lw = log_txn_worker(db, worker_id);

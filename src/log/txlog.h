@@ -51,6 +51,12 @@ void log_row_removed(pod_db *db, const pod_table *t, const void *key, uint64_t e
 /* The worker will not commit for a while (it waits for work, or exits): hand
  * its buffer over and stop holding back the durable epoch. */
 void log_worker_idle_hook(pod_db *db, int worker_id);
+/* Between two attempts of a call that conflicted (no locks held, nothing of
+ * it logged): once E has moved past the worker's epoch, hand its buffer
+ * over and publish idle, as a worker that waits for work does. A call that
+ * keeps retrying then holds back neither the durable epoch nor the replies
+ * of others' commits that wait for it. */
+void log_worker_retry_hook(pod_db *db, int worker_id);
 /* The epoch of the worker's last commit (0 when it never committed). */
 uint64_t log_last_commit_epoch(pod_db *db, int worker_id);
 

@@ -13,6 +13,7 @@ const char *pod_status_name(int status)
     case POD_E_NOMEM: return "out of memory";
     case POD_E_INTERNAL: return "internal error";
     case POD_E_RETRIES: return "too many conflicts";
+    case POD_E_LIMIT: return "over a limit";
     default: return "unknown status";
     }
 }

@@ -206,11 +206,26 @@ static void chain_build(struct chain *c, pod_table *t, uint32_t part, const stru
     }
 }
 
+/* Whether the requester holds b's lock itself (it said so with GAP_HELD,
+ * and b's record is the one it named and is locked in a mode that mode
+ * covers: REC_LOCK_MASK for any, REC_LOCK_W for exclusive). Such a lock
+ * guards b as well as one we would take: nobody else can insert into the
+ * gap before b or move b out while the requester holds it. Waiting for it
+ * instead would make the requester's own request fail for good: it waits
+ * for our reply and releases nothing before it. */
+static bool held_by_requester(const struct pod_host *ph, struct pod_row *b,
+                              const struct pod_req_msg *rq, cxl_record mode)
+{
+    return (rq->flags & POD_RQ_GAP_HELD) && rq->rec && rowlock_moved(b) &&
+           row_shortcut(b) == rq->rec && (rec_load(pod_rec(ph, rq->rec)) & mode);
+}
+
 /* Mark the gap (a, b) complete: under a shared lock on b, which any insert
  * into the gap must take exclusively, check that b is a's next local key and
  * still in CXL memory, and set a's has-next-key bit. false if b's lock was
  * taken, or b was moved out since the chain moved it in and cannot be moved
- * in again now.
+ * in again now. A lock on b that the requester holds (held_by_requester)
+ * serves as ours.
  *
  * "Still in CXL memory" matters: another worker's move-out may take b out
  * between move_in and here. b's removal cleared a's bit, and setting it now
@@ -221,17 +236,17 @@ static void chain_build(struct chain *c, pod_table *t, uint32_t part, const stru
  * shared lock on b (in its record, or moved there with the readers) keeps a
  * move-out of b away until the bit is set; b's removal then clears it. */
 static bool mark_gap(struct pod_worker *w, pod_table *t, uint32_t part, const struct chain *c,
-                     int i)
+                     int i, const struct pod_req_msg *rq)
 {
     struct pod_host *ph = w->db->pod;
     struct pod_row *b = c->sentinel[i + 1] ? t->parts[part].sentinel : c->row[i + 1];
-    bool in_cxl;
-    if (!rowlock_try(ph->r, b, ROWLOCK_READ, &in_cxl)) return false;
+    bool in_cxl = false, ours = !held_by_requester(ph, b, rq, REC_LOCK_MASK);
+    if (ours && !rowlock_try(ph->r, b, ROWLOCK_READ, &in_cxl)) return false;
     cxl_off boff;
     /* Moved out meanwhile: in again (our shared lock moves into its record). */
     if (!c->sentinel[i + 1] && !rowlock_moved(b) &&
         move_in(w, t, part, b, c->key[i + 1], &boff, NULL) != POD_RS_OK) {
-        rowlock_release(ph->r, b, ROWLOCK_READ, in_cxl);
+        if (ours) rowlock_release(ph->r, b, ROWLOCK_READ, in_cxl);
         return false;
     }
     uint64_t v;
@@ -247,10 +262,16 @@ static bool mark_gap(struct pod_worker *w, pod_table *t, uint32_t part, const st
             pod_row_latch_release(c->row[i]);
         }
     }
-    rowlock_release(ph->r, b, ROWLOCK_READ, in_cxl);
+    if (ours) rowlock_release(ph->r, b, ROWLOCK_READ, in_cxl);
     return true;
 }
 
+/* Move the chain in and mark its gaps. Busy when a tuple could not be moved
+ * in, or when the gap the requester needs next could not be marked: the
+ * first (forward) or the last (reverse, ascending order). The other gaps are
+ * marked where they can be; one that could not is asked about again when the
+ * requester reaches it (it may hold that gap's upper key itself, and says so
+ * then). */
 static int move_chain(struct pod_worker *w, pod_table *t, uint32_t part,
                       const struct pod_req_msg *rq)
 {
@@ -264,8 +285,9 @@ static int move_chain(struct pod_worker *w, pod_table *t, uint32_t part,
         int st = move_in(w, t, part, c->row[i], c->key[i], &off, NULL);
         if (st != POD_RS_OK) status = st;
     }
+    int needed = (rq->flags & POD_RQ_REVERSE) ? c->n - 2 : 0;
     for (int i = 0; i + 1 < c->n && status == POD_RS_OK; i++)
-        if (!mark_gap(w, t, part, c, i)) status = POD_RS_BUSY;
+        if (!mark_gap(w, t, part, c, i, rq) && i == needed) status = POD_RS_BUSY;
     free(c);
     return status;
 }
@@ -329,11 +351,7 @@ static int prep_insert(struct pod_worker *w, pod_table *t, uint32_t part,
                                ? (struct pod_row *)(uintptr_t)v
                                : t->parts[part].sentinel;
     bool gap_locked = false, in_cxl = false;
-    if (rq->flags & POD_RQ_GAP_HELD) {
-        if (!rowlock_moved(next) || row_shortcut(next) != rq->rec ||
-            !(rec_load(pod_rec(ph, rq->rec)) & REC_LOCK_W))
-            return POD_RS_BUSY;
-    } else {
+    if (!held_by_requester(ph, next, rq, REC_LOCK_W)) {
         if (!rowlock_try(ph->r, next, ROWLOCK_WRITE, &in_cxl)) return POD_RS_BUSY;
         gap_locked = true;
     }
@@ -456,7 +474,7 @@ void pod_handle(struct pod_worker *w, const struct cxl_msg *m)
             status = move_in(w, t, part, row, rq->key, &rec, NULL);
         } else if (db->opt.phantom_protection) {
             struct pod_req_msg around = *rq;
-            around.flags = POD_RQ_HAS_KEY | POD_RQ_INCLUSIVE;
+            around.flags = (uint16_t)(POD_RQ_HAS_KEY | POD_RQ_INCLUSIVE | (rq->flags & POD_RQ_GAP_HELD));
             around.count = 0;
             status = move_chain(w, t, part, &around);
             if (status == POD_RS_OK) status = POD_RS_ABSENT;

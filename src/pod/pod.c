@@ -287,8 +287,10 @@ int pod_request(struct pod_worker *w, int owner, int type, const struct pod_req_
     }
     uint64_t t0 = pod_mono_ns();
     struct cxl_msg out;
+    pod_call_doing(w, owner); /* for the watchdog: what the call waits for */
     int rc = cxl_reply_wait(ph->replies, (unsigned)w->id, id, owner, POD_REPLY_TIMEOUT_US, &out,
                             serve_cb, w, err);
+    pod_call_doing(w, POD_CALL_RUNNING);
     uint64_t waited = pod_mono_ns() - t0;
     pod_count(&ph->st.waits, 1);
     pod_count(&ph->st.wait_ns, waited);

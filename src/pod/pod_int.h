@@ -32,7 +32,11 @@ enum {
     POD_RQ_HAS_KEY = 1 << 0,   /* key is set (else: from the start / the end) */
     POD_RQ_INCLUSIVE = 1 << 1, /* the range starts at key itself */
     POD_RQ_REVERSE = 1 << 2,   /* the range goes down from key */
-    POD_RQ_GAP_HELD = 1 << 3,  /* prep-insert: the requester holds the next key (rec) exclusively */
+    /* The requester itself holds the lock of rec, the CXL key after the gap
+     * it asks about (move-in, range: any mode; prep-insert: exclusively):
+     * the owner's gap check counts that lock as its own instead of waiting
+     * for it (it would wait for the requester, which waits for the reply). */
+    POD_RQ_GAP_HELD = 1 << 3,
 };
 
 /* Reply statuses. */
@@ -47,7 +51,7 @@ enum pod_reply_status {
 
 struct pod_req_msg {
     uint32_t table, part;
-    cxl_off rec;        /* unlink: the record; prep-insert with GAP_HELD: the next key's */
+    cxl_off rec;        /* unlink: the record; with GAP_HELD: the record the requester holds */
     uint16_t flags, count;
     uint16_t key_len;
     uint16_t reserved;

@@ -10,6 +10,7 @@
 #include <time.h>
 
 #include "engine/db.h"
+#include "engine/watchdog.h"
 #include "server/server.h"
 #include "storage/table.h"
 #include "util/clock.h"
@@ -83,6 +84,10 @@ static int sys_stats(pod_txn *tx, const pod_args *a, pod_result *res, void *ctx)
         for (int c = 0; c < POD_CAUSE_COUNT; c++) pod_result_i64(res, (int64_t)s.by_cause[c]);
         pod_result_i64(res, (int64_t)s.gave_up);
     }
+    /* Liveness: the oldest call running (this one included) and how many run. */
+    name_i64_row(res, "calls.running", (uint64_t)pod_calls_running(db));
+    name_i64_row(res, "calls.oldest_ms", pod_oldest_call(db, NULL, NULL) / 1000000);
+    name_i64_row(res, "calls.handed_back", si ? rd(&si->calls_handed_back) : 0);
     struct pod_counters pc;
     if (pod_counters_get(db, &pc)) {
         name_i64_row(res, "pod.moved_in", pc.st.moved_in);
@@ -154,6 +159,9 @@ static int sys_config(pod_txn *tx, const pod_args *a, pod_result *res, void *ctx
     kv_row(res, &row, "engine.shortcut_pointers", "%s", c->engine.shortcut_pointers ? "true" : "false");
     kv_row(res, &row, "engine.dirty_tracking", "%s", c->engine.dirty_tracking ? "true" : "false");
     kv_row(res, &row, "engine.locking", "%s", c->engine.locking ? "true" : "false");
+    kv_row(res, &row, "engine.max_retries", "%u", c->engine.max_retries);
+    kv_row(res, &row, "engine.retry_timeout_ms", "%u", c->engine.retry_timeout_ms);
+    kv_row(res, &row, "engine.slow_call_ms", "%u", c->engine.slow_call_ms);
     for (int i = 0; i < c->nmodules; i++) kv_row(res, &row, "module", "%s", c->modules[i]);
     return POD_OK;
 }

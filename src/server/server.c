@@ -49,11 +49,13 @@
 #include "bench/host.h"
 #include "cxl/region.h"
 #include "engine/result.h"
+#include "engine/watchdog.h"
 #include "engine/worker.h"
 #include "log/log.h"
 #include "log/txlog.h"
 #include "net/proto.h"
 #include "pod/pod.h"
+#include "txn/txn.h"
 #include "storage/row_slab.h"
 #include "util/log.h"
 #include "util/clock.h"
@@ -129,6 +131,7 @@ struct pod_server {
     int durable_fd;             /* eventfd rung by the epoch thread */
     struct pod_host *pod;       /* NULL in a pod of one host */
     struct pod_bench *bench;    /* the workloads and bench.* procedures (src/bench/host.h) */
+    struct pod_watchdog *watchdog; /* logs calls that run long (engine.slow_call_ms) */
     int epfd, evfd, sigfd, unix_fd, tcp_fd;
     char unix_path[sizeof(((struct sockaddr_un *)0)->sun_path)];
     struct conn *conns;
@@ -590,21 +593,97 @@ static uint64_t reply_epoch(struct pod_server *s, struct pod_worker *w, int rc)
     return rc >= 0 ? log_last_commit_epoch(s->db, w->id) : log_host_epoch(s->log);
 }
 
+/* The batch of calls a worker runs. Calls [done, at) have finished and
+ * their replies are encoded (held ones in hhead..htail) but not yet handed
+ * on; [at + 1, n) have not started. */
+struct running_batch {
+    struct request **r;
+    int n, at, done;
+    bool held[BATCH];
+    struct held_reply *hhead, *htail;
+    size_t nheld;
+};
+static __thread struct running_batch *tls_batch;
+
+/* Hand on what calls [b->done, upto) left: held replies to the worker's
+ * queue, the others to their connections (one flush per connection), and
+ * drop the calls' references (a held reply keeps its call's reference
+ * until it is released). */
+static void batch_finish(struct pod_server *s, struct pod_worker *w, struct running_batch *b,
+                         int upto)
+{
+    int from = b->done;
+    if (upto <= from) return;
+    size_t n = (size_t)(upto - from);
+    if (s->hold_replies && n > b->nheld) log_host_waiters_add(s->log, -(int64_t)(n - b->nheld));
+    if (b->hhead) {
+        struct held_queue *q = &s->held[w->id];
+        pthread_mutex_lock(&q->lock);
+        if (q->tail) q->tail->next = b->hhead;
+        else q->head = b->hhead;
+        q->tail = b->htail;
+        q->len += b->nheld;
+        pthread_mutex_unlock(&q->lock);
+    }
+    b->hhead = b->htail = NULL;
+    b->nheld = 0;
+    for (int i = from; i < upto; i++) {
+        if (b->held[i]) continue;
+        bool first = true;
+        for (int j = from; j < i && first; j++) first = b->held[j] || b->r[j]->conn != b->r[i]->conn;
+        if (first) worker_flush(s, b->r[i]->conn);
+    }
+    for (int i = from; i < upto; i++) {
+        if (!b->held[i]) __atomic_fetch_sub(&b->r[i]->conn->refs, 1, __ATOMIC_RELEASE);
+        free(b->r[i]);
+    }
+    requests_done(s, (int)n);
+    b->done = upto;
+}
+
+/* pod_worker.on_retrying: the running call has kept retrying for a while.
+ * The calls before it in the batch have their replies handed on now
+ * (rather than when the batch ends), and the calls after it go back to the
+ * head of the queue, in their order, where another worker finds them: one
+ * call that keeps conflicting must not hold up the others while a worker
+ * idles. Replies may come in any order (docs/protocol.md). */
+static void give_back_queued(struct pod_worker *w, void *arg)
+{
+    struct pod_server *s = arg;
+    struct running_batch *b = tls_batch;
+    if (!b) return;
+    batch_finish(s, w, b, b->at);
+    if (b->at + 1 >= b->n) return;
+    int first = b->at + 1, k = b->n - first;
+    if (s->hold_replies) log_host_waiters_add(s->log, -k); /* run_batch counted them */
+    for (int i = first; i + 1 < b->n; i++) b->r[i]->next = b->r[i + 1];
+    pthread_mutex_lock(&s->q_lock);
+    b->r[b->n - 1]->next = s->q_head;
+    if (!s->q_head) s->q_tail = b->r[b->n - 1];
+    __atomic_store_n(&s->q_head, b->r[first], __ATOMIC_RELEASE);
+    s->q_len += (size_t)k;
+    s->q_running -= k;
+    pthread_cond_broadcast(&s->q_cond);
+    pthread_mutex_unlock(&s->q_lock);
+    count(&s->info.calls_handed_back, k);
+    b->n = first;
+}
+
 /* Run a batch of calls and hand their replies to the connections (or hold
  * them until their epoch is durable). */
 static void run_batch(struct pod_server *s, struct pod_worker *w, struct request **batch, int n,
                       pod_result *res, struct pod_buf *out)
 {
     char msg[512];
-    bool held[BATCH];
-    struct held_reply *hhead = NULL, *htail = NULL;
-    size_t nheld = 0;
+    struct running_batch b = {.r = batch, .n = n};
+    tls_batch = &b;
     /* Counted as waiting before any is checked against the persisted epoch
      * (on_durable reads the count after that grows). */
     if (s->hold_replies) log_host_waiters_add(s->log, n);
-    for (int i = 0; i < n; i++) {
+    for (int i = 0; i < b.n; i++) {
         struct request *r = batch[i];
         pod_args args = {r->nargs, r->args};
+        b.at = i;
         int rc = pod_call(w, r->proc, &args, res, msg, sizeof msg);
         out->len = 0;
         if (pod_proto_encode_reply(out, r->id, rc, rc < 0 ? msg : "", rc < 0 ? NULL : res)) {
@@ -613,8 +692,9 @@ static void run_batch(struct pod_server *s, struct pod_worker *w, struct request
                      s->db->procs[r->proc].name, POD_PROTO_MAX_FRAME);
             pod_proto_encode_reply(out, r->id, POD_E_INVALID, msg, NULL);
         }
-        held[i] = false;
-        if (s->hold_replies && !(r->flags & POD_CALL_EARLY_REPLY)) {
+        b.held[i] = false;
+        /* A call that read and wrote no table (sys.*) has nothing to wait for. */
+        if (s->hold_replies && !(r->flags & POD_CALL_EARLY_REPLY) && txn_touched_tables(w->tx)) {
             uint64_t e = reply_epoch(s, w, rc);
             struct held_reply *h;
             if (e >= log_host_persisted(s->log) && (h = malloc(sizeof *h + out->len))) {
@@ -623,11 +703,11 @@ static void run_batch(struct pod_server *s, struct pod_worker *w, struct request
                 h->epoch = e;
                 h->len = out->len;
                 memcpy(h->frame, out->p, out->len);
-                if (htail) htail->next = h;
-                else hhead = h;
-                htail = h;
-                nheld++;
-                held[i] = true;
+                if (b.htail) b.htail->next = h;
+                else b.hhead = h;
+                b.htail = h;
+                b.nheld++;
+                b.held[i] = true;
                 continue;
             }
             /* Already durable (or no memory to hold it: then wait here,
@@ -640,29 +720,8 @@ static void run_batch(struct pod_server *s, struct pod_worker *w, struct request
         }
         conn_reply(r->conn, out, true);
     }
-    if (s->hold_replies && (size_t)n > nheld) log_host_waiters_add(s->log, -(int64_t)((size_t)n - nheld));
-    if (hhead) {
-        struct held_queue *q = &s->held[w->id];
-        pthread_mutex_lock(&q->lock);
-        if (q->tail) q->tail->next = hhead;
-        else q->head = hhead;
-        q->tail = htail;
-        q->len += nheld;
-        pthread_mutex_unlock(&q->lock);
-    }
-    /* Flush each connection once, then drop the calls' references (a held
-     * reply keeps its call's reference until it is released). */
-    for (int i = 0; i < n; i++) {
-        if (held[i]) continue;
-        bool first = true;
-        for (int j = 0; j < i && first; j++) first = held[j] || batch[j]->conn != batch[i]->conn;
-        if (first) worker_flush(s, batch[i]->conn);
-    }
-    for (int i = 0; i < n; i++) {
-        if (!held[i]) __atomic_fetch_sub(&batch[i]->conn->refs, 1, __ATOMIC_RELEASE);
-        free(batch[i]);
-    }
-    requests_done(s, n);
+    batch_finish(s, w, &b, b.n);
+    tls_batch = NULL;
 }
 
 /* Calls from the socket first; bench work (a load, run or check job of
@@ -935,7 +994,9 @@ static int build_db(struct pod_server *s, pod_err *err)
                                .host_id = s->host,
                                .nhosts = c->nhosts,
                                .phantom_protection = c->engine.phantom_protection,
-                               .no_locking = !c->engine.locking};
+                               .no_locking = !c->engine.locking,
+                               .max_retries = (int)c->engine.max_retries,
+                               .retry_timeout_ms = c->engine.retry_timeout_ms};
     if (!(s->db = pod_db_new(&o, msg, sizeof msg)) || pod_builtin_sys_init(s->db, msg, sizeof msg) ||
         pod_builtin_kv_init(s->db, c, msg, sizeof msg) || pod_modules_load(s->db, c, msg, sizeof msg) ||
         !(s->bench = pod_bench_new(s->db, c, s->host, msg, sizeof msg))) {
@@ -943,6 +1004,7 @@ static int build_db(struct pod_server *s, pod_err *err)
         return -1;
     }
     pod_bench_set_waker(s->bench, wake_workers, s);
+    for (int i = 0; i < s->db->opt.nworkers; i++) s->db->workers[i]->on_retrying = give_back_queued;
     /* Every table exists: join the pod (other hosts reach our partitions
      * through CXL memory from now on). */
     if (c->nhosts > 1 && !(s->pod = pod_host_attach(s->db, s->region, c, err))) return -1;
@@ -1192,6 +1254,8 @@ int pod_server_main(const struct pod_config *c, int host)
         goto out;
     }
     pod_bench_autoload(s->bench);
+    if (c->engine.slow_call_ms && !(s->watchdog = pod_watchdog_start(s->db, c->engine.slow_call_ms, &err)))
+        pod_warn("%s; slow calls are not reported", err.msg);
     cxl_region_set_state(s->region, CXL_HOST_RUNNING);
     pod_info("serving on %s%s%s with %d worker%s", hc->socket_path, hc->tcp_port ? " and tcp " : "",
              hc->tcp_port ? "127.0.0.1" : "", hc->workers, hc->workers == 1 ? "" : "s");
@@ -1203,6 +1267,8 @@ int pod_server_main(const struct pod_config *c, int host)
     pthread_cond_broadcast(&s->q_cond);
     pthread_mutex_unlock(&s->q_lock);
     pod_workers_join(s->db);
+    pod_watchdog_stop(s->watchdog);
+    s->watchdog = NULL;
     wait_held_durable(s);
     flush_ready(s);
     flush_at_shutdown(s);
@@ -1224,6 +1290,7 @@ out:
     if (s->evfd >= 0) close(s->evfd);
     if (s->epfd >= 0) close(s->epfd);
     if (s->spare_fd >= 0) close(s->spare_fd);
+    pod_watchdog_stop(s->watchdog);
     pod_bench_free(s->bench);
     drop_held(s);
     log_host_free(s->log); /* stops the loggers: everything logged is synced */

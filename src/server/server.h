@@ -25,6 +25,7 @@ struct pod_server_info {
     uint64_t started_ns;
     uint64_t connections_total, connections_open;
     uint64_t requests_total, bad_frames;
+    uint64_t calls_handed_back; /* queued behind a call that kept retrying, given to others */
     struct log_recovery_stats recovery; /* what recovery did at startup */
 };
 const struct pod_server_info *pod_server_info(void);

@@ -91,6 +91,7 @@ void txn_begin(struct pod_txn *tx)
     tx->hvalid = false;
     memset(tx->seen, 0, sizeof tx->seen);
     tx->status = POD_OK;
+    tx->touched = false;
     tx->msg[0] = 0;
     for (struct undo_chunk *c = tx->chunks; c; c = c->next) c->used = 0;
     tx->cur = tx->chunks;
@@ -103,6 +104,7 @@ void txn_begin(struct pod_txn *tx)
 }
 
 int txn_status(const struct pod_txn *tx) { return tx->status; }
+bool txn_touched_tables(const struct pod_txn *tx) { return tx->touched; }
 enum pod_abort_cause txn_abort_cause(const struct pod_txn *tx) { return tx->cause; }
 const char *txn_message(const struct pod_txn *tx) { return tx->msg; }
 pod_db *pod_txn_db(pod_txn *tx) { return tx->db; }
@@ -427,6 +429,7 @@ static bool local_valid(struct pod_txn *tx, struct access *a)
 
 static int check_op(struct pod_txn *tx, pod_table *t, const void *key)
 {
+    tx->touched = true;
     if (tx->status != POD_OK) return tx->status;
     if (!t || t->db != tx->db)
         return pod_txn_fail(tx, POD_E_INVALID, "table handle does not belong to this database");
@@ -932,6 +935,7 @@ static int scan_backward(struct scan_state *s)
 int pod_scan(pod_txn *tx, pod_table *t, const void *lo, const void *hi, uint32_t limit,
              unsigned flags, pod_scan_fn fn, void *arg)
 {
+    tx->touched = true;
     if (tx->status != POD_OK) return tx->status;
     if (!t || t->db != tx->db)
         return pod_txn_fail(tx, POD_E_INVALID, "table handle does not belong to this database");

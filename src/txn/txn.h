@@ -17,5 +17,9 @@ void txn_abort(struct pod_txn *tx);
 int txn_status(const struct pod_txn *tx);
 enum pod_abort_cause txn_abort_cause(const struct pod_txn *tx);
 const char *txn_message(const struct pod_txn *tx);
+/* Whether the last transaction begun asked for a table operation. One that
+ * did not (a sys.* call) read nothing committed: its reply need not wait
+ * for durability. */
+bool txn_touched_tables(const struct pod_txn *tx);
 
 #endif

@@ -86,6 +86,7 @@ struct pod_txn {
     enum pod_abort_cause cause;
     uint64_t epoch;
     bool active;
+    bool touched;           /* an operation on a table was asked for (txn_touched_tables) */
     uint32_t ops;           /* local row operations, to serve the inbox every few */
     char msg[256];
     struct leaf_memo memo;  /* leaves pod_prefetch and inserts reached (leaf_memo.h) */

@@ -18,6 +18,7 @@
  * to it, the step starts over instead of aborting. */
 #include <string.h>
 
+#include "cxl/layout.h"
 #include "cxl/record_ops.h"
 #include "log/txlog.h"
 #include "pod/pod_int.h"
@@ -38,12 +39,66 @@ static int fail_internal(struct pod_txn *tx, const pod_err *e)
     return pod_txn_fail(tx, POD_E_INTERNAL, "%s", e->msg);
 }
 
+static int owner_of(const pod_table *t, uint32_t part) { return (int)t->parts[part].owner; }
+
+/* What this transaction's own tuples take of owner's CXL memory: in HWcc
+ * the records (under hwcc-only with their rows) and about one half-full
+ * leaf slot of the CXL index each; in SWcc the rows otherwise. An estimate
+ * (the allocator rounds up), used only to tell a transaction that can never
+ * fit from one that meets others' tuples. */
+struct footprint {
+    uint64_t hwcc, swcc;
+    uint32_t tuples;
+};
+
+static struct footprint footprint_at(const struct pod_txn *tx, int owner)
+{
+    bool rows_in_hwcc = tx->db->pod->coh == POD_COH_HWCC_ONLY;
+    struct footprint f = {0, 0, 0};
+    for (uint32_t i = 0; i < tx->nacc; i++) {
+        const struct access *a = &tx->acc[i];
+        if (!a->rec || !a->key || (int)a->table->parts[a->part].owner != owner) continue;
+        uint64_t row = rec_row_alloc_size(a->table->tuple_size);
+        f.hwcc += sizeof(cxl_record) + 2 * ((uint64_t)a->table->key_size + 8);
+        if (rows_in_hwcc) f.hwcc += row;
+        else f.swcc += row;
+        f.tuples++;
+    }
+    return f;
+}
+
+/* The owner's CXL memory is full even after its move-out: with this
+ * transaction's own tuples holding half of the area or more, retrying
+ * cannot help (they stay until it ends): fail with the limit named.
+ * Otherwise others' tuples fill it: a conflict, retried. */
+static int owner_full(struct pod_txn *tx, int owner)
+{
+    const struct cxl_superblock *sb = host_of(tx)->r->sb;
+    struct footprint f = footprint_at(tx, owner);
+    const char *area = NULL;
+    uint64_t used = 0, cap = 0;
+    if (f.hwcc >= sb->hwcc_quota / 2) {
+        area = "HWcc quota", used = f.hwcc, cap = sb->hwcc_quota;
+    } else if (f.swcc >= sb->swcc_slice_size / 2) {
+        area = "SWcc slice", used = f.swcc, cap = sb->swcc_slice_size;
+    }
+    if (!area) return txn_conflict(tx, POD_CAUSE_HWCC_FULL);
+    tx->status = POD_E_LIMIT;
+    return pod_txn_fail(tx, POD_E_LIMIT,
+                        "host %d's %s (%llu bytes) cannot hold this transaction: it holds %u of "
+                        "that host's tuples in CXL memory (about %llu bytes, half the %s or more) "
+                        "and needs more; touch fewer per transaction or raise region.hwcc_budget",
+                        owner, area, (unsigned long long)cap, f.tuples, (unsigned long long)used,
+                        area);
+}
+
 /* The reply of an owner that could not do it now. */
-static int reply_status(struct pod_txn *tx, int rs, const pod_err *e, enum pod_abort_cause busy)
+static int reply_status(struct pod_txn *tx, int owner, int rs, const pod_err *e,
+                        enum pod_abort_cause busy)
 {
     switch (rs) {
     case POD_RS_BUSY: return txn_conflict(tx, busy);
-    case POD_RS_NOMEM: return txn_conflict(tx, POD_CAUSE_HWCC_FULL);
+    case POD_RS_NOMEM: return owner_full(tx, owner);
     default: return fail_internal(tx, e);
     }
 }
@@ -55,8 +110,6 @@ static struct pod_part_cxl *part_cxl(struct pod_txn *tx, pod_table *t, uint32_t 
     if (!pc) fail_internal(tx, &e);
     return pc;
 }
-
-static int owner_of(const pod_table *t, uint32_t part) { return (int)t->parts[part].owner; }
 
 /* Look key up in the CXL index: its record's offset, or CXL_NULL. */
 static cxl_off ix_lookup(struct pod_txn *tx, const struct pod_part_cxl *pc, const void *key)
@@ -142,6 +195,24 @@ static cxl_record *rec_or_sentinel(struct pod_txn *tx, const struct pod_part_cxl
 
 static bool has_next(const cxl_record *rec) { return rec_load(rec) & REC_HAS_NEXT; }
 
+/* The offset that names rec (the sentinel has one too) in a request. */
+static cxl_off rec_name(struct pod_txn *tx, const struct pod_part_cxl *pc, cxl_off off)
+{
+    return off ? off : cxl_off_in(host_of(tx)->r, pc->sentinel);
+}
+
+/* Before asking the owner about the gap that ends at the CXL key at yoff
+ * (CXL_NULL: the end): if this transaction holds that key's lock (a write or
+ * insert of its own), say so, or the owner's gap check would wait for our
+ * lock while we wait for its reply (POD_RQ_GAP_HELD). */
+static void note_held(struct pod_txn *tx, const struct pod_part_cxl *pc, cxl_off yoff,
+                      struct pod_req_msg *rq)
+{
+    if (!txn_find_access(tx, rec_or_sentinel(tx, pc, yoff))) return;
+    rq->flags |= POD_RQ_GAP_HELD;
+    rq->rec = rec_name(tx, pc, yoff);
+}
+
 /* Lock rec (the tuple of key, or the sentinel when key is NULL) in mode want
  * for the rest of the transaction. POD_OK, RESTART (the record is no longer
  * key's: look again), or POD_CONFLICT. */
@@ -211,7 +282,7 @@ static int ask_owner(struct pod_txn *tx, pod_table *t, uint32_t part, int type,
     if (absent) *absent = rs == POD_RS_ABSENT;
     if (rec) *rec = r;
     if (rs >= 0) return POD_OK;
-    return reply_status(tx, rs, &e, POD_CAUSE_REMOTE_BUSY);
+    return reply_status(tx, owner_of(t, part), rs, &e, POD_CAUSE_REMOTE_BUSY);
 }
 
 /* With key missing from the CXL index: lock the gap where it would be, if
@@ -276,6 +347,7 @@ int remote_find(struct pod_txn *tx, pod_table *t, uint32_t part, const void *key
         if (++requests > MAX_REQUESTS) break;
         struct pod_req_msg rq;
         pod_req_init(&rq, t, part, key, POD_RQ_INCLUSIVE);
+        if (phantom) note_held(tx, pc, ix_next(tx, pc, key, true, NULL), &rq);
         bool absent;
         int rc = ask_owner(tx, t, part, POD_MSG_MOVE_IN, &rq, &absent, NULL);
         if (rc) return rc;
@@ -328,27 +400,32 @@ int remote_insert(struct pod_txn *tx, pod_table *t, uint32_t part, const void *k
         if (++requests > MAX_REQUESTS) break;
         struct pod_req_msg rq;
         pod_req_init(&rq, t, part, key, 0);
-        /* If we hold the gap's next key ourselves (a scan of ours), the
-         * owner cannot lock it: hold it exclusively for the insert. */
+        /* If we hold the gap's next key ourselves (a scan, a read, a write
+         * or an insert of ours), the owner cannot lock it: hold it
+         * exclusively for the insert. With the gap not known to be complete
+         * that key may not be the owner's next local key; then an upgrade
+         * that fails costs nothing (the owner locks its next key itself). */
         struct access *gap = NULL;
         bool downgrade = false;
-        cxl_off xoff = ix_prev(tx, pc, key, false, NULL);
         cxl_off yoff = ix_next(tx, pc, key, false, NULL);
         cxl_record *y = rec_or_sentinel(tx, pc, yoff);
-        if (has_next(rec_or_sentinel(tx, pc, xoff)) && (gap = txn_find_access(tx, y))) {
+        if ((gap = txn_find_access(tx, y))) {
+            bool complete = has_next(rec_or_sentinel(tx, pc, ix_prev(tx, pc, key, false, NULL)));
             if (gap->held == HELD_READ) {
-                if (!rec_try_upgrade(y)) return txn_conflict(tx, POD_CAUSE_NEXT_KEY);
-                downgrade = true;
+                downgrade = rec_try_upgrade(y);
+                if (!downgrade && complete) return txn_conflict(tx, POD_CAUSE_NEXT_KEY);
             }
-            rq.flags |= POD_RQ_GAP_HELD;
-            rq.rec = yoff ? yoff : cxl_off_in(host_of(tx)->r, pc->sentinel);
+            if (gap->held == HELD_WRITE || downgrade) {
+                rq.flags |= POD_RQ_GAP_HELD;
+                rq.rec = rec_name(tx, pc, yoff);
+            }
         }
         cxl_off rec_off;
         pod_err e = {{0}};
         int rs = pod_request(tx->w, owner_of(t, part), POD_MSG_PREP_INSERT, &rq, &rec_off, &e);
         if (downgrade) rec_downgrade(y);
         if (rs == POD_RS_EXISTS) continue; /* moved in: lock it above */
-        if (rs < 0) return reply_status(tx, rs, &e, POD_CAUSE_NEXT_KEY);
+        if (rs < 0) return reply_status(tx, owner_of(t, part), rs, &e, POD_CAUSE_NEXT_KEY);
         /* The owner made an invalid tuple, write-locked for us. */
         cxl_record *rec = pod_rec(host_of(tx), rec_off);
         struct access *a = txn_add_access(tx, NULL, rec, t, part, HELD_WRITE, key);
@@ -390,6 +467,13 @@ static int ask_range(struct rscan *s, const void *from, bool inclusive, bool rev
     struct pod_req_msg rq;
     pod_req_init(&rq, s->t, s->part, from,
                  (uint16_t)((inclusive ? POD_RQ_INCLUSIVE : 0) | (reverse ? POD_RQ_REVERSE : 0)));
+    /* The gap asked about ends at the first key at or after from (forward),
+     * or at the key above the next one down (reverse; from NULL: the end). */
+    if (from || !reverse)
+        note_held(s->tx, s->pc, ix_next(s->tx, s->pc, from, reverse ? !inclusive : inclusive, NULL),
+                  &rq);
+    else
+        note_held(s->tx, s->pc, CXL_NULL, &rq);
     uint32_t left = s->limit ? s->limit - s->count : 16;
     rq.count = (uint16_t)(left < POD_RANGE_MAX ? left : POD_RANGE_MAX);
     return ask_owner(s->tx, s->t, s->part, POD_MSG_MOVE_RANGE, &rq, NULL, NULL);

@@ -215,6 +215,9 @@ START_TEST(test_load_minimal_file_defaults)
     ck_assert(cfg.engine.shortcut_pointers);
     ck_assert(cfg.engine.dirty_tracking);
     ck_assert(cfg.engine.locking);
+    ck_assert_uint_eq(cfg.engine.max_retries, 100000);
+    ck_assert_uint_eq(cfg.engine.retry_timeout_ms, 10000);
+    ck_assert_uint_eq(cfg.engine.slow_call_ms, 5000);
 }
 END_TEST
 
@@ -260,7 +263,10 @@ START_TEST(test_every_key)
         "  eviction: random\n"
         "  shortcut_pointers: off\n"
         "  dirty_tracking: no\n"
-        "  locking: false\n");
+        "  locking: false\n"
+        "  max_retries: 7\n"
+        "  retry_timeout_ms: 0\n"
+        "  slow_call_ms: 250\n");
     ck_assert_str_eq(c->region.path, "/mnt/pmem/pod");
     ck_assert_int_eq(c->region.kind, POD_REGION_FSDAX);
     ck_assert_uint_eq(c->region.size, 3ULL << 29);
@@ -295,6 +301,9 @@ START_TEST(test_every_key)
     ck_assert(!c->engine.shortcut_pointers);
     ck_assert(!c->engine.dirty_tracking);
     ck_assert(!c->engine.locking);
+    ck_assert_uint_eq(c->engine.max_retries, 7);
+    ck_assert_uint_eq(c->engine.retry_timeout_ms, 0);
+    ck_assert_uint_eq(c->engine.slow_call_ms, 250);
     ck_assert_str_eq(c->source, "t.yaml");
 }
 END_TEST
@@ -509,6 +518,9 @@ static const struct {
     {"epoch_ms: 10", "shortcut_pointers: false"},
     {"epoch_ms: 10", "dirty_tracking: false"},
     {"epoch_ms: 10", "locking: false"},
+    {"epoch_ms: 10", "max_retries: 5"},
+    {"epoch_ms: 10", "retry_timeout_ms: 0"},
+    {"epoch_ms: 10", "slow_call_ms: 100"},
     {"  - workers: 2\n    socket: /tmp/d-1.sock\n    log_dir: /tmp/d-1\n", ""},
 };
 
@@ -767,7 +779,7 @@ static const struct bad_case {
     {"misspelt engine key", REGION_OK HOSTS_OK "engine:\n  epoch: 5\n",
      "11:3: engine.epoch: unknown key (expected one of: epoch_ms, moveout_threshold, "
      "moveback_rate, coherence, phantom_protection, checkpoint_after, reply_before_durable, eviction, "
-     "shortcut_pointers, dirty_tracking, locking)"},
+     "shortcut_pointers, dirty_tracking, locking, max_retries, retry_timeout_ms, slow_call_ms)"},
     {"misspelt host_defaults key", REGION_OK "host_defaults:\n  worker: 1\n" HOSTS_OK,
      "7:3: host_defaults.worker: unknown key"},
     {"key in the wrong case", REGION_OK HOSTS_OK "Engine: {}\n", "10:1: Engine: unknown key"},
@@ -792,6 +804,12 @@ static const struct bad_case {
      "11:3: modules: is a mapping (expected a sequence of paths"},
     {"move-back rate out of range", REGION_OK HOSTS_OK "engine:\n  moveback_rate: -1\n",
      "11:18: engine.moveback_rate: -1 is out of range (0..10000000)"},
+    {"no retries at all", REGION_OK HOSTS_OK "engine:\n  max_retries: 0\n",
+     "11:16: engine.max_retries: 0 is out of range (1..1000000000)"},
+    {"retry time budget negative", REGION_OK HOSTS_OK "engine:\n  retry_timeout_ms: -5\n",
+     "11:21: engine.retry_timeout_ms: -5 is out of range (0..86400000)"},
+    {"watchdog period over a day", REGION_OK HOSTS_OK "engine:\n  slow_call_ms: 86400001\n",
+     "11:17: engine.slow_call_ms: 86400001 is out of range (0..86400000)"},
     {"tcp port out of range", REGION_OK DEFAULTS_OK "hosts:\n  - tcp_port: 70000\n",
      "11:15: hosts[0].tcp_port: 70000 is out of range (1..65535)"},
     {"duplicate tcp port", REGION_OK DEFAULTS_OK "hosts:\n  - tcp_port: 7000\n  - tcp_port: 7000\n",
