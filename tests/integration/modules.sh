@@ -34,9 +34,54 @@ expect_refused() { # $1 module, $2 text the log must contain
   start_with_module "$1"
   set +e; wait $pid; rc=$?; set -e
   [ $rc = 1 ] || fail "server with $1 exited $rc"
-  grep -q -- "$2" "$TMP/server.log" || fail "log lacks '$2': $(cat "$TMP/server.log")"
+  grep -qF -- "$2" "$TMP/server.log" || fail "log lacks '$2': $(cat "$TMP/server.log")"
   pass "refused: $2"
 }
 expect_refused "$mods/broken.so" "initialisation failed: deliberately broken for a test"
 expect_refused "$mods/nosym.so" "does not export poddb_module_init"
-expect_refused "$TMP/no-such-module.so" "no-such-module.so: cannot open shared object"
+expect_refused "$TMP/no-such-module.so" \
+  "modules[0]: cannot load $TMP/no-such-module.so: cannot open shared object file"
+
+# A relative module path is taken from the config file's directory, not from
+# the server's working directory; messages and sys.config show the result.
+cfgdir=$TMP/cfg; mkdir -p "$cfgdir/lib" "$TMP/elsewhere"
+cp "$mods/counter.so" "$cfgdir/lib/"
+realdir=$(realpath "$cfgdir")
+bin_abs=$(realpath "$BIN")
+relconf() { # $1: module path as written; sets $conf (cfg/pod.yaml), $line (its line)
+  conf=$cfgdir/pod.yaml
+  # Fresh sockets and log directories: a log with history would be recovered.
+  sed "s|$TMP/pod|$TMP/rel-$RANDOM|g" "$(make_conf)" >"$conf"
+  line=$(( $(wc -l <"$conf") + 2 ))
+  printf 'modules:\n  - %s\n' "$1" >>"$conf"
+}
+start_elsewhere() { # the server runs in $TMP/elsewhere, given the config as ../cfg/pod.yaml
+  (cd "$TMP/elsewhere" && exec "$bin_abs/poddb-server" --conf ../cfg/pod.yaml --host 0) \
+    >"$TMP/server.log" 2>&1 &
+  pid=$!
+  on_exit "kill -KILL $pid; $BIN/poddb-region destroy --conf $conf --force"
+}
+relconf ./lib/counter.so
+$BIN/poddb-region config --conf "$conf" | grep -qx "module  $realdir/lib/counter.so" ||
+  fail "poddb-region config: $($BIN/poddb-region config --conf "$conf")"
+[ "$(json_get "$($BIN/poddb-region config --conf "$conf" --json)" modules.0)" = \
+  "$realdir/lib/counter.so" ] || fail "poddb-region config --json"
+start_elsewhere
+for _ in $(seq 100); do
+  $BIN/poddb-cli --conf "$conf" call sys.ping >/dev/null 2>&1 && break; sleep 0.1
+done
+[ "$($BIN/poddb-cli --conf "$conf" call counter.incr s:plums 4)" = 4 ] ||
+  fail "relative module: $(cat "$TMP/server.log")"
+$BIN/poddb-cli --conf "$conf" call sys.config | grep -q "module.*$realdir/lib/counter.so" ||
+  fail "sys.config: $($BIN/poddb-cli --conf "$conf" call sys.config | grep module)"
+kill -TERM $pid; wait $pid || fail "server exit status"
+pass "a relative module path is taken from the config's directory"
+
+# A module that is not there: the entry, the path tried and dlerror's reason.
+relconf ./missing.so
+start_elsewhere
+set +e; wait $pid; rc=$?; set -e
+want="../cfg/pod.yaml:$line:5: modules[0]: cannot load $realdir/missing.so: cannot open shared object file: No such file or directory"
+[ $rc = 1 ] && grep -qF -- "$want" "$TMP/server.log" ||
+  fail "missing module ($rc): want '$want', log: $(cat "$TMP/server.log")"
+pass "refused: $want"
