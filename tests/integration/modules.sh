@@ -1,7 +1,7 @@
 # Stored procedures from shared objects listed under modules: in the config.
 source tests/lib.sh
 mods=$PWD/build/test/modules
-for m in counter broken nosym; do [ -f "$mods/$m.so" ] || fail "$mods/$m.so not built"; done
+for m in counter broken nosym placement; do [ -f "$mods/$m.so" ] || fail "$mods/$m.so not built"; done
 
 start_with_module() { # $1: module path; starts host 0, sets $pid, $conf
   conf=$(make_conf)
@@ -85,3 +85,31 @@ want="../cfg/pod.yaml:$line:5: modules[0]: cannot load $realdir/missing.so: cann
 [ $rc = 1 ] && grep -qF -- "$want" "$TMP/server.log" ||
   fail "missing module ($rc): want '$want', log: $(cat "$TMP/server.log")"
 pass "refused: $want"
+
+# A module asks where it runs (proc.h: pod_db_host_id, pod_db_nhosts,
+# pod_table_part_host) on both hosts of a pod of 2.
+conf=$TMP/pod2.yaml
+sed "s|$TMP/pod|$TMP/two|g" "$(make_conf)" >"$conf"
+printf 'modules:\n  - %s\n' "$mods/placement.so" >>"$conf"
+pids=()
+for h in 0 1; do
+  $BIN/poddb-server --conf "$conf" --host $h >"$TMP/host$h.log" 2>&1 &
+  pids+=($!)
+  on_exit "kill -KILL $!"
+done
+on_exit "$BIN/poddb-region destroy --conf $conf --force"
+call() { $BIN/poddb-cli --conf "$conf" --host "$@"; }
+for h in 0 1; do
+  for _ in $(seq 150); do call $h call sys.ping >/dev/null 2>&1 && break; sleep 0.1; done
+done
+[ "$(call 0 call place.where)" = "$(printf '0\t2')" ] || fail "where on host 0: $(call 0 call place.where)"
+[ "$(call 1 call place.where)" = "$(printf '1\t2')" ] || fail "where on host 1: $(call 1 call place.where)"
+for k in 0 1 2 3 13; do
+  [ "$(call 0 call place.owner $k)" = $((k % 8 % 2)) ] || fail "owner of $k"
+done
+# Keys 0..100 in partitions k % 8: the even partitions, so the even keys, are host 0's.
+[ "$(call 0 call place.load 101)" = 51 ] || fail "load on host 0"
+[ "$(call 1 call place.load 101)" = 50 ] || fail "load on host 1"
+[ "$(call 0 call place.load 101)" = 0 ] || fail "second load on host 0"
+for h in 1 0; do kill -TERM "${pids[$h]}"; wait "${pids[$h]}" || fail "host $h exit status"; done
+pass "a module sees its host, the pod's hosts and where partitions live"
