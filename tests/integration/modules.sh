@@ -86,6 +86,30 @@ want="../cfg/pod.yaml:$line:5: modules[0]: cannot load $realdir/missing.so: cann
   fail "missing module ($rc): want '$want', log: $(cat "$TMP/server.log")"
 pass "refused: $want"
 
+# `make module` builds a module from one C file (here counter.c into a
+# directory of the test's own); the server loads it and its procedure works.
+# The test may run under `make test`: the inner make must not join its jobs.
+mk() { env -u MAKEFLAGS -u MFLAGS -u MAKELEVEL make --no-print-directory "$@"; }
+mk module SRC=tests/modules/counter.c OUT="$cfgdir/built/counter.so" >"$TMP/make.log" 2>&1 ||
+  fail "make module: $(cat "$TMP/make.log")"
+relconf ./built/counter.so
+start_elsewhere
+for _ in $(seq 100); do
+  $BIN/poddb-cli --conf "$conf" call sys.ping >/dev/null 2>&1 && break; sleep 0.1
+done
+[ "$($BIN/poddb-cli --conf "$conf" call counter.incr s:figs 7)" = 7 ] ||
+  fail "module built by make module: $(cat "$TMP/server.log")"
+kill -TERM $pid; wait $pid || fail "server exit status"
+# Without OUT it goes to build/modules/NAME.so; without SRC it says how to call it.
+name=mod_$$_$RANDOM
+cp tests/modules/counter.c "$TMP/$name.c"
+on_exit "rm -f build/modules/$name.so"
+mk module SRC="$TMP/$name.c" >"$TMP/make.log" 2>&1 && [ -f "build/modules/$name.so" ] ||
+  fail "make module without OUT: $(cat "$TMP/make.log")"
+set +e; mk module >"$TMP/make.log" 2>&1; rc=$?; set -e
+[ $rc != 0 ] && grep -qF "make module SRC=path/to/mod.c" "$TMP/make.log" || fail "make module without SRC"
+pass "make module builds a module that a server loads"
+
 # A module asks where it runs (proc.h: pod_db_host_id, pod_db_nhosts,
 # pod_table_part_host) on both hosts of a pod of 2.
 conf=$TMP/pod2.yaml
