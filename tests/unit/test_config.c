@@ -331,6 +331,25 @@ START_TEST(test_host_defaults_and_placeholder)
 }
 END_TEST
 
+/* {host} in flow style: quoted, it works as in block style. */
+START_TEST(test_placeholder_quoted_in_flow_style)
+{
+    static const char flow[] = REGION_OK
+        "host_defaults: {workers: 1, socket: \"/tmp/s-{host}.sock\", log_dir: '/tmp/l-{host}'}\n"
+        "hosts: [{}, {socket: \"/tmp/own-{host}.sock\"}]\n";
+    static const char block[] = REGION_OK
+        "host_defaults:\n  workers: 1\n  socket: /tmp/s-{host}.sock\n  log_dir: /tmp/l-{host}\n"
+        "hosts:\n  - {}\n  - socket: /tmp/own-{host}.sock\n";
+    const struct pod_config *c = parse_ok(flow);
+    ck_assert_int_eq(c->nhosts, 2);
+    ck_assert_str_eq(c->hosts[0].socket_path, "/tmp/s-0.sock");
+    ck_assert_str_eq(c->hosts[0].log_dir, "/tmp/l-0");
+    ck_assert_str_eq(c->hosts[1].socket_path, "/tmp/own-1.sock");
+    ck_assert_str_eq(c->hosts[1].log_dir, "/tmp/l-1");
+    ck_assert_uint_eq(digest_of(flow), digest_of(block));
+}
+END_TEST
+
 START_TEST(test_sixteen_hosts_and_empty_sections)
 {
     const struct pod_config *c =
@@ -1184,6 +1203,34 @@ static const struct bad_case {
     {"UTF-16", "\xff\xfer\0e\0", "1:1: the file is UTF-16 (expected UTF-8)"},
     {"deep nesting", "region: " REPEAT16("[[") "]" REPEAT16("]]") "\n",
      "1:40: nesting deeper than 32 levels"},
+
+    /* '{' starts a flow mapping: an unquoted {host} inside one, or at the start of a value */
+    {"{host} unquoted in a flow mapping", REGION_OK
+     "host_defaults: {workers: 1, socket: /tmp/s-{host}.sock, log_dir: /tmp/l}\n" HOSTS_OK,
+     "6:44: YAML syntax error: an unquoted value inside {...} cannot contain '{': "
+     "/tmp/s-{host}.sock (expected the value in quotes: \"/tmp/s-{host}.sock\")"},
+    {"{host} unquoted at the end of a flow mapping", REGION_OK
+     "hosts:\n  - {workers: 1, log_dir: /tmp/l, socket: /tmp/s-{host}}\n",
+     "7:50: YAML syntax error: an unquoted value inside {...} cannot contain '{': /tmp/s-{host} "
+     "(expected the value in quotes: \"/tmp/s-{host}\")"},
+    {"brace unquoted in a flow sequence", REGION_OK HOSTS_OK "modules: [./m-{x}.so, /n.so]\n",
+     "10:15: YAML syntax error: an unquoted value inside [...] cannot contain '{': ./m-{x}.so "
+     "(expected the value in quotes: \"./m-{x}.so\")"},
+    {"value starting with {host}", REGION_OK
+     "host_defaults:\n  workers: 1\n  socket: {host}.sock   # comment\n" HOSTS_OK,
+     "8:11: YAML syntax error: a value that starts with '{' is a flow mapping: {host}.sock "
+     "(expected the value in quotes: \"{host}.sock\")"},
+    {"value starting with {host} in a flow mapping", REGION_OK
+     "host_defaults: {socket: {host}.sock}\n" HOSTS_OK,
+     "6:25: YAML syntax error: a value that starts with '{' is a flow mapping: {host}.sock "
+     "(expected the value in quotes: \"{host}.sock\")"},
+    {"brace in a value that needs escapes", REGION_OK
+     "host_defaults: {socket: /tmp/\"s-{host}.sock}\n" HOSTS_OK,
+     "6:33: YAML syntax error: an unquoted value inside {...} cannot contain '{' (expected the "
+     "value in quotes)"},
+    {"a stray closing brace is not taken for a placeholder", REGION_OK
+     "host_defaults: {workers: 1, socket: /tmp/x-}host.s}\n" HOSTS_OK,
+     "6:45: YAML syntax error: did not find expected key"},
 };
 
 START_TEST(test_bad_config)
@@ -1307,6 +1354,7 @@ static Suite *config_suite(void)
     tcase_add_test(good, test_every_key);
     tcase_add_test(good, test_host_defaults_and_placeholder);
     tcase_add_test(good, test_sixteen_hosts_and_empty_sections);
+    tcase_add_test(good, test_placeholder_quoted_in_flow_style);
     tcase_add_test(good, test_numa_node_spellings);
     tcase_add_test(good, test_booleans_and_enums);
     tcase_add_test(good, test_kind_and_coherence_names);
