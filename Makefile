@@ -3,6 +3,7 @@
 #   make test      install missing deps, build the tests with ASan+UBSan, run them all
 #   make tsan      run the concurrency tests under ThreadSanitizer
 #   make run       install deps, build, start the default emulated pod and run a workload
+#   make module SRC=path/to/mod.c [OUT=path/to/mod.so]   a stored-procedure module
 #   make clean
 # Sources are found by wildcard: a new file in cxl/, src/<module>/, workloads/<w>/
 # is part of the core library; tools/poddb-*.c are programs; tests/unit/test_*.c are
@@ -37,7 +38,7 @@ CLIENT_SRCS := src/net/proto.c src/net/status.c $(wildcard src/client/*.c)
 CLIENT_OBJS := $(patsubst %.c,build/obj/pic/%.o,$(CLIENT_SRCS))
 CLIENT_LIBS := build/lib/libpoddb.a build/lib/libpoddb.so
 
-.PHONY: all deps test tsan run clean bench check-deps
+.PHONY: all deps test tsan run clean bench check-deps module
 .DEFAULT_GOAL := all
 
 all: $(BINS) $(CLIENT_LIBS)
@@ -111,6 +112,20 @@ TEST_MODULES := $(patsubst tests/modules/%.c,build/test/modules/%.so,$(wildcard 
 build/test/modules/%.so: tests/modules/%.c include/poddb/proc.h
 	@mkdir -p $(dir $@)
 	$(CC) $(BASE_CFLAGS) -O2 -fPIC -shared $< -o $@
+
+# A stored-procedure module from one C file (docs/procedures.md, which has the
+# same as a plain cc line): it needs only include/poddb/proc.h, since the
+# server provides the API's functions when it loads the module. No -Werror:
+# a user's module should build with warnings shown.
+MODULE_CFLAGS := -std=gnu17 -Wall -Wextra -O2 -g -fPIC -shared -Iinclude
+OUT ?= build/modules/$(basename $(notdir $(SRC))).so
+module: include/poddb/proc.h
+	@if [ -z "$(SRC)" ]; then \
+	  echo "make module: no source (make module SRC=path/to/mod.c [OUT=path/to/mod.so])" >&2; \
+	  exit 2; fi
+	@if [ ! -f "$(SRC)" ]; then echo "make module: $(SRC): no such file" >&2; exit 2; fi
+	@mkdir -p "$(dir $(OUT))"
+	$(CC) $(MODULE_CFLAGS) "$(SRC)" -o "$(OUT)"
 
 ASAN_TESTS := $(patsubst tests/unit/%.c,build/test/asan/%,$(TEST_SRCS))
 ASAN_BINS  := $(patsubst tools/%.c,build/asan/bin/%,$(BIN_SRCS))

@@ -25,9 +25,10 @@ static const char usage[] =
     "  destroy   remove the region's backing file (a devdax device: wipe its\n"
     "            superblock); refused while hosts are alive unless --force\n"
     "  config    print the parsed config's region (path, kind, size, HWcc budget,\n"
-    "            NUMA node) and hosts (workers, loggers, CPUs, socket, log dir, TCP\n"
-    "            port, huge pages) without opening the region (--json: one JSON\n"
-    "            object; this is what tools/pod reads)\n"
+    "            NUMA node), hosts (workers, loggers, CPUs, socket, log dir, TCP\n"
+    "            port, huge pages) and modules (absolute paths: a relative one is\n"
+    "            taken from the config file's directory) without opening the\n"
+    "            region (--json: one JSON object; this is what tools/pod reads)\n"
     "\n"
     "Options:\n"
     "  -c, --conf FILE   the pod's YAML config (required)\n"
@@ -276,6 +277,10 @@ static void config_json(const struct pod_config *c)
         json_obj_end(&w);
     }
     json_arr_end(&w);
+    json_key(&w, "modules"); /* absolute paths, as the servers load them */
+    json_arr_begin(&w);
+    for (int i = 0; i < c->nmodules; i++) json_str(&w, c->modules[i]);
+    json_arr_end(&w);
     json_obj_end(&w);
     fputc('\n', stdout);
 }
@@ -300,6 +305,8 @@ static void config_text(const struct pod_config *c)
         printf("  %-4d %7d %7d  %-12s %-6s %-32s %s\n", h, hc->workers, hc->loggers,
                hc->ncpus ? hc->cpu_list : "unpinned", tcp, hc->socket_path, hc->log_dir);
     }
+    if (c->nmodules) printf("\n");
+    for (int i = 0; i < c->nmodules; i++) printf("module  %s\n", c->modules[i]);
 }
 
 int main(int argc, char **argv)

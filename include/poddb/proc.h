@@ -121,7 +121,7 @@ typedef struct pod_column {
 } pod_column;
 
 /* Maps a key to a partition 0..nparts-1. Partition p lives on host
- * p % hosts unless the table says otherwise. */
+ * p % hosts (pod_table_part_host below says which). */
 typedef uint32_t (*pod_partition_fn)(const void *key, uint32_t nparts, void *ctx);
 
 #define POD_MAX_TUPLE_SIZE (16u << 20) /* bytes */
@@ -156,6 +156,17 @@ uint32_t pod_table_tuple_size(const pod_table *t);
 uint32_t pod_table_ncols(const pod_table *t);
 const pod_column *pod_table_col(const pod_table *t, uint32_t i);
 int pod_table_col_index(const pod_table *t, const char *name); /* -1 if none */
+
+/* ---- the pod: hosts and placement -------------------------------------------
+ * The pod has pod_db_nhosts(db) hosts, numbered from 0; this server is host
+ * pod_db_host_id(db). Partition part of table t lives on host
+ * pod_table_part_host(t, part) (part % hosts; -1 when the table has no such
+ * partition): a transaction reaches any partition, but its own host's are the
+ * cheap ones. Fixed for the life of the server; in a procedure, the db is
+ * pod_txn_db(tx). */
+int pod_db_nhosts(const pod_db *db);
+int pod_db_host_id(const pod_db *db);
+int pod_table_part_host(const pod_table *t, uint32_t part);
 
 /* ---- operations inside a transaction ------------------------------------
  * key: key_size bytes; tuple: tuple_size bytes. Each returns POD_OK, an

@@ -8,11 +8,13 @@
 #include "conf/config.h"
 
 #include <errno.h>
+#include <limits.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/un.h>
+#include <unistd.h>
 
 #include "conf/values.h"
 #include "conf/yaml_tree.h"
@@ -866,6 +868,67 @@ static int load_tables(const struct ctx *c, const struct item *section, struct p
     return 0;
 }
 
+/* The directory of the file named c->name, absolute: canonical (realpath) when
+ * it exists, else made absolute from the working directory as written. */
+static int config_dir(const struct ctx *c, char *out, size_t outsz)
+{
+    char dir[PATH_MAX];
+    const char *slash = strrchr(c->name, '/');
+    if (!slash) snprintf(dir, sizeof dir, ".");
+    else snprintf(dir, sizeof dir, "%.*s", slash == c->name ? 1 : (int)(slash - c->name), c->name);
+    char *real = realpath(dir, NULL);
+    int n;
+    if (real) {
+        n = snprintf(out, outsz, "%s", real);
+        free(real);
+    } else if (dir[0] == '/') {
+        n = snprintf(out, outsz, "%s", dir);
+    } else {
+        char cwd[PATH_MAX];
+        if (!getcwd(cwd, sizeof cwd)) return -1;
+        n = snprintf(out, outsz, "%s/%s", cwd, dir);
+    }
+    return n < 0 || (size_t)n >= outsz ? -1 : 0;
+}
+
+/* Appends rel to the absolute directory dir, leaving out "." and empty
+ * components ("./mod.so" -> DIR/mod.so); ".." stays, since a symbolic link
+ * in rel would make dropping it wrong. Returns the length of out. */
+static size_t join_relative(const char *dir, const char *rel, char *out, size_t outsz)
+{
+    size_t len = (size_t)snprintf(out, outsz, "%s", strcmp(dir, "/") == 0 ? "" : dir);
+    for (const char *p = rel; *p;) {
+        size_t n = strcspn(p, "/");
+        if (n && !(n == 1 && p[0] == '.')) {
+            if (len + 1 + n < outsz) snprintf(out + len, outsz - len, "/%.*s", (int)n, p);
+            len += 1 + n;
+        }
+        p += n + (p[n] == '/');
+    }
+    return len;
+}
+
+/* A relative module path is taken from the config file's directory, not from
+ * the working directory of whoever starts the server. */
+static int resolve_module(const struct ctx *c, const struct item *it, char *path, size_t pathsz)
+{
+    char dir[PATH_MAX], full[PATH_MAX];
+    if (path[0] == '/') return 0;
+    if (config_dir(c, dir, sizeof dir) < 0)
+        return fail_node(c, it->value, it->path,
+                         "'%s' is relative and the directory of %s cannot be found (expected an "
+                         "absolute path)",
+                         path, c->name);
+    size_t len = join_relative(dir, path, full, sizeof full);
+    if (len >= pathsz)
+        return fail_node(c, it->value, it->path,
+                         "'%s' taken from the config's directory is %zu bytes long (expected at "
+                         "most %zu: POD_PATH_MAX)",
+                         path, len, pathsz - 1);
+    memcpy(path, full, len + 1);
+    return 0;
+}
+
 static int load_modules(const struct ctx *c, const struct item *section, struct pod_config *cfg)
 {
     const struct ynode *seq = section->value;
@@ -881,8 +944,11 @@ static int load_modules(const struct ctx *c, const struct item *section, struct 
         struct item it = {&module_spec, seq->items[i], seq->items[i], ""};
         snprintf(it.path, sizeof it.path, "modules[%zu]", i);
         if (get_path(c, &it, -1, POD_PATH_MAX - 1, "POD_PATH_MAX", cfg->modules[i],
-                     sizeof cfg->modules[i]) < 0)
+                     sizeof cfg->modules[i]) < 0 ||
+            resolve_module(c, &it, cfg->modules[i], sizeof cfg->modules[i]) < 0)
             return -1;
+        cfg->module_line[i] = it.value->line;
+        cfg->module_col[i] = it.value->col;
     }
     cfg->nmodules = (int)seq->n;
     return 0;

@@ -114,7 +114,10 @@ struct pod_config {
     int ntables;
     struct pod_kv_table_conf tables[POD_MAX_KV_TABLES];
     int nmodules;                  /* shared objects with stored procedures */
+    /* Absolute: a relative path in the file is taken from the file's directory. */
     char modules[POD_MAX_MODULES][POD_PATH_MAX];
+    /* Where each module is named in the file, for messages (0: not from a file). */
+    unsigned module_line[POD_MAX_MODULES], module_col[POD_MAX_MODULES];
 
     struct {
         int epoch_ms;              /* 1..10000, default 10 */
@@ -147,7 +150,9 @@ struct pod_config {
  * "FILE:LINE:COL: KEY: what is wrong". `out` is fully initialised on success. */
 int pod_config_load(const char *path, struct pod_config *out, pod_err *err);
 
-/* The same from a string already in memory; `name` is used in messages. */
+/* The same from a string already in memory; `name` is used in messages, and
+ * relative module paths are taken from its directory (the working directory
+ * when it has none). */
 int pod_config_parse(const char *name, const char *text, size_t len,
                      struct pod_config *out, pod_err *err);
 

@@ -2,6 +2,7 @@
 #include "conf/yaml_tree.h"
 
 #include <stdarg.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -52,6 +53,133 @@ static void offset_to_position(const char *text, size_t len, size_t offset,
     }
 }
 
+/* ---- a '{' or '[' that the writer meant as part of a value -------------------
+ * In YAML, '{' and '[' start flow collections, and inside one an unquoted
+ * value ends at any of , [ ] { }, so `{socket: /tmp/x-{host}.sock}` and
+ * `socket: {host}.sock` are syntax errors whose libyaml messages ("did not
+ * find expected ',' or '}'") do not say why. These find the brace and say to
+ * quote the value. Each returns -1 with the error set, or 0: not this case. */
+
+/* Byte offset of a libyaml mark, which counts lines and characters. */
+static size_t mark_offset(const struct builder *b, yaml_mark_t m)
+{
+    size_t i = b->len >= 3 && memcmp(b->text, "\xef\xbb\xbf", 3) == 0 ? 3 : 0; /* BOM */
+    for (size_t line = 0; line < m.line && i < b->len; i++)
+        if (b->text[i] == '\n') line++;
+    for (size_t col = 0; i < b->len && b->text[i] != '\n'; i++)
+        if (((unsigned char)b->text[i] & 0xC0) != 0x80 && col++ == m.column) break;
+    return i;
+}
+
+static bool one_of(char ch, const char *set) { return ch && strchr(set, ch); }
+
+/* A character an unquoted value inside a flow collection can go on with. */
+static bool plain_char(char ch) { return ch && !one_of(ch, " \t\r\n,[]{}#"); }
+
+/* The length of the unquoted value that starts at `start`, as the writer
+ * meant it: to the end of the line or a comment, or in a flow collection to
+ * a ',' or closing bracket outside the value's own brackets. 0 when it has
+ * characters that would need escapes in quotes, or is long. */
+static size_t meant_value(const struct builder *b, size_t start, bool flow)
+{
+    size_t i = start;
+    for (int depth = 0; i < b->len && b->text[i] != '\n' && b->text[i] != '\r'; i++) {
+        char ch = b->text[i];
+        if (ch == '{' || ch == '[') depth++;
+        else if ((ch == '}' || ch == ']') && depth-- == 0) break;
+        else if (ch == ',' && depth == 0 && flow) break;
+        else if (ch == '#' && i > start && b->text[i - 1] == ' ') break; /* a comment */
+        else if (ch == '"' || ch == '\\' || (unsigned char)ch < 0x20) return 0;
+    }
+    while (i > start && b->text[i - 1] == ' ') i--;
+    return i - start <= 120 ? i - start : 0;
+}
+
+/* "WHAT: VALUE (expected the value in quotes: "VALUE")" at the brace. */
+static int fail_brace(struct builder *b, size_t brace, size_t start, bool flow, const char *what)
+{
+    unsigned line, col;
+    offset_to_position(b->text, b->len, brace, &line, &col);
+    int n = (int)meant_value(b, start, flow);
+    if (!n)
+        return fail_at(b, line, col, "YAML syntax error: %s (expected the value in quotes)", what);
+    const char *v = b->text + start;
+    return fail_at(b, line, col,
+                   "YAML syntax error: %s: %.*s (expected the value in quotes: \"%.*s\")", what, n,
+                   v, n, v);
+}
+
+/* At a '{' or '[' that goes on an unquoted value inside a flow collection:
+ * `{socket: /tmp/x-{host}.sock}`. */
+static int explain_brace_in_value(struct builder *b, size_t at, const char *context)
+{
+    char ch = b->text[at];
+    if (at == 0 || (ch != '{' && ch != '[') || !plain_char(b->text[at - 1]) ||
+        b->text[at - 1] == ':')
+        return 0;
+    size_t start = at;
+    while (start > 0 && plain_char(b->text[start - 1])) start--;
+    const char *inside = strstr(context, "flow mapping")    ? "{...}"
+                         : strstr(context, "flow sequence") ? "[...]"
+                                                            : "a flow collection";
+    char what[96];
+    snprintf(what, sizeof what, "an unquoted value inside %s cannot contain '%c'", inside, ch);
+    return fail_brace(b, at, start, true, what);
+}
+
+/* The '{' or '[' that opens the collection closed at `close`, on its line. */
+static bool find_opener(const struct builder *b, size_t close, size_t *open)
+{
+    int depth = 0;
+    for (size_t i = close + 1; i-- > 0 && b->text[i] != '\n';) {
+        char ch = b->text[i];
+        if (ch == '}' || ch == ']') depth++;
+        else if ((ch == '{' || ch == '[') && --depth == 0) {
+            *open = i;
+            return true;
+        }
+    }
+    return false;
+}
+
+/* Only a bracketed word like {host} was meant as text: a collection with
+ * a ':', ',' or quote in it more likely lost its own brackets elsewhere. */
+static bool bracketed_word(const struct builder *b, size_t open, size_t close)
+{
+    for (size_t i = open + 1; i < close; i++)
+        if (one_of(b->text[i], ":,\"'")) return false;
+    return true;
+}
+
+/* Right after a value that starts with '{' or '[' and goes on:
+ * `socket: {host}.sock`. */
+static int explain_value_opening_brace(struct builder *b, size_t at, bool flow)
+{
+    size_t open;
+    if (at == 0 || !plain_char(b->text[at]) ||
+        (b->text[at - 1] != '}' && b->text[at - 1] != ']') || !find_opener(b, at - 1, &open) ||
+        !bracketed_word(b, open, at - 1))
+        return 0;
+    size_t before = open; /* the collection must be where a value starts */
+    while (before > 0 && b->text[before - 1] == ' ') before--;
+    if (before > 0 && !one_of(b->text[before - 1], ":-,[{")) return 0;
+    char what[96];
+    snprintf(what, sizeof what, "a value that starts with '%c' is a flow %s", b->text[open],
+             b->text[open] == '{' ? "mapping" : "sequence");
+    return fail_brace(b, open, open, flow, what);
+}
+
+static int explain_brace(struct builder *b)
+{
+    const yaml_parser_t *p = &b->parser;
+    if (p->error != YAML_PARSER_ERROR) return 0;
+    size_t at = mark_offset(b, p->problem_mark);
+    if (at >= b->len) return 0;
+    bool flow = p->context && strstr(p->context, "flow");
+    if (flow && explain_brace_in_value(b, at, p->context)) return -1;
+    return explain_value_opening_brace(b, at, flow);
+}
+
 static int fail_from_parser(struct builder *b)
 {
     const yaml_parser_t *p = &b->parser;
@@ -67,6 +195,7 @@ static int fail_from_parser(struct builder *b)
         return fail_at(b, line, col, "invalid input: %s", p->problem ? p->problem : "unreadable");
     }
     default: {
+        if (explain_brace(b)) return -1;
         const char *problem = p->problem ? p->problem : "unknown problem";
         if (p->context)
             return fail_at(b, line_of(p->problem_mark), col_of(p->problem_mark),

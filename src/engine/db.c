@@ -139,6 +139,9 @@ pod_table *pod_table_create(pod_db *db, const pod_table_def *def, char *err, siz
     return t;
 }
 
+int pod_db_nhosts(const pod_db *db) { return db->opt.nhosts; }
+int pod_db_host_id(const pod_db *db) { return db->opt.host_id; }
+
 pod_table *pod_table_find(pod_db *db, const char *name)
 {
     for (uint32_t i = 0; i < db->ntables; i++)

@@ -197,6 +197,10 @@ const char *pod_table_name(const pod_table *t) { return t->name; }
 uint32_t pod_table_key_size(const pod_table *t) { return t->key_size; }
 uint32_t pod_table_tuple_size(const pod_table *t) { return t->tuple_size; }
 uint32_t pod_table_ncols(const pod_table *t) { return t->ncols; }
+int pod_table_part_host(const pod_table *t, uint32_t part)
+{
+    return part < t->nparts ? (int)t->parts[part].owner : -1;
+}
 const pod_column *pod_table_col(const pod_table *t, uint32_t i)
 {
     return i < t->ncols ? &t->cols[i] : NULL;

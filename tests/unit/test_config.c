@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "conf/config.h"
@@ -336,6 +337,25 @@ START_TEST(test_host_defaults_and_placeholder)
     ck_assert_str_eq(c->hosts[10].socket_path, "/tmp/p-10/s-10.sock");
     ck_assert_int_eq(c->hosts[10].loggers, 0);
     ck_assert_int_eq(c->hosts[10].workers, 3);
+}
+END_TEST
+
+/* {host} in flow style: quoted, it works as in block style. */
+START_TEST(test_placeholder_quoted_in_flow_style)
+{
+    static const char flow[] = REGION_OK
+        "host_defaults: {workers: 1, socket: \"/tmp/s-{host}.sock\", log_dir: '/tmp/l-{host}'}\n"
+        "hosts: [{}, {socket: \"/tmp/own-{host}.sock\"}]\n";
+    static const char block[] = REGION_OK
+        "host_defaults:\n  workers: 1\n  socket: /tmp/s-{host}.sock\n  log_dir: /tmp/l-{host}\n"
+        "hosts:\n  - {}\n  - socket: /tmp/own-{host}.sock\n";
+    const struct pod_config *c = parse_ok(flow);
+    ck_assert_int_eq(c->nhosts, 2);
+    ck_assert_str_eq(c->hosts[0].socket_path, "/tmp/s-0.sock");
+    ck_assert_str_eq(c->hosts[0].log_dir, "/tmp/l-0");
+    ck_assert_str_eq(c->hosts[1].socket_path, "/tmp/own-1.sock");
+    ck_assert_str_eq(c->hosts[1].log_dir, "/tmp/l-1");
+    ck_assert_uint_eq(digest_of(flow), digest_of(block));
 }
 END_TEST
 
@@ -756,6 +776,107 @@ START_TEST(test_parse_cpu_list)
 }
 END_TEST
 
+/* ---- module paths: a relative one is taken from the config file's directory ------------ */
+
+#define MODULES_REL "modules:\n  - ./m.so\n  - sub/./n.so\n  - ../x.so\n  - /abs//y.so\n  - z.so\n"
+
+START_TEST(test_module_paths_from_config_dir)
+{
+    /* The directory does not exist: it is taken as written. */
+    static struct pod_config c;
+    pod_err err = {{0}};
+    const char *text = REGION_OK HOSTS_OK MODULES_REL;
+    ck_assert_msg(pod_config_parse("/no/such/dir/t.yaml", text, strlen(text), &c, &err) == 0,
+                  "%s", err.msg);
+    ck_assert_int_eq(c.nmodules, 5);
+    ck_assert_str_eq(c.modules[0], "/no/such/dir/m.so");
+    ck_assert_str_eq(c.modules[1], "/no/such/dir/sub/n.so");
+    ck_assert_str_eq(c.modules[2], "/no/such/dir/../x.so");
+    ck_assert_str_eq(c.modules[3], "/abs//y.so"); /* absolute: kept as written */
+    ck_assert_str_eq(c.modules[4], "/no/such/dir/z.so"); /* not looked up on the library path */
+    ck_assert_uint_eq(c.module_line[0], 11);
+    ck_assert_uint_eq(c.module_col[0], 5);
+    ck_assert_uint_eq(c.module_line[4], 15);
+
+    /* A name without a directory: the working directory. */
+    char cwd[PATH_MAX], want[PATH_MAX + 16];
+    ck_assert_ptr_nonnull(getcwd(cwd, sizeof cwd));
+    const struct pod_config *d = parse_ok(REGION_OK HOSTS_OK MODULES_REL);
+    snprintf(want, sizeof want, "%s/m.so", cwd);
+    ck_assert_str_eq(d->modules[0], want);
+    ck_assert_int_eq(pod_config_parse("/t.yaml", text, strlen(text), &c, &err), 0);
+    ck_assert_str_eq(c.modules[0], "/m.so");
+}
+END_TEST
+
+/* Writes `text` to DIR/sub/pod.yaml in a new temporary DIR; returns DIR. */
+static const char *write_conf_in_temp_dir(const char *text)
+{
+    static char dir[64];
+    char path[128];
+    snprintf(dir, sizeof dir, "/tmp/poddb-test-config-XXXXXX");
+    ck_assert_ptr_nonnull(mkdtemp(dir));
+    snprintf(path, sizeof path, "%s/sub", dir);
+    ck_assert_int_eq(mkdir(path, 0700), 0);
+    snprintf(path, sizeof path, "%s/sub/pod.yaml", dir);
+    FILE *f = fopen(path, "w");
+    ck_assert_ptr_nonnull(f);
+    fputs(text, f);
+    ck_assert_int_eq(fclose(f), 0);
+    return dir;
+}
+
+START_TEST(test_module_paths_independent_of_cwd)
+{
+    const char *dir = write_conf_in_temp_dir(REGION_OK HOSTS_OK "modules: [./mymod.so]\n");
+    char real[PATH_MAX], want[PATH_MAX + 32], abs_conf[128], cwd[PATH_MAX];
+    ck_assert_ptr_nonnull(realpath(dir, real));
+    snprintf(want, sizeof want, "%s/sub/mymod.so", real);
+    snprintf(abs_conf, sizeof abs_conf, "%s/sub/pod.yaml", dir);
+    ck_assert_ptr_nonnull(getcwd(cwd, sizeof cwd));
+
+    /* The same file named three ways from three working directories. */
+    static struct pod_config a, b, c;
+    pod_err err = {{0}};
+    ck_assert_int_eq(chdir("/"), 0);
+    ck_assert_msg(pod_config_load(abs_conf, &a, &err) == 0, "%s", err.msg);
+    ck_assert_int_eq(chdir(dir), 0);
+    ck_assert_msg(pod_config_load("sub/pod.yaml", &b, &err) == 0, "%s", err.msg);
+    ck_assert_int_eq(chdir("sub"), 0);
+    ck_assert_msg(pod_config_load("./pod.yaml", &c, &err) == 0, "%s", err.msg);
+    ck_assert_int_eq(chdir(cwd), 0);
+
+    ck_assert_str_eq(a.modules[0], want);
+    ck_assert_str_eq(b.modules[0], want);
+    ck_assert_str_eq(c.modules[0], want);
+    ck_assert_str_eq(b.source, "sub/pod.yaml"); /* messages name the file as given */
+    /* Hosts given the file under different names still agree on the digest. */
+    ck_assert_uint_eq(pod_config_digest(&a), pod_config_digest(&b));
+    ck_assert_uint_eq(pod_config_digest(&a), pod_config_digest(&c));
+    remove(abs_conf);
+    snprintf(abs_conf, sizeof abs_conf, "%s/sub", dir);
+    rmdir(abs_conf);
+    rmdir(dir);
+}
+END_TEST
+
+START_TEST(test_module_path_too_long)
+{
+    char name[300], text[1024];
+    struct pod_config c;
+    pod_err err = {{0}};
+    snprintf(name, sizeof name, "/%0240d/t.yaml", 0);
+    snprintf(text, sizeof text, "%s%smodules: [./m.so, ./%020d.so]\n", REGION_OK, HOSTS_OK, 0);
+    ck_assert_int_eq(pod_config_parse(name, text, strlen(text), &c, &err), -1);
+    char want[600];
+    snprintf(want, sizeof want,
+             "%s:10:19: modules[1]: './%020d.so' taken from the config's directory is 265 bytes "
+             "long (expected at most 255: POD_PATH_MAX)",
+             name, 0);
+    ck_assert_str_eq(err.msg, want);
+}
+END_TEST
+
 /* ---- bad configurations: each names the line, column and key ------------------------ */
 
 static const struct bad_case {
@@ -1100,6 +1221,34 @@ static const struct bad_case {
     {"UTF-16", "\xff\xfer\0e\0", "1:1: the file is UTF-16 (expected UTF-8)"},
     {"deep nesting", "region: " REPEAT16("[[") "]" REPEAT16("]]") "\n",
      "1:40: nesting deeper than 32 levels"},
+
+    /* '{' starts a flow mapping: an unquoted {host} inside one, or at the start of a value */
+    {"{host} unquoted in a flow mapping", REGION_OK
+     "host_defaults: {workers: 1, socket: /tmp/s-{host}.sock, log_dir: /tmp/l}\n" HOSTS_OK,
+     "6:44: YAML syntax error: an unquoted value inside {...} cannot contain '{': "
+     "/tmp/s-{host}.sock (expected the value in quotes: \"/tmp/s-{host}.sock\")"},
+    {"{host} unquoted at the end of a flow mapping", REGION_OK
+     "hosts:\n  - {workers: 1, log_dir: /tmp/l, socket: /tmp/s-{host}}\n",
+     "7:50: YAML syntax error: an unquoted value inside {...} cannot contain '{': /tmp/s-{host} "
+     "(expected the value in quotes: \"/tmp/s-{host}\")"},
+    {"brace unquoted in a flow sequence", REGION_OK HOSTS_OK "modules: [./m-{x}.so, /n.so]\n",
+     "10:15: YAML syntax error: an unquoted value inside [...] cannot contain '{': ./m-{x}.so "
+     "(expected the value in quotes: \"./m-{x}.so\")"},
+    {"value starting with {host}", REGION_OK
+     "host_defaults:\n  workers: 1\n  socket: {host}.sock   # comment\n" HOSTS_OK,
+     "8:11: YAML syntax error: a value that starts with '{' is a flow mapping: {host}.sock "
+     "(expected the value in quotes: \"{host}.sock\")"},
+    {"value starting with {host} in a flow mapping", REGION_OK
+     "host_defaults: {socket: {host}.sock}\n" HOSTS_OK,
+     "6:25: YAML syntax error: a value that starts with '{' is a flow mapping: {host}.sock "
+     "(expected the value in quotes: \"{host}.sock\")"},
+    {"brace in a value that needs escapes", REGION_OK
+     "host_defaults: {socket: /tmp/\"s-{host}.sock}\n" HOSTS_OK,
+     "6:33: YAML syntax error: an unquoted value inside {...} cannot contain '{' (expected the "
+     "value in quotes)"},
+    {"a stray closing brace is not taken for a placeholder", REGION_OK
+     "host_defaults: {workers: 1, socket: /tmp/x-}host.s}\n" HOSTS_OK,
+     "6:45: YAML syntax error: did not find expected key"},
 };
 
 START_TEST(test_bad_config)
@@ -1223,6 +1372,7 @@ static Suite *config_suite(void)
     tcase_add_test(good, test_every_key);
     tcase_add_test(good, test_host_defaults_and_placeholder);
     tcase_add_test(good, test_sixteen_hosts_and_empty_sections);
+    tcase_add_test(good, test_placeholder_quoted_in_flow_style);
     tcase_add_test(good, test_numa_node_spellings);
     tcase_add_test(good, test_booleans_and_enums);
     tcase_add_test(good, test_kind_and_coherence_names);
@@ -1230,6 +1380,12 @@ static Suite *config_suite(void)
     tcase_add_test(good, test_workloads_every_key);
     tcase_add_test(good, test_workloads_defaults);
     suite_add_tcase(s, good);
+
+    TCase *modules = tcase_create("module paths");
+    tcase_add_test(modules, test_module_paths_from_config_dir);
+    tcase_add_test(modules, test_module_paths_independent_of_cwd);
+    tcase_add_test(modules, test_module_path_too_long);
+    suite_add_tcase(s, modules);
 
     TCase *digest = tcase_create("digest");
     tcase_add_test(digest, test_digest_ignores_text_form);

@@ -808,6 +808,55 @@ START_TEST(call_never_commits_a_doomed_attempt)
 }
 END_TEST
 
+/* Answers [hosts, host id, host of partition 0, 1, ..., 7] as a module's
+ * procedure would find them, through its transaction. */
+static int where_proc(pod_txn *tx, const pod_args *a, pod_result *res, void *ctx)
+{
+    (void)a;
+    const pod_table *t = ctx;
+    pod_db *d = pod_txn_db(tx);
+    pod_result_i64(res, pod_db_nhosts(d));
+    pod_result_i64(res, pod_db_host_id(d));
+    for (uint32_t p = 0; p < 8; p++) pod_result_i64(res, pod_table_part_host(t, p));
+    return POD_OK;
+}
+
+/* Host 2 of a pod of 3 (without a region: only the accessors are used). */
+START_TEST(procedures_see_hosts_and_placement)
+{
+    ck_assert_int_eq(pod_db_nhosts(db), 1);
+    ck_assert_int_eq(pod_db_host_id(db), 0);
+    ck_assert_int_eq(pod_table_part_host(T, 0), 0);
+    ck_assert_int_eq(pod_table_part_host(T, 1), -1); /* T has one partition */
+
+    char err[256], msg[256];
+    pod_db_free(db);
+    struct pod_db_options o = {.nworkers = 1, .host_id = 2, .nhosts = 3};
+    db = pod_db_new(&o, err, sizeof err);
+    ck_assert_msg(db != NULL, "%s", err);
+    pod_table_def def = {"seven", 8, 8, 0, NULL, 7, pod_part_be64, NULL, 0};
+    pod_table *seven = pod_table_create(db, &def, err, sizeof err);
+    ck_assert_msg(seven != NULL, "%s", err);
+    pod_proc_def d = {"where", where_proc, seven, 0, NULL, true};
+    int p = pod_proc_register(db, &d, err, sizeof err);
+    ck_assert_int_ge(p, 0);
+    struct pod_result *res = pod_result_new();
+    struct pod_worker *w = pod_admin_begin(db);
+    pod_args none = {0, NULL};
+    ck_assert_int_eq(pod_call(w, p, &none, res, msg, sizeof msg), POD_OK);
+    pod_admin_end(db);
+    static const int64_t want[] = {3, 2, 0, 1, 2, 0, 1, 2, 0, -1};
+    ck_assert_int_eq(pod_result_ncols(res, 0), 10);
+    for (int i = 0; i < 10; i++) {
+        pod_value v;
+        ck_assert_int_eq(pod_result_get(res, 0, i, &v), 0);
+        ck_assert_msg(v.u.i64 == want[i], "value %d: %lld, expected %lld", i,
+                      (long long)v.u.i64, (long long)want[i]);
+    }
+    pod_result_free(res);
+}
+END_TEST
+
 START_TEST(results_rows_and_bytes)
 {
     struct pod_result *r = pod_result_new();
@@ -1085,6 +1134,7 @@ int main(void)
     tcase_add_test(on, large_transactions_find_their_own_locks);
     tcase_add_test(on, call_retries_and_counts);
     tcase_add_test(on, call_never_commits_a_doomed_attempt);
+    tcase_add_test(on, procedures_see_hosts_and_placement);
     tcase_add_test(on, results_rows_and_bytes);
     tcase_add_test(on, table_definitions_are_checked);
     tcase_add_test(on, bigger_index_nodes);
