@@ -1,0 +1,206 @@
+/* What a careless operator or another local user cannot do to a pod
+ * (docs/security.md): a file that is not a PodDB region is never formatted,
+ * resized or removed, and a live pod's region is not resized by a host of
+ * another pod. */
+#include <check.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "cxl/region.h"
+#include "helpers/testutil.h"
+#include "log/crc32c.h"
+
+#define MiB (1ull << 20)
+
+/* ---- files ------------------------------------------------------------------ */
+
+/* Write len pseudo-random bytes at off (a file's contents no one would mistake
+ * for a region). */
+static void write_noise(int fd, uint64_t off, uint64_t len, uint64_t seed)
+{
+    static unsigned char buf[1 << 16];
+    uint64_t x = seed | 1;
+    for (uint64_t done = 0; done < len;) {
+        for (size_t i = 0; i < sizeof buf; i += 8) {
+            x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+            memcpy(buf + i, &x, 8);
+        }
+        size_t n = len - done < sizeof buf ? (size_t)(len - done) : sizeof buf;
+        ck_assert_int_eq(pwrite(fd, buf, n, (off_t)(off + done)), (ssize_t)n);
+        done += n;
+    }
+}
+
+/* CRC-32C of len bytes at off. */
+static uint32_t crc_range(const char *path, uint64_t off, uint64_t len)
+{
+    static unsigned char buf[1 << 20];
+    int fd = open(path, O_RDONLY);
+    ck_assert_msg(fd >= 0, "%s: %s", path, strerror(errno));
+    uint32_t crc = 0;
+    for (uint64_t done = 0; done < len;) {
+        size_t want = len - done < sizeof buf ? (size_t)(len - done) : sizeof buf;
+        ssize_t n = pread(fd, buf, want, (off_t)(off + done));
+        ck_assert_int_gt(n, 0);
+        crc = crc32c(crc, buf, (size_t)n);
+        done += (uint64_t)n;
+    }
+    close(fd);
+    return crc;
+}
+
+static uint64_t file_size(const char *path)
+{
+    struct stat st;
+    ck_assert_msg(stat(path, &st) == 0, "%s: %s", path, strerror(errno));
+    return (uint64_t)st.st_size;
+}
+
+static struct pod_config *region_cfg(int nhosts, uint64_t size)
+{
+    struct pod_config *c = malloc(sizeof *c);
+    tu_make_config(c, nhosts, size, 8 * MiB, false);
+    return c;
+}
+
+/* Every way in (a server's start, poddb-region format with and without
+ * --force, inspect, destroy with and without --force) refuses path. */
+static void expect_every_open_refused(struct pod_config *c, const char *needle)
+{
+    static const unsigned flags[] = {CXL_OPEN_CREATE | CXL_OPEN_HEARTBEAT, CXL_OPEN_FORMAT,
+                                     CXL_OPEN_FORMAT | CXL_OPEN_FORCE, 0};
+    pod_err err = {{0}};
+    for (size_t i = 0; i < sizeof flags / sizeof flags[0]; i++) {
+        int host = flags[i] & CXL_OPEN_CREATE ? 0 : -1;
+        struct cxl_region *r = cxl_region_open(c, host, flags[i], &err);
+        if (r) cxl_region_close(r);
+        ck_assert_msg(r == NULL, "open with flags %#x accepted %s", flags[i], c->region.path);
+        ck_assert_msg(strstr(err.msg, needle), "flags %#x: '%s' lacks '%s'", flags[i], err.msg,
+                      needle);
+    }
+    for (int force = 0; force < 2; force++) {
+        ck_assert_int_eq(cxl_region_destroy(c, force, &err), -1);
+        ck_assert_msg(strstr(err.msg, needle), "destroy: '%s' lacks '%s'", err.msg, needle);
+    }
+}
+
+/* ---- the region's identity ---------------------------------------------------- */
+
+START_TEST(foreign_file_is_never_touched)
+{
+    struct pod_config *c = region_cfg(1, 1024 * MiB);
+    const uint64_t size = 10 * MiB + MiB / 2; /* 10.5 MiB of someone's data */
+    int fd = open(c->region.path, O_RDWR | O_CREAT | O_EXCL, 0600);
+    ck_assert_int_ge(fd, 0);
+    write_noise(fd, 0, size, 42);
+    close(fd);
+    uint32_t crc = crc_range(c->region.path, 0, size);
+
+    expect_every_open_refused(c, "is not a PodDB region");
+    ck_assert_uint_eq(file_size(c->region.path), size);
+    ck_assert_uint_eq(crc_range(c->region.path, 0, size), crc);
+    free(c);
+}
+END_TEST
+
+START_TEST(larger_foreign_file_is_not_cut)
+{
+    struct pod_config *c = region_cfg(1, 1024 * MiB);
+    const uint64_t size = 2048 * MiB; /* sparse: data at both ends */
+    int fd = open(c->region.path, O_RDWR | O_CREAT | O_EXCL, 0600);
+    ck_assert_int_ge(fd, 0);
+    write_noise(fd, 0, MiB, 7);
+    write_noise(fd, size - MiB, MiB, 8);
+    close(fd);
+    uint32_t head = crc_range(c->region.path, 0, MiB), tail = crc_range(c->region.path, size - MiB, MiB);
+
+    expect_every_open_refused(c, "is not a PodDB region");
+    ck_assert_uint_eq(file_size(c->region.path), size);
+    ck_assert_uint_eq(crc_range(c->region.path, 0, MiB), head);
+    ck_assert_uint_eq(crc_range(c->region.path, size - MiB, MiB), tail);
+    free(c);
+}
+END_TEST
+
+/* A zero-length file holds nothing: a server may format it. It is not a
+ * region either, so destroy leaves it alone. */
+START_TEST(empty_file_is_formatted_not_destroyed)
+{
+    struct pod_config *c = region_cfg(1, 512 * MiB);
+    close(open(c->region.path, O_RDWR | O_CREAT | O_EXCL, 0600));
+    pod_err err = {{0}};
+    ck_assert_int_eq(cxl_region_destroy(c, true, &err), -1);
+    ck_assert_msg(strstr(err.msg, "is not a PodDB region"), "%s", err.msg);
+    ck_assert_uint_eq(file_size(c->region.path), 0);
+
+    struct cxl_region *r = cxl_region_open(c, 0, CXL_OPEN_CREATE, &err);
+    ck_assert_msg(r != NULL, "%s", err.msg);
+    ck_assert(r->formatted_now);
+    cxl_region_close(r);
+    ck_assert_uint_eq(file_size(c->region.path), 512 * MiB);
+    ck_assert_int_eq(cxl_region_destroy(c, false, &err), 0);
+    ck_assert_int_eq(access(c->region.path, F_OK), -1);
+    free(c);
+}
+END_TEST
+
+/* A host of another pod (another config on the same path) neither resizes
+ * nor formats a live pod's region; once that pod is gone, its region is
+ * volatile and may be formatted again (a new generation). */
+START_TEST(live_region_of_another_pod_is_not_resized)
+{
+    struct pod_config *a = region_cfg(1, 1024 * MiB);
+    struct pod_config *b = malloc(sizeof *b);
+    *b = *a;
+    b->region.size = 512 * MiB;
+    pod_err err = {{0}};
+    struct cxl_region *ra = cxl_region_open(a, 0, CXL_OPEN_CREATE, &err);
+    ck_assert_msg(ra != NULL, "%s", err.msg);
+    uint64_t gen = ra->sb->generation;
+
+    ck_assert_ptr_null(cxl_region_open(b, 0, CXL_OPEN_CREATE, &err));
+    ck_assert_msg(strstr(err.msg, "different configuration"), "%s", err.msg);
+    ck_assert_ptr_null(cxl_region_open(b, -1, CXL_OPEN_FORMAT, &err));
+    ck_assert_msg(strstr(err.msg, "live host"), "%s", err.msg);
+    ck_assert_int_eq(cxl_region_destroy(b, false, &err), -1);
+    ck_assert_msg(strstr(err.msg, "live host"), "%s", err.msg);
+    ck_assert_uint_eq(file_size(a->region.path), 1024 * MiB);
+    /* pod A still uses all of it */
+    char *last = ra->base + 1024 * MiB - 64;
+    memset(last, 0x5a, 64);
+    ck_assert_int_eq(last[63], 0x5a);
+    memset(last, 0, 64);
+    cxl_region_close(ra);
+
+    struct cxl_region *rb = cxl_region_open(b, 0, CXL_OPEN_CREATE, &err);
+    ck_assert_msg(rb != NULL, "%s", err.msg);
+    ck_assert(rb->formatted_now);
+    ck_assert_uint_eq(rb->sb->generation, gen + 1);
+    cxl_region_close(rb);
+    ck_assert_uint_eq(file_size(a->region.path), 512 * MiB);
+    free(a);
+    free(b);
+}
+END_TEST
+
+int main(void)
+{
+    Suite *s = suite_create("security");
+    TCase *region = tcase_create("region");
+    tcase_set_timeout(region, 120);
+    tcase_add_test(region, foreign_file_is_never_touched);
+    tcase_add_test(region, larger_foreign_file_is_not_cut);
+    tcase_add_test(region, empty_file_is_formatted_not_destroyed);
+    tcase_add_test(region, live_region_of_another_pod_is_not_resized);
+    suite_add_tcase(s, region);
+    SRunner *sr = srunner_create(s);
+    srunner_run_all(sr, CK_NORMAL);
+    int failed = srunner_ntests_failed(sr);
+    srunner_free(sr);
+    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}
