@@ -1,7 +1,11 @@
 /* What a careless operator or another local user cannot do to a pod
- * (docs/security.md): a file that is not a PodDB region is never formatted,
- * resized or removed, and a live pod's region is not resized by a host of
- * another pod. */
+ * (docs/security.md):
+ *   - a file that is not a PodDB region is never formatted, resized or
+ *     removed, and a live pod's region is not resized by a host of another
+ *     pod;
+ *   - two servers never share a log directory (a lock), and a log directory
+ *     is never replayed by another pod or host (its identity).
+ * The log-directory tests run real servers ($PODDB_BIN/poddb-server). */
 #include <check.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -12,10 +16,14 @@
 #include <unistd.h>
 
 #include "cxl/region.h"
+#include "helpers/server_harness.h"
 #include "helpers/testutil.h"
+#include "log/claim.h"
 #include "log/crc32c.h"
 
 #define MiB (1ull << 20)
+#define START_TIMEOUT_MS 30000
+#define STOP_TIMEOUT_MS 20000
 
 /* ---- files ------------------------------------------------------------------ */
 
@@ -188,8 +196,142 @@ START_TEST(live_region_of_another_pod_is_not_resized)
 }
 END_TEST
 
+/* ---- log directories, with real servers ---------------------------------------------- */
+
+/* s's config with log_dir instead of the harness's (and s's own region and
+ * socket). */
+static void set_log_dir(struct sh_server *s, const char *log_dir)
+{
+    FILE *f = fopen(s->conf, "w");
+    ck_assert_ptr_nonnull(f);
+    fprintf(f,
+            "region:\n  path: %s\n  kind: shm\n  size: 512MiB\n  hwcc_budget: 16MiB\n"
+            "hosts:\n  - workers: 1\n    loggers: 1\n    socket: %s\n    log_dir: %s\n"
+            "tables:\n  - name: kv\n    key_size: 64\n    value_size: 1024\n"
+            "engine:\n  epoch_ms: 10\n",
+            s->region, s->sock, log_dir);
+    ck_assert_int_eq(fclose(f), 0);
+}
+
+/* A server of its own (region, socket) on log_dir. */
+static void prepare_on(struct sh_server *s, const char *log_dir)
+{
+    ck_assert_int_eq(sh_prepare(s, 1, 0, NULL), 0);
+    set_log_dir(s, log_dir);
+}
+
+/* The server must refuse to start, saying each of the needles. */
+static void expect_refused(struct sh_server *s, const char *const *needles, int n)
+{
+    int rc = sh_start(s, START_TIMEOUT_MS);
+    if (rc == 0) {
+        sh_stop(s, SIGTERM, STOP_TIMEOUT_MS);
+        sh_dump_log(s, "started");
+        ck_abort_msg("the server started (its log is above)");
+    }
+    ck_assert_msg(WIFEXITED(s->status) && WEXITSTATUS(s->status) != 0,
+                  "wait status %d: not a refusal", s->status);
+    for (int i = 0; i < n; i++)
+        if (!sh_file_contains(s->log, needles[i])) {
+            sh_dump_log(s, "refused");
+            ck_abort_msg("the refusal does not say '%s' (its log is above)", needles[i]);
+        }
+    ck_assert_ptr_null(sh_sanitizer_error(s));
+}
+
+static void start_ok(struct sh_server *s)
+{
+    if (sh_start(s, START_TIMEOUT_MS) != 0) {
+        sh_dump_log(s, "did not start");
+        ck_abort_msg("the server did not start (wait status %d)", s->status);
+    }
+}
+
+static void stop_ok(struct sh_server *s)
+{
+    int st = sh_stop(s, SIGTERM, STOP_TIMEOUT_MS);
+    ck_assert_msg(st >= 0 && WIFEXITED(st) && WEXITSTATUS(st) == 0, "stop: wait status %d", st);
+    ck_assert_ptr_null(sh_sanitizer_error(s));
+}
+
+static void put_key(const char *sock, const char *key)
+{
+    char e[256];
+    pod_client *cl = pod_client_connect(sock, e, sizeof e);
+    ck_assert_msg(cl != NULL, "%s", e);
+    pod_client_set_timeout(cl, 20000);
+    pod_value a[] = {pod_v_str("kv"), pod_v_str(key), pod_v_str("v")};
+    pod_reply *r = pod_client_call(cl, "kv.put", a, 3);
+    ck_assert_msg(r && pod_reply_status(r) == POD_OK, "kv.put %s", key);
+    pod_reply_free(r);
+    pod_client_close(cl);
+}
+
+/* The claim itself: a second claim is refused naming the holder's pid; once
+ * released, the directory is still only its own pod's and host's. */
+START_TEST(log_dir_claim_names_holder_and_owner)
+{
+    char dir[] = "/tmp/poddb-srvtest-claim-XXXXXX", id[64], pid[32];
+    ck_assert_ptr_nonnull(mkdtemp(dir));
+    pod_err err = {{0}};
+    struct logdir_claim *c = logdir_claim(dir, "/dev/shm/pod-a", 0, &err);
+    ck_assert_msg(c != NULL, "%s", err.msg);
+    snprintf(pid, sizeof pid, "pid %d", (int)getpid());
+    ck_assert_ptr_null(logdir_claim(dir, "/dev/shm/pod-a", 0, &err));
+    ck_assert_msg(strstr(err.msg, dir) && strstr(err.msg, pid), "%s", err.msg);
+    logdir_release(c);
+
+    ck_assert_ptr_null(logdir_claim(dir, "/dev/shm/pod-a", 1, &err));
+    ck_assert_msg(strstr(err.msg, "belongs to host 0 of the pod of region /dev/shm/pod-a"), "%s",
+                  err.msg);
+    ck_assert_ptr_null(logdir_claim(dir, "/dev/shm/pod-b", 0, &err));
+    ck_assert_msg(strstr(err.msg, "not to host 0 of the pod of region /dev/shm/pod-b"), "%s",
+                  err.msg);
+    ck_assert_ptr_nonnull(c = logdir_claim(dir, "/dev/shm/pod-a", 0, &err));
+    logdir_release(c);
+
+    snprintf(id, sizeof id, "%s/identity", dir);
+    FILE *f = fopen(id, "w");
+    fputs("something else\n", f);
+    fclose(f);
+    ck_assert_ptr_null(logdir_claim(dir, "/dev/shm/pod-a", 0, &err));
+    ck_assert_msg(strstr(err.msg, "damaged"), "%s", err.msg);
+    unlink(id);
+    char lock[64];
+    snprintf(lock, sizeof lock, "%s/lock", dir);
+    unlink(lock);
+    ck_assert_int_eq(rmdir(dir), 0);
+}
+END_TEST
+
+START_TEST(second_pod_on_a_live_log_dir_is_refused)
+{
+    struct sh_server a, b;
+    ck_assert_int_eq(sh_prepare(&a, 1, 0, NULL), 0);
+    char dir[SH_PATH + 16], pid[32];
+    snprintf(dir, sizeof dir, "%s/log-0", a.dir);
+    set_log_dir(&a, dir);
+    prepare_on(&b, dir); /* another pod: its own region and socket, a's log directory */
+    start_ok(&a);
+    put_key(a.sock, "a-key");
+    snprintf(pid, sizeof pid, "pid %d", (int)a.pid);
+
+    const char *live[] = {dir, "in use", pid};
+    expect_refused(&b, live, 3);
+    ck_assert(sh_ping(a.sock, 2000));
+    stop_ok(&a);
+
+    /* a stopped: the directory is still pod a's */
+    const char *dead[] = {dir, "belongs to", a.region};
+    expect_refused(&b, dead, 3);
+    start_ok(&a);
+    stop_ok(&a);
+}
+END_TEST
+
 int main(void)
 {
+    sh_init();
     Suite *s = suite_create("security");
     TCase *region = tcase_create("region");
     tcase_set_timeout(region, 120);
@@ -198,6 +340,11 @@ int main(void)
     tcase_add_test(region, empty_file_is_formatted_not_destroyed);
     tcase_add_test(region, live_region_of_another_pod_is_not_resized);
     suite_add_tcase(s, region);
+    TCase *logdir = tcase_create("log_dir");
+    tcase_set_timeout(logdir, 300);
+    tcase_add_test(logdir, log_dir_claim_names_holder_and_owner);
+    tcase_add_test(logdir, second_pod_on_a_live_log_dir_is_refused);
+    suite_add_tcase(s, logdir);
     SRunner *sr = srunner_create(s);
     srunner_run_all(sr, CK_NORMAL);
     int failed = srunner_ntests_failed(sr);
