@@ -18,6 +18,7 @@
 #include <unistd.h>
 
 #include "cxl/region_priv.h"
+#include "util/fsperm.h"
 
 #define ATTACH_TIMEOUT_MS_DEFAULT 10000
 
@@ -25,6 +26,7 @@
 int cxl_backing_open(const struct pod_config *c, bool create, pod_err *err)
 {
     const char *path = c->region.path;
+    if (pod_check_parents("region", path, err)) return -1;
     int fd = open(path, O_RDWR | O_CLOEXEC);
     if (fd < 0 && errno == ENOENT && create && c->region.kind != POD_REGION_DEVDAX) {
         /* O_EXCL: never through a dangling symlink; EEXIST: another host
@@ -56,6 +58,12 @@ int cxl_backing_open(const struct pod_config *c, bool create, pod_err *err)
         pod_err_set(err, "region.kind is %s but %s is not a regular file%s",
                     pod_region_kind_name(c->region.kind), path,
                     is_chr ? " (a device: use kind devdax)" : "");
+        close(fd);
+        return -1;
+    }
+    /* A file someone else owns or may write could hold anything. (A
+     * device's owner and mode are the administrator's.) */
+    if (S_ISREG(st.st_mode) && pod_check_trusted("region", path, &st, err)) {
         close(fd);
         return -1;
     }

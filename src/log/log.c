@@ -121,7 +121,7 @@ struct log_host *log_host_open(const struct log_host_options *o, pod_err *err)
             goto fail;
         }
     }
-    if (logdir_mkdirs(lh->dir, err)) goto fail;
+    if (logdir_prepare(lh->dir, err)) goto fail;
     if (!(lh->claim = logdir_claim(lh->dir, o->conf->region.path, o->host, err))) goto fail;
     if (durable_file_read(lh->dir, &lh->drec, err)) goto fail;
     if (logdir_scan(lh->dir, &lh->listing, err)) goto fail;

@@ -9,6 +9,7 @@
 #include <sys/stat.h>
 
 #include "log/durable_file.h"
+#include "util/fsperm.h"
 
 static int seg_cmp(const void *a, const void *b)
 {
@@ -126,7 +127,8 @@ int logdir_ckpt_chain(const char *dir, const struct logdir *d, uint32_t host, in
     return 0;
 }
 
-int logdir_mkdirs(const char *dir, pod_err *err)
+/* mkdir -p (mode 0755). */
+static int make_dirs(const char *dir, pod_err *err)
 {
     char p[4096];
     if (snprintf(p, sizeof p, "%s", dir) >= (int)sizeof p) {
@@ -145,6 +147,17 @@ int logdir_mkdirs(const char *dir, pod_err *err)
             *s = '/';
         }
     }
+    return 0;
+}
+
+int logdir_prepare(const char *dir, pod_err *err)
+{
+    /* The directories above it are checked before anything is created in
+     * them, and again after (one may have appeared meanwhile). */
+    if (pod_check_parents("log directory", dir, err) || make_dirs(dir, err) ||
+        pod_check_parents("log directory", dir, err) ||
+        pod_check_path("log directory", dir, err))
+        return -1;
     struct stat sb;
     if (stat(dir, &sb) != 0 || !S_ISDIR(sb.st_mode)) {
         pod_err_set(err, "log directory %s is not a directory", dir);

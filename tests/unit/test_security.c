@@ -3,9 +3,13 @@
  *   - a file that is not a PodDB region is never formatted, resized or
  *     removed, and a live pod's region is not resized by a host of another
  *     pod;
+ *   - a region file, a log directory or a directory above it that belongs to
+ *     another user, or that others may write, is refused;
  *   - two servers never share a log directory (a lock), and a log directory
  *     is never replayed by another pod or host (its identity).
- * The log-directory tests run real servers ($PODDB_BIN/poddb-server). */
+ * The log-directory tests run real servers ($PODDB_BIN/poddb-server). Tests
+ * that need another user chown to uid 65534; where chown is impossible they
+ * say so and are not run. */
 #include <check.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -22,6 +26,7 @@
 #include "log/crc32c.h"
 
 #define MiB (1ull << 20)
+#define OTHER_UID 65534
 #define START_TIMEOUT_MS 30000
 #define STOP_TIMEOUT_MS 20000
 
@@ -74,6 +79,16 @@ static struct pod_config *region_cfg(int nhosts, uint64_t size)
     struct pod_config *c = malloc(sizeof *c);
     tu_make_config(c, nhosts, size, 8 * MiB, false);
     return c;
+}
+
+/* chown, or say why the test cannot run (tests run as root; another user is
+ * simulated by uid 65534). */
+static bool chown_or_skip(const char *path, uid_t uid, const char *test)
+{
+    if (chown(path, uid, (gid_t)-1) == 0) return true;
+    fprintf(stderr, "%s: NOT RUN: cannot chown %s to uid %u (%s); another user cannot be "
+            "simulated here\n", test, path, (unsigned)uid, strerror(errno));
+    return false;
 }
 
 /* Every way in (a server's start, poddb-region format with and without
@@ -193,6 +208,38 @@ START_TEST(live_region_of_another_pod_is_not_resized)
     ck_assert_uint_eq(file_size(a->region.path), 512 * MiB);
     free(a);
     free(b);
+}
+END_TEST
+
+/* ---- ownership and modes -------------------------------------------------------- */
+
+START_TEST(region_of_another_user_is_refused)
+{
+    struct pod_config *c = region_cfg(1, 512 * MiB);
+    pod_err err = {{0}};
+    struct cxl_region *r = cxl_region_open(c, 0, CXL_OPEN_CREATE, &err);
+    ck_assert_msg(r != NULL, "%s", err.msg);
+    cxl_region_close(r);
+    if (!chown_or_skip(c->region.path, OTHER_UID, "region_of_another_user_is_refused")) {
+        free(c);
+        return;
+    }
+    ck_assert_ptr_null(r = cxl_region_open(c, 0, CXL_OPEN_CREATE, &err));
+    ck_assert_msg(strstr(err.msg, c->region.path) && strstr(err.msg, "uid 65534") &&
+                  strstr(err.msg, "0600"), "%s", err.msg);
+    ck_assert_int_eq(cxl_region_destroy(c, true, &err), -1);
+    ck_assert_int_eq(access(c->region.path, F_OK), 0);
+
+    /* this user's file, but world-writable */
+    ck_assert_int_eq(chown(c->region.path, geteuid(), (gid_t)-1), 0);
+    ck_assert_int_eq(chmod(c->region.path, 0666), 0);
+    ck_assert_ptr_null(r = cxl_region_open(c, 0, CXL_OPEN_CREATE, &err));
+    ck_assert_msg(strstr(err.msg, "0666") && strstr(err.msg, "writable"), "%s", err.msg);
+
+    ck_assert_int_eq(chmod(c->region.path, 0600), 0);
+    ck_assert_ptr_nonnull(r = cxl_region_open(c, 0, CXL_OPEN_CREATE, &err));
+    cxl_region_close(r);
+    free(c);
 }
 END_TEST
 
@@ -329,6 +376,54 @@ START_TEST(second_pod_on_a_live_log_dir_is_refused)
 }
 END_TEST
 
+START_TEST(log_dir_of_another_user_is_refused)
+{
+    struct sh_server s;
+    ck_assert_int_eq(sh_prepare(&s, 1, 0, NULL), 0);
+    char dir[SH_PATH + 32], seg[SH_PATH + 64];
+    /* a log directory someone else made (and filled) before the pod started */
+    snprintf(dir, sizeof dir, "%s/log-0", s.dir);
+    ck_assert_int_eq(mkdir(dir, 0777), 0);
+    ck_assert_int_eq(chmod(dir, 0777), 0);
+    snprintf(seg, sizeof seg, "%s/seg-0-0-1.log", dir);
+    close(open(seg, O_WRONLY | O_CREAT, 0644));
+    if (!chown_or_skip(dir, OTHER_UID, "log_dir_of_another_user_is_refused")) return;
+    set_log_dir(&s, dir);
+    const char *theirs[] = {dir, "uid 65534", "0777"};
+    expect_refused(&s, theirs, 3);
+
+    /* a parent of another user: nothing is created inside it */
+    struct sh_server p, g, t;
+    char parent[SH_PATH + 32], sub[SH_PATH + 48];
+    snprintf(parent, sizeof parent, "%s/theirs", s.dir);
+    ck_assert_int_eq(mkdir(parent, 0755), 0);
+    ck_assert_int_eq(chown(parent, OTHER_UID, (gid_t)-1), 0);
+    snprintf(sub, sizeof sub, "%s/log-0", parent);
+    prepare_on(&p, sub);
+    const char *their_parent[] = {parent, "uid 65534"};
+    expect_refused(&p, their_parent, 2);
+    ck_assert_int_eq(access(sub, F_OK), -1);
+
+    /* a group-writable parent without the sticky bit */
+    snprintf(parent, sizeof parent, "%s/shared", s.dir);
+    ck_assert_int_eq(mkdir(parent, 0775), 0);
+    ck_assert_int_eq(chmod(parent, 0775), 0);
+    snprintf(sub, sizeof sub, "%s/log-0", parent);
+    prepare_on(&g, sub);
+    const char *shared[] = {parent, "0775", "writable"};
+    expect_refused(&g, shared, 3);
+
+    /* a sticky world-writable parent of root's, like /tmp, is fine */
+    snprintf(parent, sizeof parent, "%s/tmp", s.dir);
+    ck_assert_int_eq(mkdir(parent, 0777), 0);
+    ck_assert_int_eq(chmod(parent, 01777), 0);
+    snprintf(sub, sizeof sub, "%s/log-0", parent);
+    prepare_on(&t, sub);
+    start_ok(&t);
+    stop_ok(&t);
+}
+END_TEST
+
 int main(void)
 {
     sh_init();
@@ -339,11 +434,13 @@ int main(void)
     tcase_add_test(region, larger_foreign_file_is_not_cut);
     tcase_add_test(region, empty_file_is_formatted_not_destroyed);
     tcase_add_test(region, live_region_of_another_pod_is_not_resized);
+    tcase_add_test(region, region_of_another_user_is_refused);
     suite_add_tcase(s, region);
     TCase *logdir = tcase_create("log_dir");
     tcase_set_timeout(logdir, 300);
     tcase_add_test(logdir, log_dir_claim_names_holder_and_owner);
     tcase_add_test(logdir, second_pod_on_a_live_log_dir_is_refused);
+    tcase_add_test(logdir, log_dir_of_another_user_is_refused);
     suite_add_tcase(s, logdir);
     SRunner *sr = srunner_create(s);
     srunner_run_all(sr, CK_NORMAL);
