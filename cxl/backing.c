@@ -31,7 +31,7 @@ int cxl_backing_open(const struct pod_config *c, bool create, pod_err *err)
     if (fd < 0 && errno == ENOENT && create && c->region.kind != POD_REGION_DEVDAX) {
         /* O_EXCL: never through a dangling symlink; EEXIST: another host
          * created it meanwhile. */
-        fd = open(path, O_RDWR | O_CLOEXEC | O_CREAT | O_EXCL, 0600);
+        fd = pod_create_private(path, O_RDWR | O_CLOEXEC | O_EXCL);
         if (fd < 0 && errno == EEXIST) fd = open(path, O_RDWR | O_CLOEXEC);
     }
     if (fd < 0) {

@@ -13,6 +13,7 @@
 
 #include "conf/config.h"
 #include "log/segment.h"
+#include "util/fsperm.h"
 #include "util/log.h"
 
 #define IDENTITY_HEAD "PodDB log directory"
@@ -41,7 +42,7 @@ static int take_lock(const char *dir, int *fd_out, pod_err *err)
 {
     char path[PATH_MAX];
     if (join(path, sizeof path, dir, LOGDIR_LOCK_NAME, err)) return -1;
-    int fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
+    int fd = pod_create_private(path, O_RDWR | O_CLOEXEC | O_NOFOLLOW);
     if (fd < 0) {
         pod_err_set(err, "cannot open %s: %s", path, strerror(errno));
         return -1;
@@ -140,7 +141,7 @@ static int write_identity(const char *dir, const char *path, const char *region,
     int n = snprintf(text, sizeof text, IDENTITY_HEAD "\nregion %s\nhost %d\nmachine %s\ncreated %s\n",
                      region, host, machine, when);
     unlink(tmp);
-    int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+    int fd = pod_create_private(tmp, O_WRONLY | O_EXCL | O_CLOEXEC);
     if (fd < 0 || write_all(fd, text, (size_t)n) != 0 || fsync(fd) != 0) {
         pod_err_set(err, "cannot write %s: %s", tmp, strerror(errno));
         if (fd >= 0) close(fd);

@@ -2,6 +2,7 @@
 #include "util/fsperm.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <pwd.h>
 #include <stdbool.h>
@@ -119,4 +120,20 @@ int pod_check_path(const char *what, const char *path, pod_err *err)
     int rc = check_one(what, path, path, err);
     if (rc > 0) pod_err_set(err, "%s %s does not exist", what, path);
     return rc ? -1 : 0;
+}
+
+int pod_create_private(const char *path, int flags)
+{
+    int fd = open(path, flags | O_CREAT, 0600);
+    if (fd < 0 || fchmod(fd, 0600) == 0) return fd;
+    int e = errno;
+    close(fd);
+    errno = e;
+    return -1;
+}
+
+int pod_mkdir_private(const char *path)
+{
+    if (mkdir(path, 0700) != 0) return -1;
+    return chmod(path, 0700);
 }

@@ -6,7 +6,10 @@
  * that has the sticky bit (like /tmp) is fine above PodDB's own paths:
  * there others may add entries but not remove or rename ours. Every
  * directory above a path is checked too, since whoever may change one of
- * them can replace what lies below it. */
+ * them can replace what lies below it.
+ *
+ * What PodDB creates is private: files 0600 and directories 0700, whatever
+ * the umask. */
 #ifndef PODDB_UTIL_FSPERM_H
 #define PODDB_UTIL_FSPERM_H
 
@@ -25,5 +28,14 @@ int pod_check_parents(const char *what, const char *path, pod_err *err);
 
 /* Check path itself the same way (it must exist). */
 int pod_check_path(const char *what, const char *path, pod_err *err);
+
+/* Create path with mode 0600 whatever the umask: open(path, flags |
+ * O_CREAT, 0600), then fchmod (a umask can only take bits away, so the file
+ * is never more open than 0600 meanwhile). The descriptor, or -1 with errno. */
+int pod_create_private(const char *path, int flags);
+
+/* mkdir(path) with mode 0700 whatever the umask. 0, or -1 with errno
+ * (EEXIST when it exists: its mode is left alone). */
+int pod_mkdir_private(const char *path);
 
 #endif

@@ -1,16 +1,18 @@
 /* What a careless operator or another local user cannot do to a pod
  * (docs/security.md):
  *   - a file that is not a PodDB region is never formatted, resized or
- *     removed, and a live pod's region is not resized by a host of another
- *     pod;
+ *     removed, and a live pod's region is not resized by another pod's host;
  *   - a region file, a log directory or a directory above it that belongs to
  *     another user, or that others may write, is refused;
  *   - two servers never share a log directory (a lock), and a log directory
- *     is never replayed by another pod or host (its identity).
+ *     is never replayed by another pod or host (its identity);
+ *   - what a server creates is private whatever the umask (files 0600,
+ *     directories 0700, its socket 0660).
  * The log-directory tests run real servers ($PODDB_BIN/poddb-server). Tests
  * that need another user chown to uid 65534; where chown is impossible they
  * say so and are not run. */
 #include <check.h>
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -72,6 +74,13 @@ static uint64_t file_size(const char *path)
     struct stat st;
     ck_assert_msg(stat(path, &st) == 0, "%s: %s", path, strerror(errno));
     return (uint64_t)st.st_size;
+}
+
+static unsigned file_mode(const char *path)
+{
+    struct stat st;
+    ck_assert_msg(lstat(path, &st) == 0, "%s: %s", path, strerror(errno));
+    return st.st_mode & 07777;
 }
 
 static struct pod_config *region_cfg(int nhosts, uint64_t size)
@@ -413,14 +422,90 @@ START_TEST(log_dir_of_another_user_is_refused)
     const char *shared[] = {parent, "0775", "writable"};
     expect_refused(&g, shared, 3);
 
-    /* a sticky world-writable parent of root's, like /tmp, is fine */
+    /* a sticky world-writable parent of root's, like /tmp, is fine; a log
+     * directory of this user's that others may read is made private */
     snprintf(parent, sizeof parent, "%s/tmp", s.dir);
     ck_assert_int_eq(mkdir(parent, 0777), 0);
     ck_assert_int_eq(chmod(parent, 01777), 0);
     snprintf(sub, sizeof sub, "%s/log-0", parent);
+    ck_assert_int_eq(mkdir(sub, 0755), 0);
+    ck_assert_int_eq(chmod(sub, 0755), 0);
     prepare_on(&t, sub);
     start_ok(&t);
     stop_ok(&t);
+    ck_assert_uint_eq(file_mode(sub), 0700);
+}
+END_TEST
+
+/* Wait until dir holds a complete checkpoint. */
+static bool wait_checkpoint(const char *dir, int timeout_ms)
+{
+    uint64_t end = sh_now_ms() + (uint64_t)timeout_ms;
+    while (sh_now_ms() < end) {
+        DIR *d = opendir(dir);
+        struct dirent *e;
+        bool found = false;
+        while (d && (e = readdir(d)))
+            if (strncmp(e->d_name, "ckpt-", 5) == 0 && strstr(e->d_name, ".log")) found = true;
+        if (d) closedir(d);
+        if (found) return true;
+        sh_sleep_ms(20);
+    }
+    return false;
+}
+
+START_TEST(files_are_private_under_umask_000)
+{
+    umask(0);
+    struct sh_server s;
+    ck_assert_int_eq(sh_prepare(&s, 1, 0, NULL), 0);
+    char deep[SH_PATH + 16], mid[SH_PATH + 32], dir[SH_PATH + 48];
+    snprintf(deep, sizeof deep, "%s/deep", s.dir);
+    snprintf(mid, sizeof mid, "%s/er", deep);
+    snprintf(dir, sizeof dir, "%s/log-0", mid);
+    set_log_dir(&s, dir);
+    start_ok(&s);
+    for (int i = 0; i < 20; i++) {
+        char k[32];
+        snprintf(k, sizeof k, "key-%d", i);
+        put_key(s.sock, k);
+    }
+    char e[256];
+    pod_client *cl = pod_client_connect(s.sock, e, sizeof e);
+    ck_assert_msg(cl != NULL, "%s", e);
+    pod_client_set_timeout(cl, 20000);
+    pod_value full = pod_v_str("full");
+    pod_reply *r = pod_client_call(cl, "sys.checkpoint", &full, 1);
+    ck_assert_msg(r && pod_reply_status(r) == POD_OK, "sys.checkpoint: %s",
+                  r ? pod_reply_message(r) : pod_client_error(cl));
+    pod_reply_free(r);
+    pod_client_close(cl);
+    ck_assert_msg(wait_checkpoint(dir, 20000), "no checkpoint in %s", dir);
+
+    ck_assert_uint_eq(file_mode(s.sock), 0660);
+    ck_assert_uint_eq(file_mode(s.region), 0600);
+    ck_assert_uint_eq(file_mode(deep), 0700);
+    ck_assert_uint_eq(file_mode(mid), 0700);
+    ck_assert_uint_eq(file_mode(dir), 0700);
+    DIR *d = opendir(dir);
+    ck_assert_ptr_nonnull(d);
+    struct dirent *de;
+    int files = 0;
+    bool seg = false, ckpt = false, durable = false;
+    while ((de = readdir(d))) {
+        if (de->d_name[0] == '.') continue;
+        char p[SH_PATH + 320];
+        snprintf(p, sizeof p, "%s/%s", dir, de->d_name);
+        ck_assert_msg(file_mode(p) == 0600, "%s has mode %04o", p, file_mode(p));
+        seg |= strncmp(de->d_name, "seg-", 4) == 0;
+        ckpt |= strncmp(de->d_name, "ckpt-", 5) == 0;
+        durable |= strcmp(de->d_name, "durable-epoch") == 0;
+        files++;
+    }
+    closedir(d);
+    ck_assert_msg(seg && ckpt && durable, "%d files: segment %d, checkpoint %d, durable-epoch %d",
+                  files, seg, ckpt, durable);
+    stop_ok(&s);
 }
 END_TEST
 
@@ -441,6 +526,7 @@ int main(void)
     tcase_add_test(logdir, log_dir_claim_names_holder_and_owner);
     tcase_add_test(logdir, second_pod_on_a_live_log_dir_is_refused);
     tcase_add_test(logdir, log_dir_of_another_user_is_refused);
+    tcase_add_test(logdir, files_are_private_under_umask_000);
     suite_add_tcase(s, logdir);
     SRunner *sr = srunner_create(s);
     srunner_run_all(sr, CK_NORMAL);
