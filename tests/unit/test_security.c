@@ -7,7 +7,8 @@
  *   - two servers never share a log directory (a lock), and a log directory
  *     is never replayed by another pod or host (its identity);
  *   - what a server creates is private whatever the umask (files 0600,
- *     directories 0700, its socket 0660).
+ *     directories 0700, its socket 0660);
+ *   - running out of file descriptors does not make a live host look dead.
  * The log-directory tests run real servers ($PODDB_BIN/poddb-server). Tests
  * that need another user chown to uid 65534; where chown is impossible they
  * say so and are not run. */
@@ -18,6 +19,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -248,6 +250,64 @@ START_TEST(region_of_another_user_is_refused)
     ck_assert_int_eq(chmod(c->region.path, 0600), 0);
     ck_assert_ptr_nonnull(r = cxl_region_open(c, 0, CXL_OPEN_CREATE, &err));
     cxl_region_close(r);
+    free(c);
+}
+END_TEST
+
+/* ---- liveness under resource exhaustion --------------------------------------------- */
+
+static int attach_and_die(void *arg)
+{
+    pod_err err;
+    struct cxl_region *r = cxl_region_open(arg, 2, CXL_OPEN_CREATE, &err);
+    return r ? 0 : 1; /* exits attached: a dead host in the table */
+}
+
+/* Fill every free descriptor below a lowered limit; returns how many. */
+static int use_all_fds(int *fds, int max)
+{
+    int n = 0, src = open("/dev/null", O_RDONLY);
+    ck_assert_int_ge(src, 0);
+    fds[n++] = src;
+    while (n < max) {
+        int fd = dup(src);
+        if (fd < 0) break;
+        fds[n++] = fd;
+    }
+    ck_assert_int_eq(errno, EMFILE);
+    return n;
+}
+
+START_TEST(emfile_does_not_kill_a_host)
+{
+    struct pod_config *c = region_cfg(3, 1024 * MiB);
+    pod_err err = {{0}};
+    struct cxl_region *r0 = cxl_region_open(c, 0, CXL_OPEN_CREATE, &err);
+    ck_assert_msg(r0 != NULL, "%s", err.msg);
+    struct cxl_region *r1 = cxl_region_open(c, 1, CXL_OPEN_CREATE, &err);
+    ck_assert_msg(r1 != NULL, "%s", err.msg);
+    int child = tu_fork(attach_and_die, c);
+    ck_assert_int_eq(tu_wait_child(child, 30000), 0);
+    ck_assert(cxl_host_alive(r0, 1));
+    ck_assert(!cxl_host_alive(r0, 2));
+
+    struct rlimit old, low;
+    ck_assert_int_eq(getrlimit(RLIMIT_NOFILE, &old), 0);
+    low = old;
+    low.rlim_cur = 256;
+    ck_assert_int_eq(setrlimit(RLIMIT_NOFILE, &low), 0);
+    static int fds[256];
+    int n = use_all_fds(fds, 256);
+    bool alive1 = cxl_host_alive(r0, 1), alive2 = cxl_host_alive(r0, 2);
+    int live = cxl_live_hosts(r0);
+    for (int i = 0; i < n; i++) close(fds[i]);
+    ck_assert_int_eq(setrlimit(RLIMIT_NOFILE, &old), 0);
+
+    ck_assert_msg(alive1, "a live host looked dead while this process had no descriptor free");
+    ck_assert_msg(!alive2, "a dead host looked alive while this process had no descriptor free");
+    ck_assert_int_eq(live, 2);
+    cxl_region_close(r1);
+    cxl_region_close(r0);
     free(c);
 }
 END_TEST
@@ -520,6 +580,7 @@ int main(void)
     tcase_add_test(region, empty_file_is_formatted_not_destroyed);
     tcase_add_test(region, live_region_of_another_pod_is_not_resized);
     tcase_add_test(region, region_of_another_user_is_refused);
+    tcase_add_test(region, emfile_does_not_kill_a_host);
     suite_add_tcase(s, region);
     TCase *logdir = tcase_create("log_dir");
     tcase_set_timeout(logdir, 300);
