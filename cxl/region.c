@@ -285,6 +285,8 @@ static int map_and_view(struct cxl_region *r, const struct pod_config *c, pod_er
 {
     if (map_region(r, c, err)) return -1;
     view_at(r, r->base);
+    free(r->priv->head); /* what was read before is stale now */
+    r->priv->head = NULL;
     return cxl_numa_bind(r->base, r->size, c->region.numa_node, c->region.kind, err);
 }
 
