@@ -2,11 +2,15 @@
  *
  * A host is alive when its slot says STARTING/RUNNING/STOPPING and:
  *  - on this machine (same kernel boot id): its pid exists with the same
- *    process start time (so a reused pid is not mistaken for it);
+ *    process start time (so a reused pid is not mistaken for it). Only an
+ *    answer that the process is gone (no such pid, ENOENT, a zombie) or
+ *    another process (another start time) makes it dead: a read of
+ *    /proc/PID/stat that fails otherwise (EMFILE, ENOMEM) leaves it alive;
  *  - on another machine of the pod: its heartbeat is younger than
  *    HEARTBEAT_TIMEOUT_NS (hosts of a pod must keep their clocks in sync
  *    within that margin, as NTP does). */
 #include <errno.h>
+#include <fcntl.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -23,37 +27,77 @@
 
 uint64_t cxl_now_realtime_ns(void) { return pod_real_ns(); }
 
+/* read(2) of a small file, NUL-terminated; the bytes read, or -1 with errno.
+ * No stdio: nothing here may fail for want of a FILE or its buffer. */
+static ssize_t read_small(const char *path, char *buf, size_t len)
+{
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0) return -1;
+    ssize_t n;
+    do n = read(fd, buf, len - 1);
+    while (n < 0 && errno == EINTR);
+    int e = errno;
+    close(fd);
+    errno = e;
+    if (n >= 0) buf[n] = 0;
+    return n;
+}
+
 void cxl_read_boot_id(char out[40])
 {
     memset(out, 0, 40);
-    FILE *f = fopen("/proc/sys/kernel/random/boot_id", "r");
-    if (!f) return;
-    if (!fgets(out, 40, f)) out[0] = 0;
-    fclose(f);
+    if (read_small("/proc/sys/kernel/random/boot_id", out, 40) < 0) out[0] = 0;
     out[strcspn(out, "\n")] = 0;
 }
 
-/* Field 22 of /proc/PID/stat: start time in clock ticks since boot; 0 if the
- * process is gone or is a zombie (killed but not yet reaped by its parent:
- * dead for the pod). */
-static uint64_t proc_start_time(pid_t pid)
+/* What /proc/PID/stat says of a process. */
+enum proc_probe {
+    PROC_GONE,    /* no such process, or a zombie (killed, not yet reaped: dead for the pod) */
+    PROC_FOUND,   /* alive, with its start time */
+    PROC_UNKNOWN, /* the read failed for another reason (no descriptor free, ...) */
+};
+
+/* Field 22 of the text after the command name: the start time in clock
+ * ticks since boot. The state (field 3) is the first character. */
+static bool parse_stat(const char *buf, char *state, uint64_t *start)
+{
+    const char *p = strrchr(buf, ')'); /* the command name may contain spaces */
+    if (!p || p[1] != ' ' || !p[2]) return false;
+    *state = p[2];
+    p += 2;
+    for (int field = 3; field < 22; field++) {
+        p = strchr(p, ' ');
+        if (!p) return false;
+        p++;
+    }
+    char *end;
+    errno = 0;
+    *start = strtoull(p, &end, 10);
+    return end != p && errno == 0;
+}
+
+static enum proc_probe proc_start_time(pid_t pid, uint64_t *start, int *err_no)
 {
     char path[64], buf[1024];
     snprintf(path, sizeof path, "/proc/%d/stat", (int)pid);
-    FILE *f = fopen(path, "r");
-    if (!f) return 0;
-    size_t n = fread(buf, 1, sizeof buf - 1, f);
-    fclose(f);
-    buf[n] = 0;
-    char *p = strrchr(buf, ')'); /* the command name may contain spaces */
-    if (!p) return 0;
-    unsigned long long start = 0;
-    char state = 0;
-    /* after ")": state(3) ppid(4) ... starttime(22): skip 18 fields after state */
-    if (sscanf(p + 1, " %c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %*u %*u %*d %*d %*d %*d "
-                      "%*d %*d %llu", &state, &start) != 2)
-        return 0;
-    return (state == 'Z' || state == 'X') ? 0 : start;
+    ssize_t n = read_small(path, buf, sizeof buf);
+    *err_no = n < 0 ? errno : 0;
+    if (n == 0 || (n < 0 && (errno == ENOENT || errno == ESRCH))) return PROC_GONE;
+    char state;
+    if (n < 0 || !parse_stat(buf, &state, start)) return PROC_UNKNOWN;
+    return (state == 'Z' || state == 'X') ? PROC_GONE : PROC_FOUND;
+}
+
+/* A failed read says nothing about the host: it is taken as alive (a host
+ * declared dead freezes the pod's durable epoch), with one warning. */
+static bool alive_unknown(int host, pid_t pid, int err_no)
+{
+    static int warned;
+    if (!__atomic_exchange_n(&warned, 1, __ATOMIC_RELAXED))
+        pod_warn("cannot read /proc/%d/stat, the process of host %d: %s; the host is taken as "
+                 "alive (a failed read never makes a host dead; said once)", (int)pid, host,
+                 err_no ? strerror(err_no) : "unexpected contents");
+    return true;
 }
 
 const char *cxl_host_state_name(uint32_t st)
@@ -77,7 +121,13 @@ bool cxl_host_alive(const struct cxl_region *r, int host)
         pid_t pid = s->pid;
         if (pid <= 0) return false;
         if (kill(pid, 0) != 0 && errno == ESRCH) return false;
-        return proc_start_time(pid) == s->proc_start;
+        uint64_t start = 0;
+        int err_no;
+        switch (proc_start_time(pid, &start, &err_no)) {
+        case PROC_GONE: return false;
+        case PROC_FOUND: return start == s->proc_start; /* else the pid was reused */
+        default: return alive_unknown(host, pid, err_no);
+        }
     }
     uint64_t beat = __atomic_load_n(&s->heartbeat_ns, __ATOMIC_ACQUIRE);
     uint64_t now = cxl_now_realtime_ns();
@@ -103,10 +153,18 @@ int cxl_host_register(struct cxl_region *r, int host, pod_err *err)
                                                                                : "");
         return -1;
     }
+    /* Without its own start time no host could tell this one alive. */
+    uint64_t start = 0;
+    int err_no;
+    if (proc_start_time(getpid(), &start, &err_no) != PROC_FOUND) {
+        pod_err_set(err, "cannot read /proc/%d/stat to register as host %d: %s", (int)getpid(),
+                    host, err_no ? strerror(err_no) : "unexpected contents");
+        return -1;
+    }
     /* The slot is ours: a previous holder is dead. Clear its usage figures. */
     uint64_t now = cxl_now_realtime_ns();
     s->pid = (int32_t)getpid();
-    s->proc_start = proc_start_time(getpid());
+    s->proc_start = start;
     memcpy(s->boot_id, r->priv->boot_id, sizeof s->boot_id);
     s->attached_ns = now;
     __atomic_store_n(&s->hwcc_used, 0, __ATOMIC_RELAXED);

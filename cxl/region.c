@@ -2,9 +2,11 @@
  *
  * Who formats: every open takes an exclusive flock on the backing file (a
  * bounded wait), so format and attach never interleave across processes. Under
- * the lock a host formats when the superblock is not READY, or when no host
- * of the pod it describes is alive (the region is volatile: a pod that died
- * left nothing worth keeping; recovery comes from the logs). Otherwise it
+ * the lock, and before anything is resized or mapped, it looks at what the
+ * backing holds (backing.c): a foreign file is refused. A host formats when
+ * the backing is empty, the superblock is not READY, or no host of the pod
+ * it describes is alive (the region is volatile: a pod that died left
+ * nothing worth keeping; recovery comes from the logs). Otherwise it
  * attaches, which requires the same layout version, ABI and config digest. */
 #include "cxl/region.h"
 
@@ -21,8 +23,6 @@
 
 #include "cxl/region_priv.h"
 #include "util/log.h"
-
-#define ATTACH_TIMEOUT_MS_DEFAULT 10000
 
 static uint64_t align_up(uint64_t v, uint64_t a) { return (v + a - 1) / a * a; }
 static uint64_t align_down(uint64_t v, uint64_t a) { return v / a * a; }
@@ -119,84 +119,7 @@ int cxl_geometry_compute(const struct pod_config *c, struct cxl_geometry *g, pod
     return 0;
 }
 
-/* ---- backing file and mapping ----------------------------------------- */
-
-static int open_backing(const struct pod_config *c, bool create, pod_err *err)
-{
-    int flags = O_RDWR | O_CLOEXEC;
-    if (create && c->region.kind != POD_REGION_DEVDAX) flags |= O_CREAT;
-    int fd = open(c->region.path, flags, 0600);
-    if (fd < 0) {
-        if (errno == ENOENT && !create)
-            pod_err_set(err, "region %s does not exist (format it first, or start a server)",
-                        c->region.path);
-        else
-            pod_err_set(err, "cannot open region %s: %s", c->region.path, strerror(errno));
-        return -1;
-    }
-    struct stat st;
-    if (fstat(fd, &st) != 0) {
-        pod_err_set(err, "cannot stat %s: %s", c->region.path, strerror(errno));
-        close(fd);
-        return -1;
-    }
-    bool is_chr = S_ISCHR(st.st_mode);
-    if (c->region.kind == POD_REGION_DEVDAX && !is_chr) {
-        pod_err_set(err, "region.kind is devdax but %s is not a character device",
-                    c->region.path);
-        close(fd);
-        return -1;
-    }
-    if (c->region.kind != POD_REGION_DEVDAX && !S_ISREG(st.st_mode)) {
-        pod_err_set(err, "region.kind is %s but %s is not a regular file%s",
-                    pod_region_kind_name(c->region.kind), c->region.path,
-                    is_chr ? " (a device: use kind devdax)" : "");
-        close(fd);
-        return -1;
-    }
-    return fd;
-}
-
-/* Bounded wait for the region's file lock. */
-static int lock_backing(int fd, int how, const char *path, pod_err *err)
-{
-    const char *env = getenv("PODDB_ATTACH_TIMEOUT_MS");
-    long timeout_ms = env ? atol(env) : ATTACH_TIMEOUT_MS_DEFAULT;
-    struct timespec nap = {0, 2 * 1000 * 1000};
-    for (long waited = 0;; waited += 2) {
-        if (flock(fd, how | LOCK_NB) == 0) return 0;
-        if (errno != EWOULDBLOCK && errno != EINTR) {
-            pod_err_set(err, "cannot lock region %s: %s", path, strerror(errno));
-            return -1;
-        }
-        if (waited >= timeout_ms) {
-            pod_err_set(err,
-                        "region %s stayed locked for %ld ms: another process is formatting "
-                        "or attaching and did not finish (set PODDB_ATTACH_TIMEOUT_MS to "
-                        "wait longer)",
-                        path, timeout_ms);
-            return -1;
-        }
-        nanosleep(&nap, NULL);
-    }
-}
-
-static int size_backing(int fd, const struct pod_config *c, pod_err *err)
-{
-    struct stat st;
-    if (fstat(fd, &st) != 0) {
-        pod_err_set(err, "cannot stat %s: %s", c->region.path, strerror(errno));
-        return -1;
-    }
-    if (c->region.kind == POD_REGION_DEVDAX) return 0; /* checked against the source size */
-    if ((uint64_t)st.st_size == c->region.size) return 0;
-    if (ftruncate(fd, (off_t)c->region.size) != 0) {
-        pod_err_set(err, "cannot size region %s to %llu bytes: %s", c->region.path,
-                    (unsigned long long)c->region.size, strerror(errno));
-        return -1;
-    }
-    return 0;
-}
+/* ---- mapping ------------------------------------------------------------ */
 
 static int pmem2_fail(pod_err *err, const char *what, const char *path, int rc)
 {
@@ -265,6 +188,8 @@ static void unmap_region(struct cxl_region *r)
     if (p->cfg) pmem2_config_delete(&p->cfg);
     if (p->fd >= 0) close(p->fd);
     p->fd = -1;
+    free(p->head);
+    p->head = NULL;
 }
 
 /* Zero [off, off+len) of the region: punch a hole in files (cheap, and gives
@@ -288,10 +213,12 @@ static void format_region(struct cxl_region *r, const struct pod_config *c,
 {
     struct cxl_superblock *sb = r->sb;
     uint64_t old_gen = (sb->magic == CXL_MAGIC) ? sb->generation : 0;
+    /* The magic first: a format cut short leaves a region, never a first
+     * page that looks like someone else's data (backing.c). */
+    sb->magic = CXL_MAGIC;
     __atomic_store_n(&sb->state, CXL_SB_FORMATTING, __ATOMIC_RELEASE);
     /* Everything past the superblock page goes back to zero. */
     cxl_zero_range(r, CXL_CONTROL_OFF, r->size - CXL_CONTROL_OFF);
-    sb->magic = CXL_MAGIC;
     sb->layout_version = CXL_LAYOUT_VERSION;
     sb->layout_abi = layout_abi();
     sb->generation = old_gen + 1;
@@ -346,23 +273,107 @@ static bool superblock_ready(const struct cxl_region *r)
            __atomic_load_n(&r->sb->state, __ATOMIC_ACQUIRE) == CXL_SB_READY;
 }
 
-static void locate_areas(struct cxl_region *r)
+/* The superblock and control block at base: the mapping, or a file's head
+ * as read before it is mapped. */
+static void view_at(struct cxl_region *r, char *base)
 {
-    r->ctl = (struct cxl_control *)(r->base + CXL_CONTROL_OFF);
+    r->sb = (struct cxl_superblock *)base;
+    r->ctl = (struct cxl_control *)(base + CXL_CONTROL_OFF);
+}
+
+static int map_and_view(struct cxl_region *r, const struct pod_config *c, pod_err *err)
+{
+    if (map_region(r, c, err)) return -1;
+    view_at(r, r->base);
+    free(r->priv->head); /* what was read before is stale now */
+    r->priv->head = NULL;
+    return cxl_numa_bind(r->base, r->size, c->region.numa_node, c->region.kind, err);
+}
+
+/* What the backing holds, seen without changing it: a file's head is read
+ * (so that nothing is resized before the decision), a device is mapped. */
+static int survey(struct cxl_region *r, const struct pod_config *c, enum cxl_identity *id,
+                  pod_err *err)
+{
+    struct cxl_region_priv *p = r->priv;
+    if (c->region.kind == POD_REGION_DEVDAX) {
+        if (map_and_view(r, c, err)) return -1;
+        *id = cxl_identify(r->base, r->size, true);
+        return *id == CXL_ID_FOREIGN ? cxl_refuse_foreign(c->region.path, r->size, true, err) : 0;
+    }
+    uint64_t size;
+    if (!(p->head = malloc(CXL_HEAD_SIZE))) {
+        pod_err_set(err, "out of memory");
+        return -1;
+    }
+    if (cxl_backing_read_head(p->fd, p->head, &size, c->region.path, err)) return -1;
+    view_at(r, p->head);
+    *id = cxl_identify(p->head, size, false);
+    return *id == CXL_ID_FOREIGN ? cxl_refuse_foreign(c->region.path, size, false, err) : 0;
+}
+
+enum open_action { OPEN_FAIL = -1, OPEN_FORMAT, OPEN_ATTACH, OPEN_OBSERVE };
+
+/* Format, attach, or only look (RAW), given what the backing holds. A
+ * PodDB region without live hosts is volatile: a server may format it
+ * whatever config formatted it. */
+static enum open_action choose(struct cxl_region *r, const struct pod_config *c, unsigned flags,
+                               enum cxl_identity id, pod_err *err)
+{
+    bool ready = id == CXL_ID_PODDB && superblock_ready(r);
+    int live = ready ? cxl_live_hosts(r) : 0;
+    if (flags & CXL_OPEN_FORMAT) {
+        if (live > 0 && !(flags & CXL_OPEN_FORCE)) {
+            pod_err_set(err, "region %s has %d live host(s); stop them first (or force)",
+                        c->region.path, live);
+            return OPEN_FAIL;
+        }
+        return OPEN_FORMAT;
+    }
+    if ((flags & CXL_OPEN_CREATE) && (!ready || live == 0)) return OPEN_FORMAT;
+    if (flags & CXL_OPEN_RAW) return OPEN_OBSERVE;
+    if (!ready) {
+        pod_err_set(err, "region %s is not formatted", c->region.path);
+        return OPEN_FAIL;
+    }
+    return check_compatible(r, c, err) ? OPEN_FAIL : OPEN_ATTACH;
+}
+
+/* A file to be formatted gets the config's size (an empty one the magic
+ * first). */
+static int prepare_format(struct cxl_region *r, const struct pod_config *c,
+                          enum cxl_identity id, pod_err *err)
+{
+    if (c->region.kind == POD_REGION_DEVDAX) return 0;
+    if (id == CXL_ID_EMPTY && cxl_backing_stamp(r->priv->fd, c->region.path, err)) return -1;
+    return cxl_backing_size(r->priv->fd, c, err);
+}
+
+/* Register as host and give it its slices (mimalloc arenas, heartbeat). */
+static int attach_host(struct cxl_region *r, int host, unsigned flags, pod_err *err)
+{
+    if (cxl_host_register(r, host, err)) return -1;
+    /* A host's slices start empty at every attach: mimalloc keeps its
+     * state in process memory, so a slice cannot outlive its process
+     * (../shared/notes/region-alloc.md B4, B5). */
+    if (!r->formatted_now) {
+        cxl_zero_range(r, r->sb->hwcc_off + (uint64_t)host * r->sb->hwcc_slice_size,
+                       r->sb->hwcc_slice_size);
+        cxl_zero_range(r, r->sb->swcc_off + (uint64_t)host * r->sb->swcc_slice_size,
+                       r->sb->swcc_slice_size);
+    }
+    if (cxl_alloc_attach(r, err) ||
+        ((flags & CXL_OPEN_HEARTBEAT) && cxl_heartbeat_start(r, err))) {
+        cxl_host_unregister(r);
+        return -1;
+    }
+    return 0;
 }
 
 static uint64_t g_next_uid = 1;
 
-struct cxl_region *cxl_region_open(const struct pod_config *c, int host, unsigned flags,
-                                   pod_err *err)
+static struct cxl_region *region_new(const struct pod_config *c, int host, pod_err *err)
 {
-    struct cxl_geometry g;
-    if (cxl_geometry_compute(c, &g, err)) return NULL;
-    if (host < -1 || host >= c->nhosts) {
-        pod_err_set(err, "host id %d is out of range: %s has hosts 0..%d", host, c->source,
-                    c->nhosts - 1);
-        return NULL;
-    }
     struct cxl_region *r = calloc(1, sizeof *r + sizeof(struct cxl_region_priv));
     if (!r) {
         pod_err_set(err, "out of memory");
@@ -374,48 +385,42 @@ struct cxl_region *cxl_region_open(const struct pod_config *c, int host, unsigne
     r->host = host;
     r->uid = __atomic_fetch_add(&g_next_uid, 1, __ATOMIC_RELAXED);
     cxl_read_boot_id(r->priv->boot_id);
-    bool may_format = (flags & (CXL_OPEN_CREATE | CXL_OPEN_FORMAT)) != 0;
-    bool locked = false;
+    return r;
+}
 
-    r->priv->fd = open_backing(c, may_format, err);
+struct cxl_region *cxl_region_open(const struct pod_config *c, int host, unsigned flags,
+                                   pod_err *err)
+{
+    struct cxl_geometry g;
+    if (cxl_geometry_compute(c, &g, err)) return NULL;
+    if (host < -1 || host >= c->nhosts) {
+        pod_err_set(err, "host id %d is out of range: %s has hosts 0..%d", host, c->source,
+                    c->nhosts - 1);
+        return NULL;
+    }
+    struct cxl_region *r = region_new(c, host, err);
+    if (!r) return NULL;
+    bool may_format = (flags & (CXL_OPEN_CREATE | CXL_OPEN_FORMAT)) != 0;
+    bool exclusive = may_format || host >= 0 || (flags & CXL_OPEN_RAW);
+    bool locked = false;
+    enum cxl_identity id;
+    enum open_action act;
+
+    r->priv->fd = cxl_backing_open(c, may_format, err);
     if (r->priv->fd < 0) goto fail;
-    if (lock_backing(r->priv->fd, may_format || host >= 0 ? LOCK_EX : LOCK_SH, c->region.path,
-                     err))
+    if (cxl_backing_lock(r->priv->fd, exclusive ? LOCK_EX : LOCK_SH, c->region.path, err))
         goto fail;
     locked = true;
-    if (may_format && size_backing(r->priv->fd, c, err)) goto fail;
-    if (map_region(r, c, err)) goto fail;
-    r->sb = (struct cxl_superblock *)r->base;
-    locate_areas(r);
-    if (cxl_numa_bind(r->base, r->size, c->region.numa_node, c->region.kind, err)) goto fail;
-
-    bool ready = superblock_ready(r);
-    int live = ready ? cxl_live_hosts(r) : 0;
-    if (flags & CXL_OPEN_FORMAT) {
-        if (live > 0 && !(flags & CXL_OPEN_FORCE)) {
-            pod_err_set(err, "region %s has %d live host(s); stop them first (or force)",
-                        c->region.path, live);
-            goto fail;
-        }
-        format_region(r, c, &g, host);
-    } else if ((flags & CXL_OPEN_CREATE) && (!ready || live == 0)) {
-        format_region(r, c, &g, host);
-    } else if (!ready) {
-        if (!(flags & CXL_OPEN_RAW)) {
-            pod_err_set(err, "region %s is not formatted", c->region.path);
-            goto fail;
-        }
-    } else if (check_compatible(r, c, err)) {
-        if (!(flags & CXL_OPEN_RAW)) goto fail;
-    } else {
-        r->compatible = true;
-    }
+    if (survey(r, c, &id, err) || (act = choose(r, c, flags, id, err)) == OPEN_FAIL) goto fail;
+    if (act == OPEN_FORMAT && prepare_format(r, c, id, err)) goto fail;
+    if (!r->base && act != OPEN_OBSERVE && map_and_view(r, c, err)) goto fail;
+    if (act == OPEN_FORMAT) format_region(r, c, &g, host);
     r->ready = superblock_ready(r);
-    if (r->formatted_now) r->compatible = true;
-    if (!r->compatible) {
+    if (act == OPEN_OBSERVE) {
         flock(r->priv->fd, LOCK_UN);
-        return r; /* a RAW observer of a region it cannot use: superblock only */
+        return r; /* a RAW observer: the superblock and host table only */
     }
+    r->compatible = true;
 
     if (cxl_swcc_init(&r->swcc, r->base + r->sb->swcc_off,
                       (size_t)r->sb->swcc_slice_size * r->sb->nhosts,
@@ -424,27 +429,7 @@ struct cxl_region *cxl_region_open(const struct pod_config *c, int host, unsigne
     if (r->priv->memset_fn && strcmp(r->store_granularity, "page") != 0)
         r->swcc.pmem_memcpy = (void *(*)(void *, const void *, size_t, unsigned))
             pmem2_get_memcpy_fn(r->priv->map);
-
-    if (host >= 0) {
-        if (cxl_host_register(r, host, err)) goto fail;
-        /* A host's slices start empty at every attach: mimalloc keeps its
-         * state in process memory, so a slice cannot outlive its process
-         * (../shared/notes/region-alloc.md B4, B5). */
-        if (!r->formatted_now) {
-            cxl_zero_range(r, r->sb->hwcc_off + (uint64_t)host * r->sb->hwcc_slice_size,
-                           r->sb->hwcc_slice_size);
-            cxl_zero_range(r, r->sb->swcc_off + (uint64_t)host * r->sb->swcc_slice_size,
-                           r->sb->swcc_slice_size);
-        }
-        if (cxl_alloc_attach(r, err)) {
-            cxl_host_unregister(r);
-            goto fail;
-        }
-        if ((flags & CXL_OPEN_HEARTBEAT) && cxl_heartbeat_start(r, err)) {
-            cxl_host_unregister(r);
-            goto fail;
-        }
-    }
+    if (host >= 0 && attach_host(r, host, flags, err)) goto fail;
     flock(r->priv->fd, LOCK_UN);
     return r;
 
@@ -470,33 +455,52 @@ void cxl_region_close(struct cxl_region *r)
     free(r);
 }
 
+/* The path still names the file that was checked (nobody swapped it). */
+static bool same_file(int fd, const char *path)
+{
+    struct stat a, b;
+    return fstat(fd, &a) == 0 && stat(path, &b) == 0 && a.st_dev == b.st_dev &&
+           a.st_ino == b.st_ino;
+}
+
+/* Only a region is removed: a foreign file is refused by the open, and an
+ * empty one (no magic) is not proven to be PodDB's either. */
 int cxl_region_destroy(const struct pod_config *c, bool force, pod_err *err)
 {
     struct cxl_region *r = cxl_region_open(c, -1, CXL_OPEN_RAW, err);
     if (!r) return -1;
+    int rc = -1;
+    if (r->sb->magic != CXL_MAGIC) {
+        pod_err_set(err, "region %s is not a PodDB region: it is empty (no PodDB superblock), "
+                    "so it is not removed", c->region.path);
+        goto out;
+    }
     /* Liveness is read from the host table whatever config formatted it, as
      * long as this build knows the table's layout. */
     if (r->ready && r->sb->layout_abi != layout_abi() && !force) {
         pod_err_set(err, "region %s was formatted by a build with another layout; cannot "
                     "tell whether its hosts are alive (force to remove it anyway)",
                     c->region.path);
-        cxl_region_close(r);
-        return -1;
+        goto out;
     }
     int live = r->ready ? cxl_live_hosts(r) : 0;
     if (live > 0 && !force) {
         pod_err_set(err, "region %s has %d live host(s); stop them first (or force)",
                     c->region.path, live);
-        cxl_region_close(r);
-        return -1;
+        goto out;
     }
-    int rc = 0;
     if (c->region.kind == POD_REGION_DEVDAX) {
         memset(r->base, 0, 4096); /* the superblock: the device reads as unformatted */
+        rc = 0;
+    } else if (!same_file(r->priv->fd, c->region.path)) {
+        pod_err_set(err, "region %s was replaced while it was checked; not removed",
+                    c->region.path);
     } else if (unlink(c->region.path) != 0) {
         pod_err_set(err, "cannot remove %s: %s", c->region.path, strerror(errno));
-        rc = -1;
+    } else {
+        rc = 0;
     }
+out:
     cxl_region_close(r);
     return rc;
 }

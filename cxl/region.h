@@ -5,7 +5,8 @@
  * the region unformatted (or left behind by a dead pod) formats it; the others
  * wait, bounded, on the region's file lock and then attach. A region formatted
  * with another layout version or configuration is refused with a clear error
- * while any of its hosts is alive. */
+ * while any of its hosts is alive. A file that is neither empty nor a PodDB
+ * region (its magic) is refused by every open and never changed. */
 #ifndef PODDB_CXL_REGION_H
 #define PODDB_CXL_REGION_H
 
@@ -26,8 +27,9 @@ enum cxl_open_flags {
     CXL_OPEN_FORMAT = 1 << 1,    /* always format (refused while hosts are alive) */
     CXL_OPEN_FORCE = 1 << 2,     /* with FORMAT: even when hosts look alive */
     CXL_OPEN_HEARTBEAT = 1 << 3, /* run a heartbeat thread for this host */
-    CXL_OPEN_RAW = 1 << 4,       /* observer: map even if unformatted or of another
-                                    config/version (for inspect and destroy) */
+    CXL_OPEN_RAW = 1 << 4,       /* observer (destroy): the superblock and host table
+                                    even if unformatted or of another config/version;
+                                    a file is read, not mapped (r->base is NULL) */
 };
 
 /* Layout computed from a config; what format writes into the superblock. */
@@ -67,7 +69,8 @@ struct cxl_region *cxl_region_open(const struct pod_config *c, int host, unsigne
 void cxl_region_close(struct cxl_region *r);
 
 /* Remove the backing (unlink the /dev/shm or fsdax file; wipe a devdax
- * superblock). Refused while hosts are alive unless force. */
+ * superblock). Refused while hosts are alive unless force, and always when
+ * the backing does not carry PodDB's magic (foreign or empty). */
 int cxl_region_destroy(const struct pod_config *c, bool force, pod_err *err);
 
 /* Host liveness, as seen by this process. */

@@ -19,6 +19,7 @@
 
 #include "log/crc32c.h"
 #include "log/segment.h"
+#include "util/fsperm.h"
 
 #define DURABLE_VERSION 1u
 
@@ -172,7 +173,7 @@ struct durable_file *durable_file_open(const char *dir, uint32_t host, uint64_t 
         pod_err_set(err, "cannot open %s: %s", f->path, strerror(errno));
         goto fail;
     }
-    f->fd = open(f->path, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+    f->fd = pod_create_private(f->path, O_RDWR | O_EXCL | O_CLOEXEC);
     if (f->fd < 0) {
         pod_err_set(err, "cannot create %s: %s", f->path, strerror(errno));
         goto fail;

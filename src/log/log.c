@@ -121,7 +121,8 @@ struct log_host *log_host_open(const struct log_host_options *o, pod_err *err)
             goto fail;
         }
     }
-    if (logdir_mkdirs(lh->dir, err)) goto fail;
+    if (logdir_prepare(lh->dir, err)) goto fail;
+    if (!(lh->claim = logdir_claim(lh->dir, o->conf->region.path, o->host, err))) goto fail;
     if (durable_file_read(lh->dir, &lh->drec, err)) goto fail;
     if (logdir_scan(lh->dir, &lh->listing, err)) goto fail;
     for (int i = 0; i < lh->listing.nsegs; i++) {
@@ -330,6 +331,7 @@ void log_host_free(struct log_host *lh)
     free(lh->workers);
     durable_file_close(lh->durable);
     logdir_free(&lh->listing);
+    logdir_release(lh->claim); /* last: nothing of this host writes the directory now */
     pthread_mutex_destroy(&lh->loggers_mu);
     pthread_mutex_destroy(&lh->deleted.mu);
     free(lh->deleted.buf);

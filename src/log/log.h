@@ -45,9 +45,12 @@ struct log_host_options {
     int ncpus;
 };
 
-/* Create the log directory if needed, read the durable-epoch record, list
- * the segments and checkpoints. Fails on a damaged durable-epoch record, an
- * unreadable directory, or a table whose tuples cannot be logged. */
+/* Create the log directory if needed, claim it (log/claim.h: its lock,
+ * held until log_host_free, and its identity), read the durable-epoch
+ * record, list the segments and checkpoints. Fails when another process
+ * holds the directory or it belongs to another pod or host, on a damaged
+ * durable-epoch record, an unreadable directory, or a table whose tuples
+ * cannot be logged. */
 struct log_host *log_host_open(const struct log_host_options *o, pod_err *err);
 
 /* What recovery did (also printed as it goes). */

@@ -5,6 +5,7 @@
 
 #include <pthread.h>
 
+#include "log/claim.h"
 #include "log/durable_file.h"
 #include "log/epoch.h"
 #include "log/log.h"
@@ -36,6 +37,7 @@ struct log_host {
     pthread_mutex_t loggers_mu; /* loggers[] against the epoch thread's wake-ups */
     struct log_epochs *epochs;
     int64_t waiters;            /* atomic: log_host_waiters_add */
+    struct logdir_claim *claim; /* the directory's lock and identity (logging hosts) */
     struct durable_file *durable;
     struct durable_record drec; /* as read at open */
     struct logdir listing;      /* as found at open (recovery's input) */

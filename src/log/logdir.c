@@ -7,8 +7,11 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "log/durable_file.h"
+#include "util/fsperm.h"
+#include "util/log.h"
 
 static int seg_cmp(const void *a, const void *b)
 {
@@ -126,7 +129,8 @@ int logdir_ckpt_chain(const char *dir, const struct logdir *d, uint32_t host, in
     return 0;
 }
 
-int logdir_mkdirs(const char *dir, pod_err *err)
+/* mkdir -p, each directory it makes 0700. */
+static int make_dirs(const char *dir, pod_err *err)
 {
     char p[4096];
     if (snprintf(p, sizeof p, "%s", dir) >= (int)sizeof p) {
@@ -137,7 +141,7 @@ int logdir_mkdirs(const char *dir, pod_err *err)
         bool end = *s == 0;
         if (*s == '/' || end) {
             *s = 0;
-            if (mkdir(p, 0755) != 0 && errno != EEXIST) {
+            if (pod_mkdir_private(p) != 0 && errno != EEXIST) {
                 pod_err_set(err, "cannot create log directory %s: %s", p, strerror(errno));
                 return -1;
             }
@@ -145,10 +149,31 @@ int logdir_mkdirs(const char *dir, pod_err *err)
             *s = '/';
         }
     }
+    return 0;
+}
+
+int logdir_prepare(const char *dir, pod_err *err)
+{
+    /* The directories above it are checked before anything is created in
+     * them, and again after (one may have appeared meanwhile). */
+    if (pod_check_parents("log directory", dir, err) || make_dirs(dir, err) ||
+        pod_check_parents("log directory", dir, err) ||
+        pod_check_path("log directory", dir, err))
+        return -1;
     struct stat sb;
     if (stat(dir, &sb) != 0 || !S_ISDIR(sb.st_mode)) {
         pod_err_set(err, "log directory %s is not a directory", dir);
         return -1;
+    }
+    /* One made before (by hand, or by an older build: 0755) may let others
+     * read the pod's data. */
+    if (sb.st_uid == geteuid() && (sb.st_mode & 077)) {
+        if (chmod(dir, 0700) == 0)
+            pod_info("log directory %s had mode %04o, now 0700 (only this user may read the "
+                     "pod's log)", dir, (unsigned)(sb.st_mode & 07777));
+        else
+            pod_warn("cannot make log directory %s private (mode %04o): %s", dir,
+                     (unsigned)(sb.st_mode & 07777), strerror(errno));
     }
     return 0;
 }

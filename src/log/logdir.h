@@ -43,7 +43,10 @@ void logdir_free(struct logdir *d);
  * before it (one is missing). */
 int logdir_ckpt_chain(const char *dir, const struct logdir *d, uint32_t host, int *chain, int *n,
                       struct seg_header *newest, pod_err *err);
-/* Create dir and its missing parents (mode 0755). */
-int logdir_mkdirs(const char *dir, pod_err *err);
+/* Make dir ready to be claimed: refuse it or a directory above it when it
+ * belongs to another user or others may write it (util/fsperm.h), create
+ * it and its missing parents (0700), and make it 0700 when it is this
+ * user's and more open. */
+int logdir_prepare(const char *dir, pod_err *err);
 
 #endif

@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "log/crc32c.h"
+#include "util/fsperm.h"
 
 /* ---- little-endian helpers -------------------------------------------------- */
 
@@ -241,7 +242,7 @@ struct seg_writer *seg_writer_open_named(const char *dir, const char *name,
         return NULL;
     }
     /* O_RDWR: seg_writer_go_direct reads back the partial last page. */
-    w->fd = open(w->path, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+    w->fd = pod_create_private(w->path, O_RDWR | O_EXCL | O_CLOEXEC);
     if (w->fd < 0) {
         int e = errno;
         if (e == EEXIST)

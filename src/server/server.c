@@ -162,6 +162,25 @@ static void count(uint64_t *c, int64_t d) { __atomic_fetch_add(c, (uint64_t)d, _
 
 /* ---- listeners ---------------------------------------------------------------- */
 
+/* bind with the socket file 0660 (the user and its group may connect): the
+ * umask makes it so from the start, the chmod whatever the umask was. Other
+ * threads create files meanwhile only through pod_create_private, which sets
+ * their mode itself. */
+static int bind_private(int fd, const struct sockaddr_un *sa)
+{
+    mode_t old = umask(0117);
+    int rc = bind(fd, (const struct sockaddr *)sa, sizeof *sa);
+    int e = errno;
+    umask(old);
+    if (rc == 0 && chmod(sa->sun_path, 0660) != 0) {
+        e = errno;
+        unlink(sa->sun_path);
+        rc = -1;
+    }
+    errno = e;
+    return rc;
+}
+
 /* A socket file left by a dead server is removed; one that answers belongs to
  * a live server (the host table already refused a second server for the same
  * host id, so this is another pod's server using the same path). */
@@ -178,7 +197,7 @@ static int listen_unix(struct pod_server *s, const char *path, pod_err *err)
         pod_err_set(err, "socket: %s", strerror(errno));
         return -1;
     }
-    if (bind(fd, (struct sockaddr *)&sa, sizeof sa) != 0) {
+    if (bind_private(fd, &sa) != 0) {
         if (errno != EADDRINUSE) {
             pod_err_set(err, "cannot listen on %s: %s", path, strerror(errno));
             close(fd);
@@ -194,7 +213,7 @@ static int listen_unix(struct pod_server *s, const char *path, pod_err *err)
         }
         pod_info("removing stale socket %s", path);
         unlink(path);
-        if (bind(fd, (struct sockaddr *)&sa, sizeof sa) != 0) {
+        if (bind_private(fd, &sa) != 0) {
             pod_err_set(err, "cannot listen on %s: %s", path, strerror(errno));
             close(fd);
             return -1;

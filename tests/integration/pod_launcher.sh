@@ -3,7 +3,8 @@
 # supervisor process, no region file, no socket and no pid file may remain.
 # Also: checkpoint on every host, up refuses CPUs and NUMA nodes the machine
 # lacks, down --keep-region,
-# a crashed host is reported, and check-numa / poddb-numaprobe run.
+# a crashed host is reported, a file at the region path that is not a
+# region is neither used nor removed, and check-numa / poddb-numaprobe run.
 source tests/lib.sh
 conf=$(make_conf)
 region=/dev/shm/$TEST_TAG-region
@@ -67,6 +68,20 @@ run "$POD" up --conf "$TMP/nonode.yaml" --bin "$BIN_ABS"
 expect_rc 1 "up with NUMA node $((last_node + 1))"
 err_has "region.numa_node is $((last_node + 1)) but this machine has NUMA node" "numa_node"
 pass "up refuses NUMA node $((last_node + 1)): $(head -1 "$TMP/err")"
+
+# ---- a file at the region path that is not a PodDB region ------------------------------------
+head -c $((10 * 1048576 + 524288)) /dev/urandom >"$region"
+sum=$(sha256sum <"$region")
+run "$POD" up --conf "$conf" --bin "$BIN_ABS"
+expect_rc 1 "up on a foreign file"
+err_has "is not a PodDB region" "up on a foreign file"
+run "$POD" down --conf "$conf" --bin "$BIN_ABS"
+expect_rc 1 "down with a foreign file at the region path"
+err_has "is not a PodDB region" "down with a foreign file at the region path"
+no_pod_process "after up on a foreign file"
+[ "$(sha256sum <"$region")" = "$sum" ] || fail "up or down changed the foreign file"
+rm -f "$region"
+pass "up and down refuse a foreign file at the region path and leave it intact"
 
 # ---- up, status, calls, logs -----------------------------------------------------------------
 run "$POD" up --conf "$conf" --bin "$BIN_ABS"

@@ -1,4 +1,5 @@
-# poddb-region end to end: format, inspect (text and JSON), destroy, bad config.
+# poddb-region end to end: format, inspect (text and JSON), destroy, bad config,
+# and files at the region path that are not regions (refused, left intact).
 source tests/lib.sh
 conf=$(make_conf)
 region=$(grep -m1 'path:' "$conf" | awk '{print $2}')
@@ -67,3 +68,33 @@ $BIN/poddb-region inspect --conf "$conf" 2>"$TMP/err"; rc=$?
 set -e
 [ $rc = 1 ] && grep -q "does not exist" "$TMP/err" || fail "inspect of a destroyed region"
 pass "destroy"
+
+# A file that is not a PodDB region is never formatted, resized or removed,
+# whatever the command and even with --force (10.5 MiB of someone's data).
+foreign=/dev/shm/$TEST_TAG-foreign
+head -c $((10 * 1048576 + 524288)) /dev/urandom >"$foreign"
+sum=$(sha256sum <"$foreign")
+sed -e "s|path: $region|path: $foreign|" "$conf" >"$TMP/foreign.yaml"
+for cmd in format "format --force" inspect destroy "destroy --force"; do
+  set +e
+  $BIN/poddb-region $cmd --conf "$TMP/foreign.yaml" >"$TMP/out" 2>"$TMP/err"; rc=$?
+  set -e
+  [ $rc = 1 ] && grep -q "is not a PodDB region" "$TMP/err" \
+    || fail "$cmd of a foreign file (rc $rc): $(cat "$TMP/err")"
+done
+[ "$(sha256sum <"$foreign")" = "$sum" ] || fail "the foreign file changed"
+pass "format, format --force, inspect, destroy and destroy --force refuse a foreign file; it is intact"
+
+# A zero-length file holds nothing: format makes it a region; destroy
+# removes only what carries PodDB's superblock.
+: >"$foreign"
+set +e
+$BIN/poddb-region destroy --conf "$TMP/foreign.yaml" 2>"$TMP/err"; rc=$?
+set -e
+[ $rc = 1 ] && [ -e "$foreign" ] && grep -q "is not a PodDB region: it is empty" "$TMP/err" \
+  || fail "destroy of an empty file (rc $rc): $(cat "$TMP/err")"
+$BIN/poddb-region format --conf "$TMP/foreign.yaml" | grep -q "generation 1" \
+  || fail "format of an empty file"
+$BIN/poddb-region destroy --conf "$TMP/foreign.yaml" | grep -q destroyed || fail "destroy"
+[ ! -e "$foreign" ] || fail "the region made of an empty file is still there after destroy"
+pass "an empty file: destroy leaves it, format makes it a region, destroy then removes it"

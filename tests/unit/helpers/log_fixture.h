@@ -49,10 +49,24 @@ static inline void lf_rm_rf(const char *p) { nftw(p, lf_rm_cb, 16, FTW_DEPTH | F
 static char lf_dirs[8][POD_PATH_MAX];
 static int lf_ndirs;
 static pid_t lf_dir_owner;
+/* The region of the pod that logs in dir: one per log directory, since a
+ * directory is claimed by its pod's region path (log/claim.h) and a test
+ * that reopens it must come back as the same pod. */
+static inline void lf_region_of(const char *dir, char *out, size_t len)
+{
+    const char *base = strrchr(dir, '/');
+    snprintf(out, len, "/dev/shm/%.200s-region", base ? base + 1 : dir);
+}
+
 static inline void lf_cleanup_dirs(void)
 {
     if (getpid() != lf_dir_owner) return;
-    for (int i = 0; i < lf_ndirs; i++) lf_rm_rf(lf_dirs[i]);
+    for (int i = 0; i < lf_ndirs; i++) {
+        char region[POD_PATH_MAX];
+        lf_region_of(lf_dirs[i], region, sizeof region);
+        unlink(region);
+        lf_rm_rf(lf_dirs[i]);
+    }
 }
 
 /* A fresh directory, removed at exit by the process that made it. */
@@ -115,7 +129,8 @@ static inline int lf_tag_proc(pod_txn *tx, const pod_args *a, pod_result *res, v
 }
 
 /* Config (nhosts hosts, `workers` workers and `loggers` loggers each), the
- * region attached as host `host`, the database with table t. log dirs: the
+ * region attached as host `host` (region_path, or when NULL the log
+ * directory's own: lf_region_of), the database with table t. log dirs: the
  * given one for `host` (made fresh when dir is NULL). */
 static inline void lf_open_dirs(struct lf *f, int nhosts, int host, int workers, int loggers,
                                 int epoch_ms, bool simulate_noncoherent, const char *region_path,
@@ -137,7 +152,6 @@ static inline void lf_open_dirs(struct lf *f, int nhosts, int host, int workers,
 {
     memset(f, 0, sizeof *f);
     tu_make_config(&f->conf, nhosts, 768ull << 20, 16ull << 20, simulate_noncoherent);
-    if (region_path) snprintf(f->conf.region.path, sizeof f->conf.region.path, "%s", region_path);
     f->conf.engine.epoch_ms = epoch_ms;
     for (int h = 0; h < nhosts; h++) {
         f->conf.hosts[h].workers = workers;
@@ -145,6 +159,8 @@ static inline void lf_open_dirs(struct lf *f, int nhosts, int host, int workers,
     }
     if (dir) snprintf(f->dir, sizeof f->dir, "%s", dir);
     else lf_make_dir(f->dir, sizeof f->dir);
+    if (region_path) snprintf(f->conf.region.path, sizeof f->conf.region.path, "%s", region_path);
+    else lf_region_of(f->dir, f->conf.region.path, sizeof f->conf.region.path);
     snprintf(f->conf.hosts[host].log_dir, POD_PATH_MAX, "%s", f->dir);
     for (int h = 0; all_dirs && h < nhosts; h++) {
         snprintf(f->conf.hosts[h].log_dir, POD_PATH_MAX, "%s", all_dirs[h]);

@@ -1,0 +1,31 @@
+/* A server's claim on its log directory (docs/durability.md, "Whose log
+ * directory"): nothing else may write it while the server lives, and no
+ * other pod or host may replay it afterwards.
+ *
+ *   DIR/lock      an exclusive flock held for the life of the claim (the
+ *                 holder's pid is written in it, for the refusal message)
+ *   DIR/identity  written once, by the first server that logs there: the
+ *                 pod's region path and the host id, and for people the
+ *                 machine and the time. A server of another pod (another
+ *                 region path) or of another host id is refused.
+ * A directory that has no identity file (made by an earlier build, or new)
+ * gets one. */
+#ifndef PODDB_LOG_CLAIM_H
+#define PODDB_LOG_CLAIM_H
+
+#include "util/err.h"
+
+#define LOGDIR_LOCK_NAME "lock"
+#define LOGDIR_IDENTITY_NAME "identity"
+
+struct logdir_claim;
+
+/* Lock dir (which must exist) and check or write its identity for host
+ * `host` of the pod whose region is `region`. NULL with err when another
+ * process holds the lock (naming its pid when known), or the directory
+ * belongs to another pod or host. */
+struct logdir_claim *logdir_claim(const char *dir, const char *region, int host, pod_err *err);
+/* Release the lock (NULL is fine). */
+void logdir_release(struct logdir_claim *c);
+
+#endif
