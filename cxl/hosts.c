@@ -142,6 +142,16 @@ int cxl_live_hosts(const struct cxl_region *r)
     return n;
 }
 
+bool cxl_hosts_share_kernel(const struct cxl_region *r)
+{
+    for (uint32_t h = 0; h < r->sb->nhosts && h < POD_MAX_HOSTS; h++) {
+        const struct cxl_host_slot *s = &r->ctl->hosts[h];
+        if ((int)h == r->host || !cxl_host_alive(r, (int)h)) continue;
+        if (strncmp(s->boot_id, r->priv->boot_id, sizeof s->boot_id) != 0) return false;
+    }
+    return true;
+}
+
 int cxl_host_register(struct cxl_region *r, int host, pod_err *err)
 {
     struct cxl_host_slot *s = &r->ctl->hosts[host];

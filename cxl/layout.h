@@ -18,7 +18,7 @@
 #include "cxl/offset.h"
 
 #define CXL_MAGIC 0x4e4759524244444fULL /* bytes "ODDBRYGN": a PodDB region */
-#define CXL_LAYOUT_VERSION 3u
+#define CXL_LAYOUT_VERSION 4u
 #define CXL_SLICE_ALIGN (32ull << 20)  /* mimalloc 2.0.9 arena block/segment size */
 #define CXL_CACHELINE 64
 #define CXL_MAX_ROOTS 16               /* published root offsets per host */
@@ -72,6 +72,13 @@ struct cxl_host_slot {
     uint64_t heartbeat_ns;      /* CLOCK_REALTIME of the last beat (atomic) */
     uint64_t attached_ns;
     char boot_id[40];           /* kernel boot id: a pid means something only on its boot */
+    /* The host's epoch thread in a quiet pod (src/log/epoch.c): replies of
+     * this host waiting for durability (atomic, written by the host only),
+     * whether its epoch thread sleeps because the pod is quiet, and the
+     * futex word it sleeps on (others bump and wake it). */
+    int64_t reply_waiters;
+    uint32_t epoch_quiet;
+    uint32_t epoch_bell;
     /* Usage of the host's slices in allocator bytes (atomic). Only the owner
      * writes them; everyone may read. */
     uint64_t hwcc_used;

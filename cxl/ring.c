@@ -28,9 +28,11 @@
 #include "util/cpu.h"
 
 #include <errno.h>
+#include <linux/futex.h>
 #include <sched.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -56,7 +58,12 @@ struct ring_hdr {
     uint64_t tail __attribute__((aligned(CXL_CACHELINE)));
     /* line 2: consumers */
     uint64_t head __attribute__((aligned(CXL_CACHELINE)));
-    /* lines 3..: one sequence word per slot */
+    /* line 3: the doorbell (cxl_ring_sleep): owner threads asleep, and a
+     * futex word senders bump and wake when some are. Written only around
+     * sleeps, so a busy pod's senders only read it. */
+    uint32_t sleepers __attribute__((aligned(CXL_CACHELINE)));
+    uint32_t doorbell;
+    /* lines 4..: one sequence word per slot */
     uint64_t seq[] __attribute__((aligned(CXL_CACHELINE)));
 };
 
@@ -343,6 +350,8 @@ const void *cxl_ring_slot_addr(const struct cxl_ring *ring, uint64_t pos)
     return ring->slots + (size_t)(pos & ring->mask) * CXL_MSG_SLOT;
 }
 
+static void ring_doorbell(struct ring_hdr *h);
+
 int cxl_ring_send(struct cxl_ring *ring, const struct cxl_msg *m)
 {
     if (m->len > CXL_MSG_MAX) return CXL_RING_TOOBIG;
@@ -373,8 +382,60 @@ int cxl_ring_send(struct cxl_ring *ring, const struct cxl_msg *m)
         }
     }
     slot_write(ring->r, ring->slots + (size_t)(pos & ring->mask) * CXL_MSG_SLOT, m);
-    __atomic_store_n(seqw, pos + 1, __ATOMIC_RELEASE);
+    /* Publish with a full barrier (an exchange), then look for sleepers: a
+     * sleeper counts itself before it looks at the ring (cxl_ring_sleep), so
+     * one of the two sees the other. */
+    __atomic_exchange_n(seqw, pos + 1, __ATOMIC_SEQ_CST);
+    if (__atomic_load_n(&h->sleepers, __ATOMIC_SEQ_CST)) ring_doorbell(h);
     return CXL_RING_OK;
+}
+
+/* ---- sleeping on the doorbell --------------------------------------------- */
+
+static long futex(uint32_t *word, int op, uint32_t val, const struct timespec *timeout)
+{
+    /* Not FUTEX_PRIVATE: the word is in a shared mapping, and the threads of
+     * every host process on this kernel meet on it. */
+    return syscall(SYS_futex, word, op, val, timeout, NULL, 0);
+}
+
+static void ring_doorbell(struct ring_hdr *h)
+{
+    __atomic_fetch_add(&h->doorbell, 1, __ATOMIC_SEQ_CST);
+    futex(&h->doorbell, FUTEX_WAKE, INT32_MAX, NULL);
+}
+
+void cxl_ring_wake(struct cxl_ring *ring)
+{
+    struct ring_hdr *h = ring->hdr;
+    full_fence(); /* whatever the caller published first is seen by a sleeper */
+    if (__atomic_load_n(&h->sleepers, __ATOMIC_SEQ_CST)) ring_doorbell(h);
+}
+
+/* A message is published at the head (or being claimed by a poller). */
+static bool ring_nonempty(const struct cxl_ring *own)
+{
+    const struct ring_hdr *h = own->hdr;
+    uint64_t pos = __atomic_load_n(&h->head, __ATOMIC_SEQ_CST);
+    return __atomic_load_n(&h->seq[pos & own->mask], __ATOMIC_SEQ_CST) == pos + 1;
+}
+
+bool cxl_ring_sleep(struct cxl_ring *own, uint64_t timeout_ns, bool (*has_work)(void *arg),
+                    void *arg)
+{
+    if (!own->own) return false;
+    struct ring_hdr *h = own->hdr;
+    __atomic_fetch_add(&h->sleepers, 1, __ATOMIC_SEQ_CST);
+    uint32_t bell = __atomic_load_n(&h->doorbell, __ATOMIC_SEQ_CST);
+    bool slept = false;
+    if (!ring_nonempty(own) && !(has_work && has_work(arg))) {
+        struct timespec ts = {(time_t)(timeout_ns / 1000000000ull),
+                              (long)(timeout_ns % 1000000000ull)};
+        futex(&h->doorbell, FUTEX_WAIT, bell, &ts); /* EAGAIN: rung meanwhile */
+        slept = true;
+    }
+    __atomic_fetch_sub(&h->sleepers, 1, __ATOMIC_SEQ_CST);
+    return slept;
 }
 
 int cxl_ring_poll(struct cxl_ring *own, struct cxl_msg *out)

@@ -27,6 +27,7 @@
 #ifndef PODDB_CXL_RING_H
 #define PODDB_CXL_RING_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
 #include "cxl/region.h"
@@ -110,6 +111,21 @@ int cxl_ring_send(struct cxl_ring *ring, const struct cxl_msg *m);
  * CXL_RING_EMPTY, CXL_RING_INVAL (not the owner's handle), CXL_RING_CORRUPT.
  * Messages of one sending thread arrive in the order it sent them. */
 int cxl_ring_poll(struct cxl_ring *own, struct cxl_msg *out);
+
+/* Sleep on the owner's doorbell: at most timeout_ns, and not at all when a
+ * message is in the ring or has_work(arg) (may be NULL) says there is other
+ * work. Wakes early when a message is sent to the ring or cxl_ring_wake is
+ * called. The doorbell is a futex word in the region: it wakes threads of
+ * processes on this kernel only; a host on another kernel (another machine
+ * or VM sharing the device) is not woken, and its sleep lasts the timeout.
+ * Returns whether it slept (false: work was already there). The owner's
+ * handle only. Any number of the owner's threads may sleep at once. */
+bool cxl_ring_sleep(struct cxl_ring *own, uint64_t timeout_ns, bool (*has_work)(void *arg),
+                    void *arg);
+/* Wake the ring's sleepers, if any (cheap when none sleep): for work that
+ * does not arrive through the ring (a call queued by a local thread). Call it
+ * after publishing that work. */
+void cxl_ring_wake(struct cxl_ring *ring);
 
 /* Introspection for tests and diagnostics (protocol code never needs these):
  * the ring's slot count, the owner's next read position, and the shared SWcc

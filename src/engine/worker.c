@@ -161,7 +161,7 @@ static void *worker_main(void *arg)
     char name[16];
     snprintf(name, sizeof name, "pod-worker%d", w->id % 1000);
     pthread_setname_np(pthread_self(), name);
-    /* An idle worker sleeps IDLE_POLL_US at a time between polls of its
+    /* An idle worker may sleep POD_IDLE_POLL_NS at a time between polls of its
      * inbox; the default 50 us timer slack would let each sleep run to
      * twice that, and another host's request wait as long. */
     (void)prctl(PR_SET_TIMERSLACK, 1000UL, 0, 0, 0);

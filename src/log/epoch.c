@@ -3,9 +3,12 @@
 #include "log/epoch.h"
 
 #include <errno.h>
+#include <linux/futex.h>
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 
 #include "util/clock.h"
 #include "util/log.h"
@@ -15,6 +18,7 @@
 #define POLL_MAX_NS (1000ull * 1000)
 #define WARN_EVERY_NS (5ull * 1000 * 1000 * 1000)
 #define SLOW_SYNC_NS (1000ull * 1000 * 1000)
+#define QUIET_SLEEP_NS (1000ull * 1000 * 1000) /* the longest sleep of a quiet pod */
 
 struct log_epochs {
     struct log_epoch_options o;
@@ -113,6 +117,15 @@ static bool records_from(const struct cxl_region *r, const struct pod_config *c,
     return false;
 }
 
+/* Some logger of the pod wrote a record of epoch e - 1 or later: commits are
+ * under way, and an idle logger of ours that learns of E late holds back
+ * their replies. In an idle pod nobody waits for our loggers, and watching
+ * E closely for them only costs CPU (docs/durability.md). */
+static bool pod_writing(const struct cxl_region *r, const struct pod_config *c, uint64_t e)
+{
+    return records_from(r, c, e > 1 ? e - 1 : 1);
+}
+
 uint64_t log_pod_durable_now(struct cxl_region *r, const struct pod_config *c, bool pod_mode)
 {
     int dead;
@@ -133,6 +146,61 @@ static uint64_t pod_durable(struct log_epochs *le, uint64_t now, bool *frozen)
         le->warned_at = now;
     }
     return d;
+}
+
+/* ---- a quiet pod ---------------------------------------------------------- */
+
+static void ring_bell(struct cxl_host_slot *hs)
+{
+    __atomic_fetch_add(&hs->epoch_bell, 1, __ATOMIC_SEQ_CST);
+    /* Not private: the threads of every host process meet on the word. */
+    syscall(SYS_futex, &hs->epoch_bell, FUTEX_WAKE, INT32_MAX, NULL, NULL, 0);
+}
+
+void log_epochs_wake_quiet(struct cxl_region *r, const struct pod_config *c)
+{
+    for (int h = 0; h < c->nhosts && h < POD_MAX_HOSTS; h++)
+        if (__atomic_load_n(&r->ctl->hosts[h].epoch_quiet, __ATOMIC_SEQ_CST))
+            ring_bell(&r->ctl->hosts[h]);
+}
+
+/* Nobody needs E to move: no host holds replies, no logger wrote a record of
+ * the last epochs, and every live host runs on this kernel (so that its
+ * log_epochs_wake_quiet reaches us). */
+static bool pod_quiet(const struct log_epochs *le, uint64_t e)
+{
+    const struct pod_config *c = le->o.conf;
+    for (int h = 0; h < c->nhosts && h < POD_MAX_HOSTS; h++)
+        if (__atomic_load_n(&le->ctl->hosts[h].reply_waiters, __ATOMIC_SEQ_CST) > 0) return false;
+    return !pod_writing(le->o.region, c, e) && cxl_hosts_share_kernel(le->o.region);
+}
+
+static bool nudged_or_stopped(struct log_epochs *le)
+{
+    pthread_mutex_lock(&le->mu);
+    bool v = le->nudged || le->stop;
+    pthread_mutex_unlock(&le->mu);
+    return v;
+}
+
+/* Sleep while the pod stays quiet (at most QUIET_SLEEP_NS). The quiet flag
+ * is raised before the last look at the pod, and wakers raise their count
+ * or write their records before they look at the flag: one of the two sees
+ * the other. Returns whether it slept. */
+static bool quiet_sleep(struct log_epochs *le, uint64_t e)
+{
+    struct cxl_host_slot *me = &le->ctl->hosts[le->o.host];
+    __atomic_store_n(&me->epoch_quiet, 1, __ATOMIC_SEQ_CST);
+    uint32_t bell = __atomic_load_n(&me->epoch_bell, __ATOMIC_SEQ_CST);
+    bool slept = false;
+    if (pod_quiet(le, e) && !nudged_or_stopped(le)) {
+        struct timespec ts = {(time_t)(QUIET_SLEEP_NS / 1000000000ull),
+                              (long)(QUIET_SLEEP_NS % 1000000000ull)};
+        syscall(SYS_futex, &me->epoch_bell, FUTEX_WAIT, bell, &ts, NULL, 0);
+        slept = true;
+    }
+    __atomic_store_n(&me->epoch_quiet, 0, __ATOMIC_SEQ_CST);
+    return slept;
 }
 
 static void *epoch_main(void *arg)
@@ -200,8 +268,18 @@ static void *epoch_main(void *arg)
          * (log_epochs_watch). */
         __atomic_store_n(&le->watching, false, __ATOMIC_SEQ_CST);
         bool watch = (le->o.waiters && __atomic_load_n(le->o.waiters, __ATOMIC_SEQ_CST) > 0) ||
-                     (le->o.needs_watch && le->o.needs_watch(le->o.epoch_arg));
+                     (le->o.needs_watch && le->o.needs_watch(le->o.epoch_arg) &&
+                      pod_writing(le->o.region, le->o.conf, e_seen));
         if (watch) __atomic_store_n(&le->watching, true, __ATOMIC_SEQ_CST);
+        if (!watch && pod_quiet(le, e_seen)) {
+            bool slept = quiet_sleep(le, e_seen);
+            pthread_mutex_lock(&le->mu);
+            /* Awake (or never asleep: nudged, or no longer quiet): the next
+             * round looks at everything, so a nudge is served. */
+            le->nudged = false;
+            if (slept) next_tick = pod_mono_ns(); /* E is needed again (or a second passed) */
+            continue;
+        }
         uint64_t wake = now + (watch ? le->poll_ns : le->period_ns);
         if (next_tick < wake) wake = next_tick;
         struct timespec ts;
@@ -260,6 +338,7 @@ void log_epochs_stop(struct log_epochs *le)
     le->stop = true;
     pthread_cond_signal(&le->cv);
     pthread_mutex_unlock(&le->mu);
+    ring_bell(&le->ctl->hosts[le->o.host]); /* out of a quiet sleep */
     pthread_join(le->th, NULL);
     pthread_mutex_destroy(&le->mu);
     pthread_cond_destroy(&le->cv);
@@ -290,4 +369,6 @@ void log_epochs_nudge(struct log_epochs *le)
     le->nudged = true;
     pthread_cond_signal(&le->cv);
     pthread_mutex_unlock(&le->mu);
+    struct cxl_host_slot *me = &le->ctl->hosts[le->o.host];
+    if (__atomic_load_n(&me->epoch_quiet, __ATOMIC_SEQ_CST)) ring_bell(me);
 }

@@ -78,6 +78,15 @@ void log_epochs_nudge(struct log_epochs *le);
  * again now rather than at the end of a longer sleep. */
 void log_epochs_watch(struct log_epochs *le);
 
+/* A quiet pod: no host holds replies for durability and no logger wrote a
+ * record in the last epochs. Then every epoch thread (all hosts on one
+ * kernel) sleeps on a futex word of its host slot, up to a second at a time,
+ * and E stays where it is: nobody needs it to move, and an idle pod takes no
+ * CPU. Whoever needs E again wakes them: a host whose replies start to wait
+ * (log_host_waiters_add), a logger that wrote records, a checkpoint that
+ * waits for an epoch. Cheap when no thread is quiet. */
+void log_epochs_wake_quiet(struct cxl_region *r, const struct pod_config *c);
+
 /* The pod durable epoch as computed now from the control block (0 while a
  * dead host freezes it in pod mode). For the thread and for tests. */
 uint64_t log_pod_durable_now(struct cxl_region *r, const struct pod_config *c, bool pod_mode);

@@ -23,10 +23,23 @@ int log_owner_of(const struct log_host *lh, const pod_table *t, const void *key)
     return (int)t->parts[table_partition_of(t, key)].owner;
 }
 
+/* A logger published progress: replies of this host that wait for it are
+ * released sooner if the epoch thread looks now. With none waiting its next
+ * tick is soon enough (whoever holds the first reply nudges it:
+ * log_host_waiters_add), and an idle pod's threads stay asleep. */
 static void nudge_epochs(void *arg)
 {
     struct log_host *lh = arg;
-    if (lh->epochs) log_epochs_nudge(lh->epochs);
+    if (lh->epochs && __atomic_load_n(lh->waiters, __ATOMIC_SEQ_CST) > 0)
+        log_epochs_nudge(lh->epochs);
+}
+
+/* A logger wrote records of a new epoch: a pod whose epoch threads sleep
+ * because it was quiet must advance E again (epoch.h). */
+static void records_written(void *arg)
+{
+    struct log_host *lh = arg;
+    log_epochs_wake_quiet(lh->o.region, lh->o.conf);
 }
 
 /* Every worker of logger l is idle: no commit of theirs will hand a buffer
@@ -79,6 +92,10 @@ struct log_host *log_host_open(const struct log_host_options *o, pod_err *err)
     lh->nloggers = hc->loggers;
     lh->nworkers = o->db->opt.nworkers + 1; /* + the admin worker */
     lh->epoch_word = &o->region->ctl->global_epoch.v;
+    /* The count of replies waiting lives in the region, where quiet epoch
+     * threads of other hosts look for it (epoch.c); a past life's is void. */
+    lh->waiters = &o->region->ctl->hosts[o->host].reply_waiters;
+    __atomic_store_n(lh->waiters, 0, __ATOMIC_SEQ_CST);
     lh->delete_hwm = &o->region->ctl->delete_ev_hwm.v;
     lh->start_epoch = 1;
     /* Until its loggers run, this host has no transaction whose records are
@@ -147,7 +164,7 @@ static int start_epochs(struct log_host *lh, void (*on_durable)(void *arg, uint6
         .region = lh->o.region, .conf = lh->o.conf, .host = lh->o.host,
         .epoch_ms = lh->o.epoch_ms, .pod_mode = lh->o.pod_mode, .start_epoch = lh->start_epoch,
         .durable = lh->durable, .on_durable = on_durable, .on_epoch = wake_loggers,
-        .needs_watch = loggers_need_watch, .waiters = &lh->waiters,
+        .needs_watch = loggers_need_watch, .waiters = lh->waiters,
         .arg = arg, .epoch_arg = lh};
     return (lh->epochs = log_epochs_start(&eo, err)) ? 0 : -1;
 }
@@ -185,7 +202,7 @@ int log_host_start(struct log_host *lh, void (*on_durable)(void *arg, uint64_t p
                 .marked_word = &ctl->logger[lh->o.host][l].marked,
                 .written_word = &ctl->logger[lh->o.host][l].written,
                 .nloggers = (uint32_t)lh->nloggers, .workers = mine,
-                .nworkers = n, .poll_ns = poll_ns, .on_progress = nudge_epochs, .arg = lh};
+                .nworkers = n, .poll_ns = poll_ns, .on_progress = nudge_epochs, .on_written = records_written, .arg = lh};
             struct logger *lg = logger_start(&lo, err);
             if (!lg) return -1;
             pthread_mutex_lock(&lh->loggers_mu);
@@ -211,13 +228,16 @@ uint64_t log_host_persisted(const struct log_host *lh)
 
 void log_host_waiters_add(struct log_host *lh, int64_t n)
 {
-    int64_t was = __atomic_fetch_add(&lh->waiters, n, __ATOMIC_SEQ_CST);
-    if (was <= 0 && was + n > 0 && lh->epochs) log_epochs_nudge(lh->epochs);
+    int64_t was = __atomic_fetch_add(lh->waiters, n, __ATOMIC_SEQ_CST);
+    if (was <= 0 && was + n > 0 && lh->epochs) {
+        log_epochs_nudge(lh->epochs);
+        log_epochs_wake_quiet(lh->o.region, lh->o.conf); /* E must move for these replies */
+    }
 }
 
 int64_t log_host_waiters(const struct log_host *lh)
 {
-    return __atomic_load_n(&lh->waiters, __ATOMIC_SEQ_CST);
+    return __atomic_load_n(lh->waiters, __ATOMIC_SEQ_CST);
 }
 
 uint64_t log_host_close_epoch(struct log_host *lh)

@@ -36,7 +36,7 @@ struct log_host {
     struct logger *loggers[POD_MAX_LOGGERS];
     pthread_mutex_t loggers_mu; /* loggers[] against the epoch thread's wake-ups */
     struct log_epochs *epochs;
-    int64_t waiters;            /* atomic: log_host_waiters_add */
+    int64_t *waiters;           /* atomic, in the host's slot of the region: log_host_waiters_add */
     struct logdir_claim *claim; /* the directory's lock and identity (logging hosts) */
     struct durable_file *durable;
     struct durable_record drec; /* as read at open */

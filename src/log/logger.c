@@ -18,6 +18,7 @@
 #define RETRY_NS (100ull * 1000 * 1000)
 #define WARN_EVERY_NS (5ull * 1000 * 1000 * 1000)
 #define SLOW_SYNC_NS (1000ull * 1000 * 1000)
+#define IDLE_POLL_FACTOR 20 /* the safety-net poll of a logger whose workers are all idle */
 
 struct log_buf {
     struct log_buf *next;
@@ -357,8 +358,10 @@ static int write_all(struct logger *lg, struct log_buf *list)
         /* Before the sync and the durable epoch it publishes: the epoch
          * thread reads these after the durable words (epoch.c). */
         uint64_t *ww = lg->o.written_word;
-        if (ww && b->epoch_hi > __atomic_load_n(ww, __ATOMIC_RELAXED))
+        if (ww && b->epoch_hi > __atomic_load_n(ww, __ATOMIC_RELAXED)) {
             __atomic_store_n(ww, b->epoch_hi, __ATOMIC_SEQ_CST);
+            if (lg->o.on_written) lg->o.on_written(lg->o.arg);
+        }
         list = b->next;
         b->next = NULL;
         if (lg->pend_tail) lg->pend_tail->next = b;
@@ -412,6 +415,14 @@ static void publish(struct logger *lg, uint64_t d)
     if (lg->o.on_progress) lg->o.on_progress(lg->o.arg);
 }
 
+/* Every worker of this logger published idle (nothing buffered). */
+static bool workers_idle(const struct logger *lg)
+{
+    for (int i = 0; i < lg->o.nworkers; i++)
+        if (__atomic_load_n(&lg->o.workers[i]->epoch, __ATOMIC_SEQ_CST) != UINT64_MAX) return false;
+    return true;
+}
+
 static void *logger_main(void *arg)
 {
     struct logger *lg = arg;
@@ -424,7 +435,11 @@ static void *logger_main(void *arg)
         if (!lg->q_head && !lg->stop && !lg->woken) {
             struct timespec ts;
             clock_gettime(CLOCK_MONOTONIC, &ts);
-            uint64_t abs = (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec + lg->o.poll_ns;
+            /* With every worker idle nothing of theirs can be pending, and
+             * the epoch thread wakes us when E grows (log.c, wake_loggers):
+             * the safety-net poll can be rare, so that an idle pod sleeps. */
+            uint64_t poll = workers_idle(lg) ? lg->o.poll_ns * IDLE_POLL_FACTOR : lg->o.poll_ns;
+            uint64_t abs = (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec + poll;
             ts.tv_sec = (time_t)(abs / 1000000000ull);
             ts.tv_nsec = (long)(abs % 1000000000ull);
             pthread_cond_timedwait(&lg->cv, &lg->mu, &ts);

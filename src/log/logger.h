@@ -66,6 +66,7 @@ struct logger_options {
     uint64_t poll_ns;            /* how often it looks at E without a hand-over or a wake-up */
     uint64_t segment_bytes;      /* 0: LOG_SEGMENT_BYTES */
     void (*on_progress)(void *arg); /* after it published a larger durable epoch */
+    void (*on_written)(void *arg);  /* after it wrote a record of a later epoch than before */
     void *arg;
 };
 

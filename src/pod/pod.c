@@ -360,6 +360,24 @@ void pod_idle_spin(struct pod_worker *w, void *const *work)
     }
 }
 
+void pod_idle_sleep(struct pod_worker *w, uint64_t idle_ns, bool (*has_work)(void *arg),
+                    void *arg)
+{
+    struct pod_host *ph = w->db->pod;
+    if (!ph) return;
+    uint64_t t = POD_IDLE_SLEEP_NS;
+    if (!cxl_hosts_share_kernel(ph->r)) /* their sends cannot ring our doorbell */
+        t = idle_ns >= POD_IDLE_SLOW_AFTER_NS ? POD_IDLE_POLL_SLOW_NS : POD_IDLE_POLL_NS;
+    else if (ph->conf->engine.moveback_rate) /* the CLOCK hand steps while idle */
+        t = POD_IDLE_POLL_SLOW_NS;
+    cxl_ring_sleep(ph->inbox, t, has_work, arg);
+}
+
+void pod_wake_idle(struct pod_host *ph)
+{
+    if (ph) cxl_ring_wake(ph->inbox);
+}
+
 void pod_host_get_stats(const struct pod_host *ph, struct pod_host_stats *out)
 {
     const uint64_t *src = (const uint64_t *)&ph->st;

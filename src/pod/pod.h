@@ -91,6 +91,24 @@ int pod_between(struct pod_worker *w);
  * queue) is non-NULL. */
 #define POD_IDLE_SPIN_NS 20000
 void pod_idle_spin(struct pod_worker *w, void *const *work);
+/* For an idle worker with nothing to do: sleep on this host's inbox doorbell
+ * until a message arrives, pod_wake_idle is called, or has_work(arg) (may be
+ * NULL) holds when it is about to sleep. The sleep is bounded: by
+ * POD_IDLE_SLEEP_NS while every live host shares this kernel (a sender's
+ * wake-up reaches us); otherwise, or when move-back steps are due, by the
+ * short polling intervals the hosts used before there was a doorbell
+ * (POD_IDLE_POLL_NS for the first POD_IDLE_SLOW_AFTER_NS of idleness
+ * (idle_ns), POD_IDLE_POLL_SLOW_NS after). */
+#define POD_IDLE_SLEEP_NS (200ull * 1000 * 1000)
+#define POD_IDLE_POLL_NS (50ull * 1000)
+#define POD_IDLE_POLL_SLOW_NS (1000ull * 1000)
+#define POD_IDLE_SLOW_AFTER_NS (100ull * 1000 * 1000)
+void pod_idle_sleep(struct pod_worker *w, uint64_t idle_ns, bool (*has_work)(void *arg),
+                    void *arg);
+/* Work for this host's workers arrived by another way than the inbox (a
+ * queued call, a benchmark job, shutdown): wake those asleep in
+ * pod_idle_sleep. Cheap when none sleeps. */
+void pod_wake_idle(struct pod_host *ph);
 
 void pod_host_get_stats(const struct pod_host *ph, struct pod_host_stats *out);
 /* The bound (us) below which a fraction q (0..1] of the waits in st ended:

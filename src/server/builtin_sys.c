@@ -7,6 +7,7 @@
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <time.h>
 
 #include "engine/db.h"
@@ -84,6 +85,13 @@ static int sys_stats(pod_txn *tx, const pod_args *a, pod_result *res, void *ctx)
         for (int c = 0; c < POD_CAUSE_COUNT; c++) pod_result_i64(res, (int64_t)s.by_cause[c]);
         pod_result_i64(res, (int64_t)s.gave_up);
     }
+    /* The process's CPU time (user + system): an idle pod should use next to none. */
+    struct rusage ru;
+    uint64_t cpu_us = 0;
+    if (getrusage(RUSAGE_SELF, &ru) == 0)
+        cpu_us = (uint64_t)(ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) * 1000000u +
+                 (uint64_t)(ru.ru_utime.tv_usec + ru.ru_stime.tv_usec);
+    name_i64_row(res, "process.cpu_ms", cpu_us / 1000);
     /* Liveness: the oldest call running (this one included) and how many run. */
     name_i64_row(res, "calls.running", (uint64_t)pod_calls_running(db));
     name_i64_row(res, "calls.oldest_ms", pod_oldest_call(db, NULL, NULL) / 1000000);

@@ -469,23 +469,34 @@ static void enqueue(struct pod_server *s, struct request *r)
     s->q_len++;
     pthread_cond_signal(&s->q_cond);
     pthread_mutex_unlock(&s->q_lock);
+    pod_wake_idle(s->pod);
 }
 
 /* Take up to max queued calls for worker w. With block, wait while there
  * are none, the worker has no bench work and the server is not stopping.
  * Returns the number taken; 0 when there are none (without block, or bench
  * work arrived); -1 once the server stops and the queue is empty.
- * In a pod an idle worker keeps serving its host's inbox: it sleeps at most
- * IDLE_POLL_US at a time, so another host's request waits about that long
- * for an idle host (a busy one serves it between transactions). Once it has
- * been idle for IDLE_SLOW_AFTER_NS (no call, no request served) it sleeps
- * IDLE_POLL_SLOW_US at a time: ~10 000 wake-ups a second per worker held
- * ~30% of each core of an idle 2-host pod on this project's VM (docs/pod.md); the first
- * request after such a pause waits up to 1 ms, and serving it puts the
- * worker back on the short interval. */
-#define IDLE_POLL_US 50
-#define IDLE_POLL_SLOW_US 1000
-#define IDLE_SLOW_AFTER_NS (100ull * 1000 * 1000)
+ * In a pod an idle worker sleeps on its host's inbox doorbell
+ * (pod_idle_sleep): another host's request, a queued call, a bench job or
+ * shutdown wakes it, so an idle pod takes no CPU (every host on one kernel;
+ * a host on another kernel cannot ring it, and then it polls as src/pod/pod.h
+ * says). Waking it costs the first request a futex wake-up; a worker that
+ * just served a request polls on for POD_IDLE_SPIN_NS first (pod_idle_spin),
+ * since a remote transaction's next request tends to follow within
+ * microseconds. */
+struct idle_wait {
+    struct pod_server *s;
+    struct pod_worker *w;
+};
+
+static bool worker_has_work(void *arg)
+{
+    const struct idle_wait *iw = arg;
+    return __atomic_load_n(&iw->s->q_head, __ATOMIC_SEQ_CST) ||
+           __atomic_load_n(&iw->s->q_stop, __ATOMIC_SEQ_CST) ||
+           pod_bench_has_work(iw->s->bench, iw->w->id);
+}
+
 static int dequeue_batch(struct pod_server *s, struct pod_worker *w, struct request **out, int max,
                          bool block)
 {
@@ -501,6 +512,7 @@ static int dequeue_batch(struct pod_server *s, struct pod_worker *w, struct requ
         return 0;
     pthread_mutex_lock(&s->q_lock);
     uint64_t idle_since = 0; /* the last time this wait served a request (0: not yet asleep) */
+    struct idle_wait iw = {s, w};
     while (block && !s->q_head && !s->q_stop && !pod_bench_has_work(s->bench, w->id)) {
         /* About to sleep: hand the log buffer over and publish idle, or the
          * durable epoch (and the replies held for it, maybe our own) would
@@ -514,17 +526,8 @@ static int dequeue_batch(struct pod_server *s, struct pod_worker *w, struct requ
         }
         uint64_t now = pod_mono_ns();
         if (!idle_since) idle_since = now;
-        long poll_ns = (now - idle_since >= IDLE_SLOW_AFTER_NS ? IDLE_POLL_SLOW_US : IDLE_POLL_US) *
-                       1000L;
-        struct timespec ts;
-        clock_gettime(CLOCK_REALTIME, &ts);
-        ts.tv_nsec += poll_ns;
-        if (ts.tv_nsec >= 1000000000) {
-            ts.tv_sec++;
-            ts.tv_nsec -= 1000000000;
-        }
-        pthread_cond_timedwait(&s->q_cond, &s->q_lock, &ts);
         pthread_mutex_unlock(&s->q_lock);
+        pod_idle_sleep(w, now - idle_since, worker_has_work, &iw);
         /* pod: after serving another host, poll on before sleeping again (src/pod/pod.h) */
         if (pod_between(w) > 0) {
             pod_idle_spin(w, (void *const *)&s->q_head);
@@ -571,6 +574,7 @@ static void wake_workers(void *arg)
     pthread_mutex_lock(&s->q_lock);
     pthread_cond_broadcast(&s->q_cond);
     pthread_mutex_unlock(&s->q_lock);
+    pod_wake_idle(s->pod);
 }
 
 /* After a batch: write a connection's replies from the worker itself (one
@@ -684,6 +688,7 @@ static void give_back_queued(struct pod_worker *w, void *arg)
     s->q_running -= k;
     pthread_cond_broadcast(&s->q_cond);
     pthread_mutex_unlock(&s->q_lock);
+    pod_wake_idle(s->pod);
     count(&s->info.calls_handed_back, k);
     b->n = first;
 }
@@ -1285,6 +1290,7 @@ int pod_server_main(const struct pod_config *c, int host)
     __atomic_store_n(&s->q_stop, true, __ATOMIC_RELEASE);
     pthread_cond_broadcast(&s->q_cond);
     pthread_mutex_unlock(&s->q_lock);
+    pod_wake_idle(s->pod);
     pod_workers_join(s->db);
     pod_watchdog_stop(s->watchdog);
     s->watchdog = NULL;

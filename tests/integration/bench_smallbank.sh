@@ -14,16 +14,14 @@ SMALLBANK_REMOTE_PCT=25
 conf=$(bench_conf "  smallbank: {accounts: 10000}")
 start_pod "$conf"
 
-bench --conf "$conf" --workload smallbank --duration 2 --warmup 0.5 --check \
+bench_progress "smallbank internal mode (hot set)" --conf "$conf" --workload smallbank --duration 2 --warmup 0.5 --check \
   --remote-pct "$SMALLBANK_REMOTE_PCT"
-expect_run "smallbank internal mode (hot set)"
 grep -q 'balance rows: 20000 (expected 20000)' "$TMP/bench.json" || fail "rows: $(jget check_report)"
 grep -q 'money created by committed calls .*: equal' "$TMP/bench.json" || fail "audit: $(jget check_report)"
 expect_remote "smallbank internal mode, $SMALLBANK_REMOTE_PCT% remote" moved
 
-bench --conf "$conf" --workload smallbank --mode client --duration 2 --warmup 0.5 --check \
+bench_progress "smallbank client mode (Zipfian 0.9)" --conf "$conf" --workload smallbank --mode client --duration 2 --warmup 0.5 --check \
   --remote-pct "$SMALLBANK_REMOTE_PCT" --theta 0.9
-expect_run "smallbank client mode (Zipfian 0.9)"
 [ "$(jget knobs)" = "hot_accounts=400,hot_pct=90,theta=0.9,remote_pct=$SMALLBANK_REMOTE_PCT" ] ||
   fail "knobs: $(jget knobs)"
 expect_remote "smallbank client mode, $SMALLBANK_REMOTE_PCT% remote"

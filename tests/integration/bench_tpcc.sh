@@ -14,8 +14,7 @@ TPCC_REMOTE_HIGH=60/90
 conf=$(bench_conf "  tpcc: {warehouses: 2, items: 1000, customers_per_district: 60}")
 start_pod "$conf"
 
-bench --conf "$conf" --workload tpcc --duration 2 --warmup 0.5 --check --remote "$TPCC_REMOTE"
-expect_run "tpcc internal mode"
+bench_progress "tpcc internal mode" --conf "$conf" --workload tpcc --duration 2 --warmup 0.5 --check --remote "$TPCC_REMOTE"
 [ "$(jget mode)" = internal ] || fail "mode $(jget mode)"
 [ "$(jget knobs)" = "remote_new_order_pct=${TPCC_REMOTE%/*},remote_payment_pct=${TPCC_REMOTE#*/}" ] ||
   fail "knobs: $(jget knobs)"
@@ -38,17 +37,15 @@ PY
 pass "tpcc: NewOrder rolls back as generated (~1%), nothing else"
 expect_remote "tpcc internal mode $TPCC_REMOTE" moved
 
-bench --conf "$conf" --workload tpcc --duration 1 --warmup 0.3 --check --remote "$TPCC_REMOTE_HIGH"
-expect_run "tpcc internal mode $TPCC_REMOTE_HIGH"
+bench_progress "tpcc internal mode $TPCC_REMOTE_HIGH" --conf "$conf" --workload tpcc --duration 1 --warmup 0.3 --check --remote "$TPCC_REMOTE_HIGH"
 expect_remote "tpcc internal mode $TPCC_REMOTE_HIGH"
 
 "$CLI" --conf "$conf" --host 1 call bench.load tpcc >"$TMP/out"
 grep -q '^loaded' "$TMP/out" || fail "a second bench.load: $(cat "$TMP/out")"
 pass "bench.load of a loaded host says so and does nothing"
 
-bench --conf "$conf" --workload tpcc --mode client --duration 2 --warmup 0.5 --check \
+bench_progress "tpcc client mode" --conf "$conf" --workload tpcc --mode client --duration 2 --warmup 0.5 --check \
   --remote "$TPCC_REMOTE" --connections 4 --depth 4
-expect_run "tpcc client mode"
 expect_remote "tpcc client mode $TPCC_REMOTE"
 [ "$(jget connections)" = 4 ] || fail "connections $(jget connections)"
 

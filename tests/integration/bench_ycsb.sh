@@ -21,23 +21,20 @@ start_pod "$conf"
 grep -q 'huge_pages: ' "$TMP/host1.log" || fail "host 1 did not say what huge_pages does: $(cat "$TMP/host1.log")"
 pass "huge_pages: true is on and said so"
 
-bench --conf "$conf" --workload ycsb --duration 2 --warmup 0.5 --check \
+bench_progress "ycsb 50/50 internal mode" --conf "$conf" --workload ycsb --duration 2 --warmup 0.5 --check \
   --multi-partition "$YCSB_MULTI_PARTITION_PCT" --read-pct 50
-expect_run "ycsb 50/50 internal mode"
 [ "$(jget knobs)" = "read_pct=50,theta=0.7,multi_partition_pct=$YCSB_MULTI_PARTITION_PCT,scramble=false" ] ||
   fail "knobs: $(jget knobs)"
 grep -q 'usertable rows: 10000 (expected 10000)' "$TMP/bench.json" || fail "rows: $(jget check_report)"
 expect_remote "ycsb 50/50 internal mode, $YCSB_MULTI_PARTITION_PCT% multi-partition" moved
 
-bench --conf "$conf" --workload ycsb --duration 1 --warmup 0.3 --check \
+bench_progress "ycsb 50/50 internal mode, $YCSB_MULTI_PARTITION_ALL% multi-partition" --conf "$conf" --workload ycsb --duration 1 --warmup 0.3 --check \
   --multi-partition "$YCSB_MULTI_PARTITION_ALL" --read-pct 50
-expect_run "ycsb 50/50 internal mode, $YCSB_MULTI_PARTITION_ALL% multi-partition"
 expect_remote "ycsb 50/50 internal mode, $YCSB_MULTI_PARTITION_ALL% multi-partition"
 [ "$(jget remote_calls)" = "$(jget calls)" ] || fail "not every call was multi-partition"
 
-bench --conf "$conf" --workload ycsb --mode client --duration 2 --warmup 0.5 --check \
+bench_progress "ycsb 95/5 client mode" --conf "$conf" --workload ycsb --mode client --duration 2 --warmup 0.5 --check \
   --multi-partition "$YCSB_MULTI_PARTITION_PCT" --read-pct 95
-expect_run "ycsb 95/5 client mode"
 expect_remote "ycsb 95/5 client mode, $YCSB_MULTI_PARTITION_PCT% multi-partition"
 
 # Knobs are checked before anything runs.

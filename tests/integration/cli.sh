@@ -4,7 +4,7 @@
 # --help. Then the server must stop cleanly on SIGTERM.
 source tests/lib.sh
 conf=$(make_conf)
-sock=$(grep -m1 'socket:' "$conf" | awk '{print $2}' | sed 's/{host}/0/')
+sock=$(grep -m1 '^ *socket:' "$conf" | awk '{print $2}' | sed 's/{host}/0/')
 CLI="$BIN/poddb-cli"
 on_exit "$BIN/poddb-region destroy --conf $conf --force"
 
@@ -17,7 +17,7 @@ for i in $(seq 1 300); do
   kill -0 $srv 2>/dev/null || { cat "$TMP/server.log" >&2; fail "the server exited at start"; }
   sleep 0.1
 done
-"$CLI" -s "$sock" -t 2000 call sys.ping >/dev/null 2>&1 || fail "the server does not answer"
+"$CLI" -s "$sock" -t 2000 call sys.ping >/dev/null 2>&1 || { cat "$TMP/server.log" >&2; fail "the server does not answer"; }
 pass "server up on $sock"
 
 # run CMD...: sets rc, and $TMP/out, $TMP/err (never stops the script)

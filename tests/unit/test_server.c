@@ -495,6 +495,7 @@ START_TEST(test_sys_stats)
             if (str_is(name, "calls.running")) running = i64_at(r, i, 1);
             else if (str_is(name, "calls.oldest_ms")) oldest = i64_at(r, i, 1);
             else if (str_is(name, "calls.handed_back")) handed_back = i64_at(r, i, 1);
+            else if (str_is(name, "process.cpu_ms")) ck_assert_int_ge(i64_at(r, i, 1), 0);
             else ck_abort_msg("unexpected sys.stats row %d", i);
             continue;
         }
@@ -1452,7 +1453,12 @@ START_TEST(test_slow_reader)
     fprintf(stderr, "slow reader: worst latency of another client %" PRIu64
             " ms; server RSS %ld KiB before, at most %ld KiB while %d replies of %d KiB waited\n",
             worst, rss0, rss_max, N, NBIG * BIG_VALUE / 1024);
-    ck_assert_msg(worst < 2000, "another client waited %" PRIu64 " ms behind a slow reader", worst);
+    /* What is asserted is progress: the other client's 30 calls were all
+     * answered while the slow reader read nothing (a server held up by it
+     * would answer none until it reads). How fast is a benchmark's
+     * question; the bound only catches a server that serves others at a
+     * crawl, with room for a loaded machine. */
+    ck_assert_msg(worst < 15000, "another client waited %" PRIu64 " ms behind a slow reader", worst);
 
     unsigned char *bv = malloc(BIG_VALUE);
     big_value(NBIG - 1, bv);
