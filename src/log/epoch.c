@@ -117,13 +117,17 @@ static bool records_from(const struct cxl_region *r, const struct pod_config *c,
     return false;
 }
 
-/* Some logger of the pod wrote a record of epoch e - 1 or later: commits are
- * under way, and an idle logger of ours that learns of E late holds back
- * their replies. In an idle pod nobody waits for our loggers, and watching
- * E closely for them only costs CPU (docs/durability.md). */
+/* Some logger of the pod wrote a record of one of the last WRITING_EPOCHS
+ * epochs before e: commits are under way, and an idle logger of ours that
+ * learns of E late holds back their replies. In an idle pod nobody waits for
+ * our loggers, and watching E closely for them only costs CPU
+ * (docs/durability.md). A logger writes an epoch's records after it ended,
+ * so under load its word trails E by one or two: the window must be wider
+ * than that, or a busy pod would look quiet between two writes. */
+#define WRITING_EPOCHS 4
 static bool pod_writing(const struct cxl_region *r, const struct pod_config *c, uint64_t e)
 {
-    return records_from(r, c, e > 1 ? e - 1 : 1);
+    return records_from(r, c, e > WRITING_EPOCHS ? e - WRITING_EPOCHS : 1);
 }
 
 uint64_t log_pod_durable_now(struct cxl_region *r, const struct pod_config *c, bool pod_mode)
@@ -186,21 +190,18 @@ static bool nudged_or_stopped(struct log_epochs *le)
 /* Sleep while the pod stays quiet (at most QUIET_SLEEP_NS). The quiet flag
  * is raised before the last look at the pod, and wakers raise their count
  * or write their records before they look at the flag: one of the two sees
- * the other. Returns whether it slept. */
-static bool quiet_sleep(struct log_epochs *le, uint64_t e)
+ * the other. */
+static void quiet_sleep(struct log_epochs *le, uint64_t e)
 {
     struct cxl_host_slot *me = &le->ctl->hosts[le->o.host];
     __atomic_store_n(&me->epoch_quiet, 1, __ATOMIC_SEQ_CST);
     uint32_t bell = __atomic_load_n(&me->epoch_bell, __ATOMIC_SEQ_CST);
-    bool slept = false;
     if (pod_quiet(le, e) && !nudged_or_stopped(le)) {
         struct timespec ts = {(time_t)(QUIET_SLEEP_NS / 1000000000ull),
                               (long)(QUIET_SLEEP_NS % 1000000000ull)};
         syscall(SYS_futex, &me->epoch_bell, FUTEX_WAIT, bell, &ts, NULL, 0);
-        slept = true;
     }
     __atomic_store_n(&me->epoch_quiet, 0, __ATOMIC_SEQ_CST);
-    return slept;
 }
 
 static void *epoch_main(void *arg)
@@ -272,12 +273,12 @@ static void *epoch_main(void *arg)
                       pod_writing(le->o.region, le->o.conf, e_seen));
         if (watch) __atomic_store_n(&le->watching, true, __ATOMIC_SEQ_CST);
         if (!watch && pod_quiet(le, e_seen)) {
-            bool slept = quiet_sleep(le, e_seen);
+            quiet_sleep(le, e_seen);
             pthread_mutex_lock(&le->mu);
             /* Awake (or never asleep: nudged, or no longer quiet): the next
-             * round looks at everything, so a nudge is served. */
+             * round looks at everything, so a nudge is served, and ticks at
+             * once if the sleep outlasted the tick. */
             le->nudged = false;
-            if (slept) next_tick = pod_mono_ns(); /* E is needed again (or a second passed) */
             continue;
         }
         uint64_t wake = now + (watch ? le->poll_ns : le->period_ns);
