@@ -1,5 +1,5 @@
 #!/bin/bash
-# The performance targets of issue 9 (docs/performance.md): runs each
+# The performance targets (docs/performance.md): runs each
 # measurement on a private 2-host pod (1 worker per host, CPUs 0 and 1,
 # logging on with 10 ms epochs, poddb-bench --mode internal) and prints the
 # target, the measured value and whether it is met. Exit status 0 when every
@@ -39,14 +39,13 @@ Every figure depends on the machine: run it on an otherwise idle machine
 (the script prints the load average before each run). A VM's speed drifts
 by tens of percent over hours; the script prints poddb-crcbench's hot
 CRC32C rate before and after the runs as a gauge of the spell it ran in
-(this project's VM: 24-25 GB/s when fast, 17-21 GB/s in slow spells,
-before session 24's CRC change, which reads ~7% higher in the same spell).
+(this project's VM: 26-27 GB/s when fast, 18-22 GB/s in slow spells).
 After the table it also prints the runs behind each median and the waits
 for the other host's replies in the TPC-C 10/15 runs (mean, share over
 128 us) with logging on, off, and with locking and logging off, and the CPU
 seconds the checkpointers took in each logging-on 10/15 run: a large
-checkpoint in the measured 10 s moves the logging ratio most (session 25,
-one fast spell: 0.81-0.85 with one, 0.87-0.95 without).
+checkpoint in the measured 10 s moves the logging ratio most (in one fast
+spell: 0.81-0.85 with one, 0.87-0.95 without).
 EOF
 }
 
