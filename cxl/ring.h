@@ -83,7 +83,7 @@ struct cxl_ring; /* a process-local handle; thread-safe as described above */
 
 /* Create this host's inbox with nslots slots (a power of two in
  * [CXL_RING_MIN_SLOTS, CXL_RING_MAX_SLOTS]) and publish it in root slot
- * CXL_ROOT_RING. Uses 8 * nslots + 256 bytes of the HWcc quota and
+ * CXL_ROOT_RING. Uses 8 * nslots + 320 bytes of the HWcc quota and
  * 256 * nslots + 64 bytes of SWcc. NULL with err set if the region is not
  * attached as a host, nslots is invalid or the memory is not available. */
 struct cxl_ring *cxl_ring_create(struct cxl_region *r, unsigned nslots, pod_err *err);

@@ -27,7 +27,8 @@
 #include <check.h>
 #include <pthread.h>
 
-#include "helpers/server_harness.h"
+#include "helpers/pod_harness.h"
+#include "util/clock.h"
 
 #define NHOSTS 2
 
@@ -88,35 +89,13 @@ static void pod_start(struct pod *p, const struct pod_opts *o)
         p->pid[h] = sh_spawn_host(p->conf, h, p->log[h]);
         ck_assert(p->pid[h] > 0);
     }
-    for (int h = 0; h < NHOSTS; h++) {
-        uint64_t end = sh_now_ms() + 60000;
-        while (!sh_ping(p->sock[h], 5000)) {
-            int st;
-            if (waitpid(p->pid[h], &st, WNOHANG) == p->pid[h] || sh_now_ms() > end)
-                ck_abort_msg("host %d did not come up:\n%s", h, sh_slurp(p->log[h]));
-            sh_sleep_ms(20);
-        }
-    }
+    for (int h = 0; h < NHOSTS; h++) ph_wait_up(p->pid[h], p->sock[h], p->log[h], h);
 }
 
 static void pod_stop(struct pod *p)
 {
     for (int h = 0; h < NHOSTS; h++) kill(p->pid[h], SIGTERM);
-    for (int h = 0; h < NHOSTS; h++) {
-        int st = sh_wait_exit(p->pid[h], 30000);
-        if (st == -1) {
-            kill(p->pid[h], SIGKILL);
-            sh_wait_exit(p->pid[h], 5000);
-        }
-        char *t = sh_slurp(p->log[h]);
-        static const char *const marks[] = {"ERROR: AddressSanitizer", "runtime error",
-                                            "ThreadSanitizer", "protocol bug"};
-        for (size_t i = 0; i < sizeof marks / sizeof marks[0]; i++)
-            ck_assert_msg(!strstr(t, marks[i]), "host %d's log has \"%s\":\n%s", h, marks[i], t);
-        ck_assert_msg(st != -1 && WIFEXITED(st) && WEXITSTATUS(st) == 0,
-                      "host %d did not stop cleanly (status %#x):\n%s", h, st, t);
-        free(t);
-    }
+    for (int h = 0; h < NHOSTS; h++) ph_reap(p->pid[h], p->log[h], h);
     unlink(p->region);
 }
 
@@ -421,14 +400,6 @@ struct stress_arg {
     char failure[512];
 };
 
-static uint64_t next_rand(uint64_t *s)
-{
-    *s ^= *s << 13;
-    *s ^= *s >> 7;
-    *s ^= *s << 17;
-    return *s;
-}
-
 static void *stress_client(void *argp)
 {
     struct stress_arg *a = argp;
@@ -444,11 +415,11 @@ static void *stress_client(void *argp)
     unsigned char keys[3][2];
     while (sh_now_ms() < end) {
         pod_value v[12];
-        int n = 0, nops = 2 + (int)(next_rand(&a->seed) % 2);
+        int n = 0, nops = 2 + (int)(pod_rand(&a->seed) % 2);
         for (int i = 0; i < nops; i++) {
-            int op = (int)(next_rand(&a->seed) % 4);
-            keys[i][0] = (next_rand(&a->seed) & 1) ? 0x90 : 0x10; /* either host's partition */
-            keys[i][1] = (unsigned char)(next_rand(&a->seed) % KEYS);
+            int op = (int)(pod_rand(&a->seed) % 4);
+            keys[i][0] = (pod_rand(&a->seed) & 1) ? 0x90 : 0x10; /* either host's partition */
+            keys[i][1] = (unsigned char)(pod_rand(&a->seed) % KEYS);
             v[n++] = pod_v_str(ops[op]);
             v[n++] = pod_v_str("t");
             v[n++] = pod_v_bytes(keys[i], 2);

@@ -23,7 +23,7 @@
 #include <check.h>
 #include <pthread.h>
 
-#include "helpers/server_harness.h"
+#include "helpers/pod_harness.h"
 #include "pod/pod.h"
 
 #define NACCT 240
@@ -58,17 +58,7 @@ static void spawn_hosts(struct pod *p)
         p->pid[h] = sh_spawn_host(p->conf, h, p->log[h]);
         ck_assert(p->pid[h] > 0);
     }
-    for (int h = 0; h < p->nhosts; h++) {
-        uint64_t end = sh_now_ms() + 60000;
-        while (!sh_ping(p->sock[h], 5000)) {
-            int st;
-            if (waitpid(p->pid[h], &st, WNOHANG) == p->pid[h] || sh_now_ms() > end) {
-                char *t = sh_slurp(p->log[h]);
-                ck_abort_msg("host %d did not come up:\n%s", h, t);
-            }
-            sh_sleep_ms(20);
-        }
-    }
+    for (int h = 0; h < p->nhosts; h++) ph_wait_up(p->pid[h], p->sock[h], p->log[h], h);
 }
 
 /* engine: the lines of the engine section after coherence (each "  key: value\n");
@@ -118,21 +108,7 @@ static void pod_start(struct pod *p, int nhosts, int workers, const char *cohere
 static void pod_stop(struct pod *p)
 {
     for (int h = 0; h < p->nhosts; h++) kill(p->pid[h], SIGTERM);
-    for (int h = 0; h < p->nhosts; h++) {
-        int st = sh_wait_exit(p->pid[h], 30000);
-        if (st == -1) {
-            kill(p->pid[h], SIGKILL);
-            sh_wait_exit(p->pid[h], 5000);
-        }
-        char *t = sh_slurp(p->log[h]);
-        static const char *const marks[] = {"ERROR: AddressSanitizer", "runtime error",
-                                            "ThreadSanitizer", "error:", "protocol bug"};
-        for (size_t i = 0; i < sizeof marks / sizeof marks[0]; i++)
-            ck_assert_msg(!strstr(t, marks[i]), "host %d's log has \"%s\":\n%s", h, marks[i], t);
-        ck_assert_msg(st != -1 && WIFEXITED(st) && WEXITSTATUS(st) == 0,
-                      "host %d did not stop cleanly (status %#x):\n%s", h, st, t);
-        free(t);
-    }
+    for (int h = 0; h < p->nhosts; h++) ph_reap(p->pid[h], p->log[h], h);
     unlink(p->region);
 }
 
