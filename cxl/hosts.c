@@ -142,6 +142,13 @@ int cxl_live_hosts(const struct cxl_region *r)
     return n;
 }
 
+bool cxl_host_shares_kernel(const struct cxl_region *r, int host)
+{
+    if (host < 0 || host >= (int)r->sb->nhosts || host >= POD_MAX_HOSTS) return false;
+    const struct cxl_host_slot *s = &r->ctl->hosts[host];
+    return strncmp(s->boot_id, r->priv->boot_id, sizeof s->boot_id) == 0;
+}
+
 bool cxl_hosts_share_kernel(const struct cxl_region *r)
 {
     for (uint32_t h = 0; h < r->sb->nhosts && h < POD_MAX_HOSTS; h++) {

@@ -18,7 +18,7 @@
 #include "cxl/offset.h"
 
 #define CXL_MAGIC 0x4e4759524244444fULL /* bytes "ODDBRYGN": a PodDB region */
-#define CXL_LAYOUT_VERSION 4u
+#define CXL_LAYOUT_VERSION 5u
 #define CXL_SLICE_ALIGN (32ull << 20)  /* mimalloc 2.0.9 arena block/segment size */
 #define CXL_CACHELINE 64
 #define CXL_MAX_ROOTS 16               /* published root offsets per host */

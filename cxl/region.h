@@ -79,6 +79,9 @@ int cxl_live_hosts(const struct cxl_region *r);
 /* Every live host runs on this process's kernel (same boot id): a futex word
  * in the region reaches their threads (cxl_ring_sleep). */
 bool cxl_hosts_share_kernel(const struct cxl_region *r);
+/* Host runs on this process's kernel (the boot id it registered with is
+ * ours): one host's check, without the liveness test of the one above. */
+bool cxl_host_shares_kernel(const struct cxl_region *r, int host);
 void cxl_region_heartbeat(struct cxl_region *r);
 void cxl_region_set_state(struct cxl_region *r, enum cxl_host_state st);
 const char *cxl_host_state_name(uint32_t st);

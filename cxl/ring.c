@@ -73,6 +73,8 @@ struct reply_hdr {
     uint32_t nworkers;
     uint32_t slot_size;
     cxl_off slots; /* SWcc: nworkers * CXL_MSG_SLOT, 64-byte aligned */
+    cxl_off doorbell; /* HWcc: the header of the ring whose doorbell waiters
+                       * sleep on (cxl_reply_area_doorbell), or CXL_NULL */
 } __attribute__((aligned(CXL_CACHELINE)));
 
 /* One per worker, alone on its cache line: the worker spins on it. */
@@ -105,6 +107,7 @@ struct cxl_replies {
     struct reply_hdr *hdr;
     struct reply_state *state;
     char *slots;
+    struct cxl_ring *inbox; /* waiters sleep on its doorbell, or NULL */
 };
 
 const char *cxl_ring_strerror(int rc)
@@ -568,12 +571,41 @@ int cxl_reply_post(struct cxl_region *r, int to_host, unsigned to_worker, const 
     if (!__atomic_compare_exchange_n(w, &expect, ST(id, PH_READY), false, __ATOMIC_RELEASE,
                                      __ATOMIC_RELAXED))
         return CXL_RING_STALE;
+    /* The requester may sleep on its inbox's doorbell: the CAS above is
+     * ordered before the look at its sleepers (cxl_ring_sleep counts itself
+     * before it looks at the slot). */
+    cxl_off bell = __atomic_load_n(&h->doorbell, __ATOMIC_ACQUIRE);
+    if (bell != CXL_NULL && in_slice(r, bell, sizeof(struct ring_hdr), to_host, CXL_HWCC)) {
+        struct ring_hdr *rh = cxl_ptr(r, bell);
+        full_fence();
+        if (__atomic_load_n(&rh->sleepers, __ATOMIC_SEQ_CST)) ring_doorbell(rh);
+    }
     return CXL_RING_OK;
+}
+
+void cxl_reply_area_doorbell(struct cxl_replies *ra, struct cxl_ring *inbox)
+{
+    ra->inbox = inbox && inbox->own && inbox->host == ra->r->host ? inbox : NULL;
+    __atomic_store_n(&ra->hdr->doorbell, ra->inbox ? ra->inbox->hdr_off : CXL_NULL,
+                     __ATOMIC_RELEASE);
 }
 
 #define SPIN_NS (20ull * 1000)        /* busy-poll this long */
 #define YIELD_NS (1000ull * 1000)      /* then yield the CPU until this long */
 #define NAP_NS (20 * 1000)             /* then sleep this long between checks */
+#define DOZE_NS (1000ull * 1000)       /* or sleep on the doorbell at most this long */
+
+struct reply_watch {
+    const uint64_t *w;
+    uint64_t armed;
+};
+
+/* The reply is being written or is there (the slot left ARMED). */
+static bool reply_moved(void *arg)
+{
+    const struct reply_watch *rw = arg;
+    return __atomic_load_n(rw->w, __ATOMIC_SEQ_CST) != rw->armed;
+}
 #define ALIVE_FIRST_NS (1000ull * 1000)
 #define ALIVE_EVERY_NS (5000ull * 1000)
 
@@ -646,6 +678,13 @@ int cxl_reply_wait(struct cxl_replies *ra, unsigned worker, uint64_t id, int fro
             for (int i = 0; i < 16; i++) pod_cpu_relax();
         } else if (waited < YIELD_NS) {
             sched_yield();
+        } else if (ra->inbox && ST_PH(s) == PH_ARMED && cxl_host_shares_kernel(ra->r, from_host)) {
+            /* Asleep until the reply is posted or a request reaches our inbox
+             * (both ring the doorbell), or the next deadline or alive check. */
+            uint64_t until = next_alive < deadline ? next_alive : deadline;
+            uint64_t t = until > now ? until - now : 0;
+            struct reply_watch rw = {w, s};
+            cxl_ring_sleep(ra->inbox, t < DOZE_NS ? t : DOZE_NS, reply_moved, &rw);
         } else {
             struct timespec nap = {0, NAP_NS};
             nanosleep(&nap, NULL);

@@ -166,10 +166,18 @@ int cxl_reply_post(struct cxl_region *r, int to_host, unsigned to_worker,
  * reply on the same worker slot (no nested requests). */
 typedef void cxl_poll_fn(void *arg);
 
+/* Let the area's waiters sleep on inbox's doorbell (this host's own inbox
+ * handle) once spinning and yielding have not brought the reply, and make
+ * cxl_reply_post ring it: a waiter then gives its CPU to the hosts that
+ * share it and still wakes for a request to serve. Without it (or when the
+ * replier runs on another kernel, which a futex cannot reach) waiters nap. */
+void cxl_reply_area_doorbell(struct cxl_replies *ra, struct cxl_ring *inbox);
+
 /* Wait at most timeout_us for the reply to request id in worker's slot from
  * from_host (the host the request went to). Calls poll(poll_arg) between
- * checks (poll may be NULL). Spins for the first 100 us, then yields, then
- * sleeps 20 us between checks. Checks that from_host is alive after 1 ms and
+ * checks (poll may be NULL). Spins for the first 20 us, then yields until
+ * 1 ms, then sleeps on the doorbell (cxl_reply_area_doorbell; at most 1 ms at
+ * a time) or naps 20 us between checks. Checks that from_host is alive after 1 ms and
  * then every 5 ms. Returns CXL_RING_OK with the reply in *out, or
  * CXL_RING_TIMEOUT / CXL_RING_DEAD / CXL_RING_INVAL / CXL_RING_CORRUPT with
  * err saying which request, host and bound. The bound is exceeded only while a

@@ -89,6 +89,7 @@ struct pod_host *pod_host_attach(pod_db *db, struct cxl_region *r, const struct 
     if (!(ph->x = xebr_open(r, err))) goto fail;
     if (!(ph->inbox = cxl_ring_create(r, INBOX_SLOTS, err))) goto fail;
     if (!(ph->replies = cxl_reply_area_create(r, (unsigned)db->opt.nworkers + 1, err))) goto fail;
+    cxl_reply_area_doorbell(ph->replies, ph->inbox);
     for (uint32_t i = 0; i < db->ntables; i++) {
         pod_table *t = db->tables[i];
         for (uint32_t p = 0; p < t->nparts; p++) {

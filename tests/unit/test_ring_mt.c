@@ -748,6 +748,7 @@ static int ping_pong_host(void *arg)
         fprintf(stderr, "host %d: %s\n", host, err.msg);
         return 1;
     }
+    cxl_reply_area_doorbell(ra, s.own); /* a long wait sleeps until the reply rings */
     /* Make sure the peer's reply area is up before the first request arrives
      * (its ring is created first). */
     uint64_t dl = now_ns() + (uint64_t)WAIT_MS * 1000000ull;
@@ -1026,8 +1027,9 @@ static void reap(void *arg)
 
 /* Elapsed-time checks are loose (the machine may be busy with other work):
  * a timeout must not come early, and a dead host must be noticed long before
- * the wait's 10 s bound. */
-START_TEST(bounded_waits)
+ * the wait's 10 s bound. With a doorbell the waiter sleeps on it after 1 ms:
+ * the bounds must hold the same. */
+static void bounded_waits(bool doorbell)
 {
     struct pod_config *c = malloc(sizeof *c);
     tu_make_config(c, 2, 1 * GiB, 8 * MiB, true);
@@ -1037,6 +1039,12 @@ START_TEST(bounded_waits)
     pod_err err = {{0}};
     struct cxl_replies *ra = cxl_reply_area_create(r, 1, &err);
     ck_assert_msg(ra != NULL, "%s", err.msg);
+    struct cxl_ring *inbox = NULL;
+    if (doorbell) {
+        inbox = cxl_ring_create(r, 8, &err);
+        ck_assert_msg(inbox != NULL, "%s", err.msg);
+        cxl_reply_area_doorbell(ra, inbox);
+    }
     struct cxl_ring *to = cxl_ring_attach(r, 1, WAIT_MS, &err);
     ck_assert_msg(to != NULL, "%s", err.msg);
     struct cxl_msg req = {.type = PP_REQ, .len = 1}, rep;
@@ -1087,9 +1095,15 @@ START_TEST(bounded_waits)
 
     cxl_ring_close(to);
     cxl_reply_area_close(ra);
+    if (inbox) cxl_ring_close(inbox);
     cxl_region_close(r);
     free(c);
 }
+
+START_TEST(bounded_waits_napping) { bounded_waits(false); }
+END_TEST
+
+START_TEST(bounded_waits_on_the_doorbell) { bounded_waits(true); }
 END_TEST
 
 int main(void)
@@ -1118,7 +1132,8 @@ int main(void)
     tcase_add_test(mp, waiting_without_serving_times_out);
     tcase_add_test(mp, read_without_flush_is_stale_simulated);
     tcase_add_test(mp, read_without_flush_is_fresh_coherent);
-    tcase_add_test(mp, bounded_waits);
+    tcase_add_test(mp, bounded_waits_napping);
+    tcase_add_test(mp, bounded_waits_on_the_doorbell);
     suite_add_tcase(s, mp);
 
     SRunner *sr = srunner_create(s);

@@ -33,7 +33,9 @@ trap 'exit 2' INT TERM
 
 # make_conf NAME LOGGERS YCSB_TUPLES [ENGINE_LINE...]: writes $WORK/NAME.yaml
 # (engine lines like "locking: false"; HOST_LINE, when set, one more line of
-# host_defaults like "huge_pages: true") and prints its path
+# host_defaults like "huge_pages: true"; CPUS, when set, one host per word
+# pinned to that CPU list, like "0 1 0 1" for 4 hosts on 2 CPUs; WAREHOUSES,
+# the TPC-C warehouses, default 2) and prints its path
 make_conf() {
     local f=$WORK/$1.yaml
     cat >"$f" <<EOC
@@ -49,11 +51,10 @@ host_defaults:
   log_dir: $WORK/$1-log-{host}
 ${HOST_LINE:+  $HOST_LINE
 }hosts:
-  - cpus: "0"
-  - cpus: "1"
+$(for c in ${CPUS:-0 1}; do echo "  - cpus: \"$c\""; done)
 workloads:
   tpcc:
-    warehouses: 2
+    warehouses: ${WAREHOUSES:-2}
   ycsb:
     tuples: $3
     theta: 0.7
@@ -82,7 +83,7 @@ pod_dir() {
 pod_pids() {
     local dir
     dir=$(pod_dir "$@")
-    cut -d' ' -f1 "$dir"/host0.pid "$dir"/host1.pid
+    ls "$dir"/host*.pid | sort -V | xargs cut -d' ' -f1
 }
 
 # thread_ticks [CONF]: "KIND#TID TICKS" for every thread of both servers of
@@ -91,7 +92,7 @@ pod_pids() {
 thread_ticks() {
     local dir f pid t
     dir=$(pod_dir "$@")
-    for f in "$dir"/host0.pid "$dir"/host1.pid; do
+    for f in "$dir"/host*.pid; do
         pid=$(cut -d' ' -f1 "$f")
         for t in /proc/"$pid"/task/*; do
             echo "$(sed 's/[0-9]*$//' "$t/comm" 2>/dev/null)#${t##*/} $(sed 's/.*) //' "$t/stat" 2>/dev/null | awk '{print $12 + $13}')"
