@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "util/clock.h"
+#include "util/mix.h"
 #include "workloads/common/range.h"
 
 void bench_tpcc_config(const struct pod_config *c, struct tpcc_config *out)
@@ -119,40 +120,7 @@ uint32_t bench_owned_count(const struct bench_workload *w, int host)
     return w->nparts > h ? (w->nparts - h + n - 1) / n : 0;
 }
 
-uint64_t bench_owned_rows(const struct bench_workload *w, int host)
-{
-    uint64_t rows = 0;
-    for (uint32_t p = (uint32_t)host; p < w->nparts; p += (uint32_t)w->nhosts) {
-        switch (w->wl) {
-        case BENCH_TPCC:
-            rows += tpcc_load_rows(&w->tpcc);
-            break;
-        case BENCH_YCSB:
-            rows += wl_part_first(p + 1, w->ycsb.cfg.tuples, w->nparts) -
-                    wl_part_first(p, w->ycsb.cfg.tuples, w->nparts);
-            break;
-        case BENCH_SMALLBANK:
-            rows += 2 * (wl_part_first(p + 1, w->sb.cfg.accounts, w->nparts) -
-                         wl_part_first(p, w->sb.cfg.accounts, w->nparts));
-            break;
-        default:
-            break;
-        }
-    }
-    return rows;
-}
-
 /* ---- terminals ---------------------------------------------------------------------------- */
-
-static uint64_t mix64(uint64_t x)
-{
-    x ^= x >> 33;
-    x *= 0xff51afd7ed558ccdull;
-    x ^= x >> 33;
-    x *= 0xc4ceb9fe1a85ec53ull;
-    x ^= x >> 33;
-    return x;
-}
 
 int bench_terminal_init(struct bench_terminal *t, const struct bench_workload *w, int host,
                         int term, int nterms, uint32_t gen_id, uint64_t seed)
@@ -174,7 +142,7 @@ int bench_terminal_init(struct bench_terminal *t, const struct bench_workload *w
     t->home_first = (uint32_t)host + k0 * (uint32_t)w->nhosts;
     t->home_step = kstep * (uint32_t)w->nhosts;
     t->nhomes = count;
-    t->rng = mix64(seed ^ mix64(((uint64_t)host << 32) | (uint32_t)term)) | 1;
+    t->rng = pod_mix64(seed ^ pod_mix64(((uint64_t)host << 32) | (uint32_t)term)) | 1;
     if (w->wl == BENCH_TPCC) tpcc_gen_init(&t->tpcc, &w->tpcc, gen_id, t->rng);
     return 0;
 }

@@ -52,9 +52,6 @@ const char *bench_type_name(enum bench_wl wl, int type);
 
 /* Partitions owned by host h: h, h + hosts, h + 2*hosts, ... */
 uint32_t bench_owned_count(const struct bench_workload *w, int host);
-/* Rows the host's partitions hold when loaded (YCSB tuples, SmallBank balance
- * rows: savings and checking; TPC-C: the loader's count). */
-uint64_t bench_owned_rows(const struct bench_workload *w, int host);
 
 struct bench_terminal {
     const struct bench_workload *w;

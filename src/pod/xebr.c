@@ -118,11 +118,6 @@ struct cxl_region *xebr_region(const struct xebr *x)
     return x->r;
 }
 
-struct ebr_domain *xebr_domain(const struct xebr *x)
-{
-    return x->d;
-}
-
 void xebr_enter(struct xebr *x, int worker)
 {
     ebr_enter(x->d, slot_of(x, worker));

@@ -67,7 +67,6 @@ struct xebr *xebr_open(struct cxl_region *r, pod_err *err);
 void xebr_close(struct xebr *x, int drain_timeout_ms);
 
 struct cxl_region *xebr_region(const struct xebr *x);
-struct ebr_domain *xebr_domain(const struct xebr *x);
 
 /* Critical sections of worker w (0..POD_MAX_WORKERS-1) of this host. */
 void xebr_enter(struct xebr *x, int worker);

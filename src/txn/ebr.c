@@ -169,11 +169,6 @@ struct ebr_domain *ebr_domain_new(int nslots)
     return ebr_domain_new_ext(nslots, NULL, NULL);
 }
 
-int ebr_nslots(const struct ebr_domain *d)
-{
-    return d->nslots;
-}
-
 /* ---- retired FIFO ------------------------------------------------------------ */
 
 static inline bool fifo_empty(const struct ebr_local *l)

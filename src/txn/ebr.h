@@ -54,8 +54,6 @@ struct ebr_domain *ebr_domain_new_ext(int nslots, void *slots_mem, uint64_t *glo
  * the domain. Caller-provided memory is left alone. NULL is a no-op. */
 void ebr_domain_free(struct ebr_domain *d);
 
-int ebr_nslots(const struct ebr_domain *d);
-
 /* Pin the current epoch (a load of the global epoch + a seq_cst store to the
  * slot). Nests: an enter inside an enter on the same slot only counts. */
 void ebr_enter(struct ebr_domain *d, int slot);

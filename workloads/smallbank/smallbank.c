@@ -14,6 +14,7 @@
 #include "workloads/common/range.h"
 #include "workloads/ycsb/ycsb.h"
 #include "util/clock.h"
+#include "util/mix.h"
 
 #define ARG(i) (a->v[(i)].u.i64)
 
@@ -62,20 +63,10 @@ uint64_t sb_rand(uint64_t *s)
 
 static uint64_t below(uint64_t *rng, uint64_t n) { return n ? (sb_rand(rng) >> 11) % n : 0; }
 
-static uint64_t mix64(uint64_t x)
-{
-    x ^= x >> 33;
-    x *= 0xff51afd7ed558ccdull;
-    x ^= x >> 33;
-    x *= 0xc4ceb9fe1a85ec53ull;
-    x ^= x >> 33;
-    return x;
-}
-
 int64_t sb_initial_balance(const struct sb_config *c, enum sb_table_id t, uint64_t id)
 {
     uint64_t span = (uint64_t)(c->max_balance - c->min_balance) + 1;
-    return c->min_balance + (int64_t)(mix64(c->seed ^ ((uint64_t)t << 56) ^ id) % span);
+    return c->min_balance + (int64_t)(pod_mix64(c->seed ^ ((uint64_t)t << 56) ^ id) % span);
 }
 
 /* ---- transactions ---------------------------------------------------------------------------- */

@@ -14,6 +14,7 @@
 #include "engine/worker.h"
 #include "workloads/common/range.h"
 #include "util/clock.h"
+#include "util/mix.h"
 
 #define ARG(i) (a->v[(i)].u.i64)
 
@@ -97,20 +98,10 @@ uint64_t ycsb_zipf_next(const struct ycsb_zipf *z, uint64_t *rng)
 
 /* ---- tuple contents ------------------------------------------------------------------- */
 
-static uint64_t mix64(uint64_t x)
-{
-    x ^= x >> 33;
-    x *= 0xff51afd7ed558ccdull;
-    x ^= x >> 33;
-    x *= 0xc4ceb9fe1a85ec53ull;
-    x ^= x >> 33;
-    return x;
-}
-
 /* Column bytes 8..99 from a seed (bytes 0..7 are the counter). */
 static void fill_col(unsigned char *col, uint64_t seed)
 {
-    uint64_t s = mix64(seed) | 1;
+    uint64_t s = pod_mix64(seed) | 1;
     for (int i = 8; i < YCSB_COL_SIZE; i += 8) {
         uint64_t v = ycsb_rand(&s);
         int n = YCSB_COL_SIZE - i < 8 ? YCSB_COL_SIZE - i : 8;
