@@ -11,6 +11,7 @@
 #include "engine/db.h"
 #include "engine/result.h"
 #include "engine/worker.h"
+#include "workloads/common/procs.h"
 #include "workloads/common/range.h"
 #include "workloads/ycsb/ycsb.h"
 #include "util/clock.h"
@@ -360,20 +361,9 @@ int sb_register(pod_db *db, const struct sb_config *cfg, char *err, size_t errle
     return 0;
 }
 
-struct smallbank *sb_get(pod_db *db)
-{
-    int p = pod_proc_find(db, sb_txn_names[0]);
-    return p < 0 ? NULL : (struct smallbank *)db->procs[p].ctx;
-}
+struct smallbank *sb_get(pod_db *db) { return wl_ctx_get(db, sb_txn_names[0]); }
 
-void sb_free(pod_db *db)
-{
-    int p = pod_proc_find(db, sb_txn_names[0]);
-    if (p < 0) return;
-    free(db->procs[p].ctx);
-    for (uint32_t i = 0; i < db->nprocs; i++)
-        if (strncmp(db->procs[i].name, "smallbank.", 10) == 0) db->procs[i].ctx = NULL;
-}
+void sb_free(pod_db *db) { wl_ctx_free(db, sb_txn_names[0], "smallbank."); }
 
 /* ---- loader and audit ----------------------------------------------------------------------------- */
 
@@ -402,9 +392,7 @@ int sb_audit(pod_db *db, int64_t *total, char *err, size_t errlen)
     }
     pod_args args = {0, NULL};
     char msg[200];
-    struct pod_worker *a = pod_admin_begin(db);
-    int rc = pod_call(a, s->proc_audit, &args, res, msg, sizeof msg);
-    pod_admin_end(db);
+    int rc = wl_call(db, NULL, s->proc_audit, &args, res, msg, sizeof msg);
     pod_value t, n;
     int ret = 0;
     if (rc < 0 || pod_result_get(res, 0, 0, &t) || pod_result_get(res, 0, 1, &n)) {
@@ -437,14 +425,7 @@ int sb_audit_partition(pod_db *db, struct pod_worker *wk, uint32_t p, int64_t *t
     pod_value v[1] = {pod_v_i64(p)};
     pod_args args = {1, v};
     char msg[200];
-    int rc;
-    if (wk) {
-        rc = pod_call(wk, s->proc_audit_partition, &args, res, msg, sizeof msg);
-    } else {
-        struct pod_worker *a = pod_admin_begin(db);
-        rc = pod_call(a, s->proc_audit_partition, &args, res, msg, sizeof msg);
-        pod_admin_end(db);
-    }
+    int rc = wl_call(db, wk, s->proc_audit_partition, &args, res, msg, sizeof msg);
     pod_value t, n;
     int ret = 0;
     if (rc < 0 || pod_result_get(res, 0, 0, &t) || pod_result_get(res, 0, 1, &n)) {

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "engine/db.h"
+#include "workloads/common/procs.h"
 
 const char *const tpcc_table_names[TPCC_NTABLES] = {
     "warehouse", "district", "customer", "customer_by_name", "history", "new_order",
@@ -155,18 +156,6 @@ int tpcc_register(pod_db *db, const struct tpcc_config *cfg, char *err, size_t e
     return 0;
 }
 
-struct tpcc *tpcc_get(pod_db *db)
-{
-    int p = pod_proc_find(db, tpcc_txn_names[0]);
-    return p < 0 ? NULL : (struct tpcc *)db->procs[p].ctx;
-}
+struct tpcc *tpcc_get(pod_db *db) { return wl_ctx_get(db, tpcc_txn_names[0]); }
 
-void tpcc_free(pod_db *db)
-{
-    int p = pod_proc_find(db, tpcc_txn_names[0]);
-    if (p < 0) return;
-    free(db->procs[p].ctx);
-    /* Every tpcc procedure shares the pointer: none may run from now on. */
-    for (uint32_t i = 0; i < db->nprocs; i++)
-        if (strncmp(db->procs[i].name, "tpcc.", 5) == 0) db->procs[i].ctx = NULL;
-}
+void tpcc_free(pod_db *db) { wl_ctx_free(db, tpcc_txn_names[0], "tpcc."); }

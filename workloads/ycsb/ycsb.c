@@ -12,6 +12,7 @@
 #include "engine/db.h"
 #include "engine/result.h"
 #include "engine/worker.h"
+#include "workloads/common/procs.h"
 #include "workloads/common/range.h"
 #include "util/clock.h"
 #include "util/mix.h"
@@ -297,20 +298,9 @@ int ycsb_register(pod_db *db, const struct ycsb_config *cfg, char *err, size_t e
     return 0;
 }
 
-struct ycsb *ycsb_get(pod_db *db)
-{
-    int p = pod_proc_find(db, proc_names[0]);
-    return p < 0 ? NULL : (struct ycsb *)db->procs[p].ctx;
-}
+struct ycsb *ycsb_get(pod_db *db) { return wl_ctx_get(db, proc_names[0]); }
 
-void ycsb_free(pod_db *db)
-{
-    int p = pod_proc_find(db, proc_names[0]);
-    if (p < 0) return;
-    free(db->procs[p].ctx);
-    for (uint32_t i = 0; i < db->nprocs; i++)
-        if (strncmp(db->procs[i].name, "ycsb.", 5) == 0) db->procs[i].ctx = NULL;
-}
+void ycsb_free(pod_db *db) { wl_ctx_free(db, proc_names[0], "ycsb."); }
 
 /* ---- loader ------------------------------------------------------------------------------ */
 
@@ -325,14 +315,15 @@ int ycsb_load(pod_db *db, ycsb_progress_fn progress, void *progress_arg, char *e
                           progress, progress_arg, "ycsb.load", err, errlen);
 }
 
-static int count_partition(struct pod_worker *wk, const struct ycsb *y, uint32_t p,
+/* wk NULL: on the admin worker. */
+static int count_partition(pod_db *db, struct pod_worker *wk, const struct ycsb *y, uint32_t p,
                            pod_result *res, uint64_t *rows, int64_t *sum, char *err,
                            size_t errlen)
 {
     pod_value v[1] = {pod_v_i64(p)};
     pod_args args = {1, v};
     char msg[200];
-    int rc = pod_call(wk, y->proc_count, &args, res, msg, sizeof msg);
+    int rc = wl_call(db, wk, y->proc_count, &args, res, msg, sizeof msg);
     pod_value r0, r1;
     if (rc < 0 || pod_result_get(res, 0, 0, &r0) || pod_result_get(res, 0, 1, &r1)) {
         snprintf(err, errlen, "ycsb.count(%u): %s: %s", p, pod_status_name(rc), msg);
@@ -360,7 +351,7 @@ int ycsb_count(pod_db *db, uint64_t *rows, int64_t *counter_sum, char *err, size
     int ret = 0;
     struct pod_worker *a = pod_admin_begin(db);
     for (uint32_t p = 0; p < y->cfg.nparts && ret == 0; p++)
-        ret = count_partition(a, y, p, res, rows, counter_sum, err, errlen);
+        ret = count_partition(db, a, y, p, res, rows, counter_sum, err, errlen);
     pod_admin_end(db);
     pod_result_free(res);
     return ret;
@@ -385,14 +376,7 @@ int ycsb_count_partition(pod_db *db, struct pod_worker *wk, uint32_t p, uint64_t
     }
     *rows = 0;
     *counter_sum = 0;
-    int ret;
-    if (wk) {
-        ret = count_partition(wk, y, p, res, rows, counter_sum, err, errlen);
-    } else {
-        struct pod_worker *a = pod_admin_begin(db);
-        ret = count_partition(a, y, p, res, rows, counter_sum, err, errlen);
-        pod_admin_end(db);
-    }
+    int ret = count_partition(db, wk, y, p, res, rows, counter_sum, err, errlen);
     pod_result_free(res);
     return ret;
 }

@@ -1,0 +1,32 @@
+#include "workloads/common/procs.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "engine/worker.h"
+
+void *wl_ctx_get(pod_db *db, const char *first)
+{
+    int p = pod_proc_find(db, first);
+    return p < 0 ? NULL : db->procs[p].ctx;
+}
+
+void wl_ctx_free(pod_db *db, const char *first, const char *prefix)
+{
+    int p = pod_proc_find(db, first);
+    if (p < 0) return;
+    free(db->procs[p].ctx);
+    size_t n = strlen(prefix);
+    for (uint32_t i = 0; i < db->nprocs; i++)
+        if (strncmp(db->procs[i].name, prefix, n) == 0) db->procs[i].ctx = NULL;
+}
+
+int wl_call(pod_db *db, struct pod_worker *wk, int proc, const pod_args *args, pod_result *res,
+            char *msg, size_t msglen)
+{
+    if (wk) return pod_call(wk, proc, args, res, msg, msglen);
+    struct pod_worker *a = pod_admin_begin(db);
+    int rc = pod_call(a, proc, args, res, msg, msglen);
+    pod_admin_end(db);
+    return rc;
+}

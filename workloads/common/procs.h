@@ -1,0 +1,24 @@
+/* What every built-in workload does with its procedures: find the context
+ * they share, free it, and call one from a given worker or, without one,
+ * from the database's admin worker. */
+#ifndef PODDB_WORKLOADS_COMMON_PROCS_H
+#define PODDB_WORKLOADS_COMMON_PROCS_H
+
+#include <stddef.h>
+
+#include "engine/db.h"
+#include "engine/result.h"
+
+/* The context of the registered procedure `first` (every procedure of the
+ * workload shares it), or NULL when the workload is not registered. */
+void *wl_ctx_get(pod_db *db, const char *first);
+
+/* Free that context and clear it in every procedure whose name starts with
+ * prefix (like "ycsb."): none of them may run from then on. */
+void wl_ctx_free(pod_db *db, const char *first, const char *prefix);
+
+/* pod_call of proc on wk, or on the admin worker when wk is NULL. */
+int wl_call(pod_db *db, struct pod_worker *wk, int proc, const pod_args *args, pod_result *res,
+            char *msg, size_t msglen);
+
+#endif
