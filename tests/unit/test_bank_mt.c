@@ -36,6 +36,8 @@
 #include "engine/db.h"
 #include "engine/result.h"
 #include "engine/worker.h"
+#include "util/clock.h"
+#include "helpers/testutil.h"
 
 #define INITIAL 1000
 #define TEMP_BASE (1ull << 40)
@@ -55,38 +57,6 @@ enum { P_LOAD, P_TRANSFER, P_AUDIT, P_PARK, P_UNPARK, P_COUNT };
 static const char *const proc_names[P_COUNT] = {"load", "transfer", "audit", "park", "unpark"};
 
 /* ---- failures seen on worker threads ------------------------------------------- */
-
-static int g_failed;
-static char g_failure[512];
-
-static void fail_at(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-static void fail_at(const char *fmt, ...)
-{
-    if (__atomic_exchange_n(&g_failed, 1, __ATOMIC_ACQ_REL)) return;
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(g_failure, sizeof g_failure, fmt, ap);
-    va_end(ap);
-}
-
-static bool failed(void) { return __atomic_load_n(&g_failed, __ATOMIC_ACQUIRE); }
-
-static uint64_t now_ns(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
-
-static uint64_t rnd(uint64_t *s)
-{
-    uint64_t x = *s;
-    x ^= x >> 12;
-    x ^= x << 25;
-    x ^= x >> 27;
-    *s = x;
-    return x * 0x2545f4914f6cdd1dull;
-}
 
 /* ---- the bank ---------------------------------------------------------------------- */
 
@@ -483,17 +453,17 @@ static int call_counted(struct pod_worker *w, struct run *r, struct wstate *ws, 
         t->user_aborts++;
         pod_value why;
         if (pod_result_get(res, 0, 0, &why) != 0) {
-            fail_at("worker %d: %s aborted without a reason in its result", w->id, proc_names[p]);
+            tu_fail("worker %d: %s aborted without a reason in its result", w->id, proc_names[p]);
         } else if (why.u.i64 == R_FORCED) {
             ws->forced++;
         } else if (why.u.i64 == R_OVERDRAW) {
             ws->overdraw++;
         } else {
-            fail_at("worker %d: %s aborted with reason %" PRId64, w->id, proc_names[p], why.u.i64);
+            tu_fail("worker %d: %s aborted with reason %" PRId64, w->id, proc_names[p], why.u.i64);
         }
     } else {
         t->other++;
-        fail_at("worker %d: %s returned %s: %s", w->id, proc_names[p], pod_status_name(rc), msg);
+        tu_fail("worker %d: %s returned %s: %s", w->id, proc_names[p], pod_status_name(rc), msg);
     }
     return rc;
 }
@@ -507,38 +477,38 @@ static void bank_body(struct pod_worker *w, void *arg)
     if (!s) s = 1;
     pod_result *res = pod_result_new();
     if (!res) {
-        fail_at("worker %d: pod_result_new failed", w->id);
+        tu_fail("worker %d: pod_result_new failed", w->id);
         return;
     }
     uint64_t seq = 0;
     int64_t n = b->naccounts;
-    for (uint64_t it = 0; it < r->max_iters && !failed(); it++) {
-        if ((it & 15) == 0 && now_ns() > r->deadline_ns) break;
-        unsigned op = (unsigned)(rnd(&s) % 100);
+    for (uint64_t it = 0; it < r->max_iters && !tu_failed(); it++) {
+        if ((it & 15) == 0 && pod_mono_ns() > r->deadline_ns) break;
+        unsigned op = (unsigned)(pod_rand(&s) % 100);
         if (op < 62) {
-            int64_t from = (int64_t)(rnd(&s) % (uint64_t)n);
-            int64_t to = (int64_t)(rnd(&s) % (uint64_t)(n - 1));
+            int64_t from = (int64_t)(pod_rand(&s) % (uint64_t)n);
+            int64_t to = (int64_t)(pod_rand(&s) % (uint64_t)(n - 1));
             if (to >= from) to++;
             /* Mostly affordable amounts, sometimes more than anyone has. */
-            int64_t amount = rnd(&s) % 8 == 0 ? 1 + (int64_t)(rnd(&s) % 3000)
-                                                : 1 + (int64_t)(rnd(&s) % 300);
-            int64_t mode = (int64_t)(rnd(&s) % 2);
-            int64_t force = rnd(&s) % 10 == 0;
+            int64_t amount = pod_rand(&s) % 8 == 0 ? 1 + (int64_t)(pod_rand(&s) % 3000)
+                                                : 1 + (int64_t)(pod_rand(&s) % 300);
+            int64_t mode = (int64_t)(pod_rand(&s) % 2);
+            int64_t force = pod_rand(&s) % 10 == 0;
             pod_value v[5] = {pod_v_i64(from), pod_v_i64(to), pod_v_i64(amount), pod_v_i64(mode),
                               pod_v_i64(force)};
             call_counted(w, r, ws, P_TRANSFER, v, 5, res);
         } else if (op < 74) {
-            bool reverse = rnd(&s) % 2;
+            bool reverse = pod_rand(&s) % 2;
             pod_value v[1] = {pod_v_i64(reverse)};
             if (call_counted(w, r, ws, P_AUDIT, v, 1, res) == POD_OK) {
                 pod_value sum, na, nt, nneg, nbad;
                 if (pod_result_get(res, 0, 0, &sum) || pod_result_get(res, 0, 1, &na) ||
                     pod_result_get(res, 0, 2, &nt) || pod_result_get(res, 0, 3, &nneg) ||
                     pod_result_get(res, 0, 4, &nbad)) {
-                    fail_at("worker %d: audit result incomplete", w->id);
+                    tu_fail("worker %d: audit result incomplete", w->id);
                 } else if (sum.u.i64 != n * INITIAL || na.u.i64 != n || nneg.u.i64 != 0 ||
                            nbad.u.i64 != 0) {
-                    fail_at("worker %d: %s audit saw sum %" PRId64 " (want %" PRId64
+                    tu_fail("worker %d: %s audit saw sum %" PRId64 " (want %" PRId64
                             "), %" PRId64 " accounts (want %" PRId64 "), %" PRId64
                             " temporary rows, %" PRId64 " negative, %" PRId64 " out of order "
                             "or with a wrong owner",
@@ -551,17 +521,17 @@ static void bank_body(struct pod_worker *w, void *arg)
                 }
             }
         } else if (op < 87) {
-            int64_t acct = (int64_t)(rnd(&s) % (uint64_t)n);
-            int64_t amount = 1 + (int64_t)(rnd(&s) % 200);
+            int64_t acct = (int64_t)(pod_rand(&s) % (uint64_t)n);
+            int64_t amount = 1 + (int64_t)(pod_rand(&s) % 200);
             int64_t tk = (int64_t)(TEMP_BASE + ((uint64_t)w->id << TEMP_SHIFT) + seq++);
-            int64_t force = rnd(&s) % 10 == 0;
+            int64_t force = pod_rand(&s) % 10 == 0;
             pod_value v[4] = {pod_v_i64(acct), pod_v_i64(amount), pod_v_i64(tk), pod_v_i64(force)};
             if (call_counted(w, r, ws, P_PARK, v, 4, res) == POD_OK) ws->parked++;
         } else {
-            int wid = (int)(rnd(&s) % MAX_W);
+            int wid = (int)(pod_rand(&s) % MAX_W);
             int64_t start = (int64_t)(TEMP_BASE + ((uint64_t)wid << TEMP_SHIFT));
-            int64_t acct = (int64_t)(rnd(&s) % (uint64_t)n);
-            int64_t force = rnd(&s) % 10 == 0;
+            int64_t acct = (int64_t)(pod_rand(&s) % (uint64_t)n);
+            int64_t force = pod_rand(&s) % 10 == 0;
             pod_value v[3] = {pod_v_i64(start), pod_v_i64(acct), pod_v_i64(force)};
             if (call_counted(w, r, ws, P_UNPARK, v, 3, res) == POD_OK) {
                 pod_value why;
@@ -573,27 +543,17 @@ static void bank_body(struct pod_worker *w, void *arg)
     pod_result_free(res);
 }
 
-static int run_ms(void)
-{
-    const char *env = getenv("BANK_MT_MS");
-    if (env && atoi(env) > 0) return atoi(env);
 #if defined(__SANITIZE_THREAD__)
-    return 3000;
+static int run_ms(void) { return tu_env_ms("BANK_MT_MS", 3000); }
 #else
-    return 1500;
+static int run_ms(void) { return tu_env_ms("BANK_MT_MS", 1500); }
 #endif
-}
 
-static uint64_t seed(void)
-{
-    const char *env = getenv("BANK_MT_SEED");
-    if (env && *env) return strtoull(env, NULL, 0);
-    return now_ns() | 1;
-}
+static uint64_t seed(void) { return tu_env_seed("BANK_MT_SEED"); }
 
 static void run_bank(int nworkers, int naccounts, bool hot)
 {
-    g_failed = 0;
+    tu_fail_reset();
     struct bank *b = bank_new(nworkers, naccounts);
     bank_load(b);
     struct run *r = calloc(1, sizeof *r);
@@ -602,7 +562,7 @@ static void run_bank(int nworkers, int naccounts, bool hot)
     r->seed = seed();
     r->max_iters = 2000000;
     int ms = run_ms();
-    uint64_t t0 = now_ns();
+    uint64_t t0 = pod_mono_ns();
     r->deadline_ns = t0 + (uint64_t)ms * 1000000ull;
     fprintf(stderr, "bank: %d accounts, %d workers, %d ms, seed 0x%" PRIx64 "\n", naccounts,
             nworkers, ms, r->seed);
@@ -610,8 +570,8 @@ static void run_bank(int nworkers, int naccounts, bool hot)
     ck_assert_msg(pod_workers_start(b->db, NULL, 0, bank_body, r, err, sizeof err) == 0,
                   "pod_workers_start: %s", err);
     pod_workers_join(b->db);
-    double secs = (double)(now_ns() - t0) / 1e9;
-    if (failed()) ck_abort_msg("seed 0x%" PRIx64 ": %s", r->seed, g_failure);
+    double secs = (double)(pod_mono_ns() - t0) / 1e9;
+    if (tu_failed()) ck_abort_msg("seed 0x%" PRIx64 ": %s", r->seed, tu_failure());
 
     /* Sum the workers' own counts; add the admin calls (load, audits). */
     struct wstate tot = {0};

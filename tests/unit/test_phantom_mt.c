@@ -45,6 +45,8 @@
 #include "engine/result.h"
 #include "engine/worker.h"
 #include "storage/table.h" /* the index itself: to find a leaf boundary */
+#include "util/clock.h"
+#include "helpers/testutil.h"
 
 #define NKEYS 1000
 #define LO 100
@@ -63,57 +65,24 @@ static int64_t val_of(uint64_t k) { return (int64_t)k * 7 + 1; }
  * a looked-up key and the key after it. Set before any worker starts. */
 static int g_stride = 2;
 
-static uint64_t rnd(uint64_t *s);
 
 /* A key writers insert and delete: not a multiple of g_stride, in or right
  * next to [LO,HI] (stride 2: the odd keys 99..201). */
 static int64_t changing_key(uint64_t *s)
 {
     int64_t lo = LO - g_stride / 2, hi = HI + g_stride / 2;
-    int64_t k = lo + (int64_t)(rnd(s) % (uint64_t)(hi - lo + 1));
+    int64_t k = lo + (int64_t)(pod_rand(s) % (uint64_t)(hi - lo + 1));
     if (k % g_stride == 0) k++;
     return k;
 }
 
 /* ---- failures seen on worker threads ------------------------------------------- */
 
-static int g_failed;
-static char g_failure[512];
-
-static void fail_at(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-static void fail_at(const char *fmt, ...)
-{
-    if (__atomic_exchange_n(&g_failed, 1, __ATOMIC_ACQ_REL)) return;
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(g_failure, sizeof g_failure, fmt, ap);
-    va_end(ap);
-}
-
-static bool failed(void) { return __atomic_load_n(&g_failed, __ATOMIC_ACQUIRE); }
-
-static uint64_t now_ns(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
-
-static uint64_t rnd(uint64_t *s)
-{
-    uint64_t x = *s;
-    x ^= x >> 12;
-    x ^= x << 25;
-    x ^= x >> 27;
-    *s = x;
-    return x * 0x2545f4914f6cdd1dull;
-}
-
 static void spin_us(int64_t us)
 {
     if (us <= 0) return;
-    uint64_t end = now_ns() + (uint64_t)us * 1000;
-    while (now_ns() < end) sched_yield();
+    uint64_t end = pod_mono_ns() + (uint64_t)us * 1000;
+    while (pod_mono_ns() < end) sched_yield();
 }
 
 /* ---- the database --------------------------------------------------------------- */
@@ -479,7 +448,7 @@ static void writer_iter(struct pod_worker *w, struct rrun *r, struct rstats *st,
     int64_t k = changing_key(s);
     char msg[256];
     int rc;
-    unsigned op = (unsigned)(rnd(s) % 10);
+    unsigned op = (unsigned)(pod_rand(s) % 10);
     st->writer_calls++;
     if (op < 5) {
         bool abort_after = op == 0;
@@ -493,14 +462,14 @@ static void writer_iter(struct pod_worker *w, struct rrun *r, struct rstats *st,
         if (rc == POD_OK) {
             st->inserts++;
             __atomic_fetch_add(&r->inserts, 1, __ATOMIC_RELAXED);
-        } else if (rc != POD_EXISTS) fail_at("writer: insert %" PRId64 ": %s", k, msg);
+        } else if (rc != POD_EXISTS) tu_fail("writer: insert %" PRId64 ": %s", k, msg);
     } else {
         pod_value v[1] = {pod_v_i64(k)};
         rc = pod_call(w, h->proc[P_DEL], &(pod_args){1, v}, res, msg, sizeof msg);
         if (rc == POD_OK) {
             st->deletes++;
             __atomic_fetch_add(&r->deletes, 1, __ATOMIC_RELAXED);
-        } else if (rc != POD_NOT_FOUND) fail_at("writer: delete %" PRId64 ": %s", k, msg);
+        } else if (rc != POD_NOT_FOUND) tu_fail("writer: delete %" PRId64 ": %s", k, msg);
     }
 }
 
@@ -508,24 +477,24 @@ static void reader_iter(struct pod_worker *w, struct rrun *r, struct rstats *st,
                         pod_result *res)
 {
     struct ph *h = r->h;
-    int kind = (int)(rnd(s) % (r->protect ? L_COUNT : L_NPLAIN));
+    int kind = (int)(pod_rand(s) % (r->protect ? L_COUNT : L_NPLAIN));
     int64_t key = changing_key(s);
-    int64_t limit = 1 + (int64_t)(rnd(s) % 12);
-    int64_t spin = r->spin_max_us ? (int64_t)(rnd(s) % (uint64_t)(r->spin_max_us + 1)) : 0;
-    bool abort_after = kind >= L_NPLAIN && rnd(s) % 2;
+    int64_t limit = 1 + (int64_t)(pod_rand(s) % 12);
+    int64_t spin = r->spin_max_us ? (int64_t)(pod_rand(s) % (uint64_t)(r->spin_max_us + 1)) : 0;
+    bool abort_after = kind >= L_NPLAIN && pod_rand(s) % 2;
     pod_value v[5] = {pod_v_i64(kind), pod_v_i64(key), pod_v_i64(limit), pod_v_i64(spin),
                       pod_v_i64(abort_after)};
     char msg[256];
     int rc = pod_call(w, h->proc[P_LOOK], &(pod_args){5, v}, res, msg, sizeof msg);
     if (rc != (abort_after ? POD_USER_ABORT : POD_OK)) {
-        fail_at("reader: look %s returned %s: %s", look_names[kind], pod_status_name(rc), msg);
+        tu_fail("reader: look %s returned %s: %s", look_names[kind], pod_status_name(rc), msg);
         return;
     }
     int64_t equal = res_at(res, 0), n1 = res_at(res, 1), n2 = res_at(res, 2);
     int64_t bad = res_at(res, 3), subset = res_at(res, 4), extra = res_at(res, 5);
     st->looks[kind]++;
     if (bad) {
-        fail_at("reader: look %s (key %" PRId64 ") found %" PRId64 " bad rows: a wrong value (an "
+        tu_fail("reader: look %s (key %" PRId64 ") found %" PRId64 " bad rows: a wrong value (an "
                 "aborted insert?), out of [%d,%d] or out of order, or (ins_self, del_self) its "
                 "own insert or delete found the key other than its first scan had",
                 look_names[kind], key, bad, LO, HI);
@@ -533,13 +502,13 @@ static void reader_iter(struct pod_worker *w, struct rrun *r, struct rstats *st,
     }
     if (kind == L_LIM_FWD || kind == L_LIM_REV) {
         if (n1 > limit || n2 > limit)
-            fail_at("reader: limit %" PRId64 " scan returned %" PRId64 "/%" PRId64 " rows", limit,
+            tu_fail("reader: limit %" PRId64 " scan returned %" PRId64 "/%" PRId64 " rows", limit,
                     n1, n2);
     }
     if (equal == 1) return;
     st->differ[kind]++;
     if (r->protect) {
-        fail_at("reader: phantom with protection on: look %s (key %" PRId64 ", limit %" PRId64
+        tu_fail("reader: phantom with protection on: look %s (key %" PRId64 ", limit %" PRId64
                 ") saw %" PRId64 " then %" PRId64 " rows; extra key %" PRId64,
                 look_names[kind], key, limit, n1, n2, extra);
         return;
@@ -548,7 +517,7 @@ static void reader_iter(struct pod_worker *w, struct rrun *r, struct rstats *st,
      * second look may only have more (for a limited scan: other rows,
      * because a new row can push the last one out). */
     if (kind != L_LIM_FWD && kind != L_LIM_REV && !subset)
-        fail_at("reader: look %s lost a row it had seen and still holds a lock on (%" PRId64
+        tu_fail("reader: look %s lost a row it had seen and still holds a lock on (%" PRId64
                 " then %" PRId64 " rows)", look_names[kind], n1, n2);
     st->example_extra = extra;
     st->example_kind = kind;
@@ -563,9 +532,9 @@ static void random_body(struct pod_worker *w, void *arg)
     if (!s) s = 1;
     pod_result *res = pod_result_new();
     bool writer = w->id % 2 == 0;
-    for (uint64_t it = 0; it < r->max_iters && !failed(); it++) {
+    for (uint64_t it = 0; it < r->max_iters && !tu_failed(); it++) {
         if ((it & 7) == 0) {
-            if (now_ns() > r->deadline_ns) break;
+            if (pod_mono_ns() > r->deadline_ns) break;
             /* Unprotected: enough anomalies and writes seen, stop early. */
             if (!r->protect && __atomic_load_n(&r->anomalies, __ATOMIC_RELAXED) >= 20 &&
                 __atomic_load_n(&r->inserts, __ATOMIC_RELAXED) > 50 &&
@@ -579,28 +548,18 @@ static void random_body(struct pod_worker *w, void *arg)
     pod_result_free(res);
 }
 
-static int run_ms(void)
-{
-    const char *env = getenv("PHANTOM_MT_MS");
-    if (env && atoi(env) > 0) return atoi(env);
 #if defined(__SANITIZE_THREAD__)
-    return 3000;
+static int run_ms(void) { return tu_env_ms("PHANTOM_MT_MS", 3000); }
 #else
-    return 1500;
+static int run_ms(void) { return tu_env_ms("PHANTOM_MT_MS", 1500); }
 #endif
-}
 
-static uint64_t seed(void)
-{
-    const char *env = getenv("PHANTOM_MT_SEED");
-    if (env && *env) return strtoull(env, NULL, 0);
-    return now_ns() | 1;
-}
+static uint64_t seed(void) { return tu_env_seed("PHANTOM_MT_SEED"); }
 
 static void run_random(bool protect, int stride)
 {
     g_stride = stride;
-    g_failed = 0;
+    tu_fail_reset();
     const int nworkers = 4;
     struct ph *h = ph_new(nworkers, protect, 0);
     ph_register(h);
@@ -612,7 +571,7 @@ static void run_random(bool protect, int stride)
     r->max_iters = 1000000;
     r->spin_max_us = protect ? 20 : 50;
     int ms = run_ms();
-    uint64_t t0 = now_ns();
+    uint64_t t0 = pod_mono_ns();
     r->deadline_ns = t0 + (uint64_t)ms * 1000000ull;
     fprintf(stderr, "phantom %s, base keys every %d: %d workers, up to %d ms, seed 0x%" PRIx64
             "\n", protect ? "protected" : "unprotected", stride, nworkers, ms, r->seed);
@@ -620,8 +579,8 @@ static void run_random(bool protect, int stride)
     ck_assert_msg(pod_workers_start(h->db, NULL, 0, random_body, r, err, sizeof err) == 0,
                   "pod_workers_start: %s", err);
     pod_workers_join(h->db);
-    double secs = (double)(now_ns() - t0) / 1e9;
-    if (failed()) ck_abort_msg("seed 0x%" PRIx64 ": %s", r->seed, g_failure);
+    double secs = (double)(pod_mono_ns() - t0) / 1e9;
+    if (tu_failed()) ck_abort_msg("seed 0x%" PRIx64 ": %s", r->seed, tu_failure());
 
     struct rstats tot = {.example_extra = -1};
     for (int i = 0; i < nworkers; i++) {
@@ -775,9 +734,9 @@ struct det {
 
 static bool wait_for(const uint64_t *word, uint64_t want, int timeout_ms)
 {
-    uint64_t end = now_ns() + (uint64_t)timeout_ms * 1000000ull;
+    uint64_t end = pod_mono_ns() + (uint64_t)timeout_ms * 1000000ull;
     while (__atomic_load_n(word, __ATOMIC_ACQUIRE) < want) {
-        if (now_ns() > end) return false;
+        if (pod_mono_ns() > end) return false;
         struct timespec ts = {0, 20000};
         nanosleep(&ts, NULL);
     }
@@ -844,10 +803,10 @@ static int proc_of(int op) { return op == W_INS ? P_INS : op == W_DEL ? P_DEL : 
 static void det_writer(struct pod_worker *w, struct ph *h, struct det *d, pod_result *res)
 {
     char msg[256];
-    for (int i = 0; i < NROUNDS && !failed(); i++) {
+    for (int i = 0; i < NROUNDS && !tu_failed(); i++) {
         const struct round *rd = &rounds[i];
         if (!wait_for(&d->first_done, (uint64_t)i + 1, 10000)) {
-            fail_at("round %d: the reader's first look never came", i);
+            tu_fail("round %d: the reader's first look never came", i);
             return;
         }
         struct pod_proc_stats before, after;
@@ -862,7 +821,7 @@ static void det_writer(struct pod_worker *w, struct ph *h, struct det *d, pod_re
         d->writer_cause[i] = after.by_cause[rd->cause] - before.by_cause[rd->cause];
         __atomic_store_n(&d->writer_done, (uint64_t)i + 1, __ATOMIC_RELEASE);
         if (!wait_for(&d->reader_done, (uint64_t)i + 1, 10000)) {
-            fail_at("round %d: the reader never finished", i);
+            tu_fail("round %d: the reader never finished", i);
             return;
         }
         /* The reader committed: a blocked change now goes through. */
@@ -873,7 +832,7 @@ static void det_writer(struct pod_worker *w, struct ph *h, struct det *d, pod_re
         int rc = POD_OK;
         if (d->after_rc[i] == POD_OK && rd->op != W_PUT)
             rc = writer_call(w, h, rd->op, rd->key, true, msg, sizeof msg, res);
-        if (rc != POD_OK) fail_at("round %d: cleanup: %s", i, msg);
+        if (rc != POD_OK) tu_fail("round %d: cleanup: %s", i, msg);
         __atomic_store_n(&d->cleanup_done, (uint64_t)i + 1, __ATOMIC_RELEASE);
     }
 }
@@ -881,9 +840,9 @@ static void det_writer(struct pod_worker *w, struct ph *h, struct det *d, pod_re
 static void det_reader(struct pod_worker *w, struct ph *h, struct det *d, pod_result *res)
 {
     char msg[256];
-    for (int i = 0; i < NROUNDS && !failed(); i++) {
+    for (int i = 0; i < NROUNDS && !tu_failed(); i++) {
         if (!wait_for(&d->cleanup_done, (uint64_t)i, 10000)) {
-            fail_at("round %d: the writer never cleaned up", i);
+            tu_fail("round %d: the writer never cleaned up", i);
             return;
         }
         pod_value v[1] = {pod_v_i64(i)};
@@ -898,7 +857,7 @@ static void det_reader(struct pod_worker *w, struct ph *h, struct det *d, pod_re
             d->first_status[i] = (int)res_at(res, 7);
             d->second_status[i] = (int)res_at(res, 8);
         } else {
-            fail_at("round %d: reader: %s", i, msg);
+            tu_fail("round %d: reader: %s", i, msg);
         }
         __atomic_store_n(&d->reader_done, (uint64_t)i + 1, __ATOMIC_RELEASE);
     }
@@ -928,7 +887,7 @@ static int64_t initial_rows(const struct round *rd)
 static void run_det(bool protect)
 {
     g_stride = 2;
-    g_failed = 0;
+    tu_fail_reset();
     struct ph *h = ph_new(2, protect, DET_RETRIES);
     ph_register(h);
     struct det *d = calloc(1, sizeof *d);
@@ -937,13 +896,13 @@ static void run_det(bool protect)
     d->protect = protect;
     h->det = d;
     char err[256];
-    uint64_t t0 = now_ns();
+    uint64_t t0 = pod_mono_ns();
     ck_assert_msg(pod_workers_start(h->db, NULL, 0, det_body, h, err, sizeof err) == 0,
                   "pod_workers_start: %s", err);
     pod_workers_join(h->db);
-    if (failed()) ck_abort_msg("%s", g_failure);
+    if (tu_failed()) ck_abort_msg("%s", tu_failure());
     fprintf(stderr, "deterministic rounds, phantom protection %s: %.2f s\n",
-            protect ? "on" : "off", (double)(now_ns() - t0) / 1e9);
+            protect ? "on" : "off", (double)(pod_mono_ns() - t0) / 1e9);
     for (int i = 0; i < NROUNDS; i++) {
         const struct round *rd = &rounds[i];
         int want = protect ? rd->protected_ : rd->unprotected;
@@ -1117,9 +1076,9 @@ static void win_body(struct pod_worker *w, void *arg)
     } else {
         /* Go when A is stalled; if A never stalls (fewer race points than
          * stall_at), there is nothing to test. */
-        uint64_t end = now_ns() + 5000000000ull;
+        uint64_t end = pod_mono_ns() + 5000000000ull;
         while (!__atomic_load_n(&win_stalled, __ATOMIC_ACQUIRE) &&
-               !__atomic_load_n(&win_a_done, __ATOMIC_ACQUIRE) && now_ns() < end)
+               !__atomic_load_n(&win_a_done, __ATOMIC_ACQUIRE) && pod_mono_ns() < end)
             sched_yield();
         if (!__atomic_load_n(&win_stalled, __ATOMIC_ACQUIRE)) {
             v->b_skipped = 1;
@@ -1294,9 +1253,9 @@ static void gap_body(struct pod_worker *w, void *arg)
         }
         __atomic_store_n(&gap_first_done, 1, __ATOMIC_RELEASE);
     } else {
-        uint64_t end = now_ns() + 5000000000ull;
+        uint64_t end = pod_mono_ns() + 5000000000ull;
         while (!__atomic_load_n(&win_stalled, __ATOMIC_ACQUIRE) &&
-               !__atomic_load_n(&gap_first_done, __ATOMIC_ACQUIRE) && now_ns() < end)
+               !__atomic_load_n(&gap_first_done, __ATOMIC_ACQUIRE) && pod_mono_ns() < end)
             sched_yield();
         if (!__atomic_load_n(&win_stalled, __ATOMIC_ACQUIRE)) {
             g->w_skipped = 1; /* the first look has fewer race points than stall_at */

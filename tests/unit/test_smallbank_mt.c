@@ -22,38 +22,14 @@
 #include "engine/worker.h"
 #include "util/clock.h"
 #include "workloads/smallbank/smallbank.h"
+#include "helpers/testutil.h"
 
 #define NWORKERS 3
 #define MAX_CALLS_PER_WORKER 5000000
 
-static int g_failed;
-static char g_failure[512];
+static uint64_t seed(void) { return tu_env_seed("SMALLBANK_MT_SEED"); }
 
-static void fail_at(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-static void fail_at(const char *fmt, ...)
-{
-    if (__atomic_exchange_n(&g_failed, 1, __ATOMIC_ACQ_REL)) return;
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(g_failure, sizeof g_failure, fmt, ap);
-    va_end(ap);
-}
-
-static bool failed(void) { return __atomic_load_n(&g_failed, __ATOMIC_ACQUIRE); }
-
-static uint64_t seed(void)
-{
-    const char *env = getenv("SMALLBANK_MT_SEED");
-    if (env && *env) return strtoull(env, NULL, 0);
-    return pod_mono_ns() | 1;
-}
-
-static int run_ms(void)
-{
-    const char *env = getenv("SMALLBANK_MT_MS");
-    if (env && atoi(env) > 0) return atoi(env);
-    return 2000;
-}
+static int run_ms(void) { return tu_env_ms("SMALLBANK_MT_MS", 2000); }
 
 static uint64_t g_progress_calls, g_progress_rows;
 
@@ -205,11 +181,11 @@ static void mix_body(struct pod_worker *w, void *arg)
     uint64_t rng = (r->seed ^ (0x9e3779b97f4a7c15ull * (uint64_t)(w->id + 1))) | 1;
     pod_result *res = pod_result_new();
     if (!res) {
-        fail_at("worker %d: out of memory", w->id);
+        tu_fail("worker %d: out of memory", w->id);
         return;
     }
     struct sb_call call;
-    for (int i = 0; i < MAX_CALLS_PER_WORKER && !failed(); i++) {
+    for (int i = 0; i < MAX_CALLS_PER_WORKER && !tu_failed(); i++) {
         if ((i & 7) == 0 && pod_mono_ns() > r->deadline_ns) break;
         sb_next_call(&r->cfg, &rng, &call);
         pod_args args = {call.nargs, call.args};
@@ -220,17 +196,17 @@ static void mix_body(struct pod_worker *w, void *arg)
         if (rc == POD_USER_ABORT) {
             t->user_aborts++;
             if (call.txn != SB_TRANSACT_SAVINGS && call.txn != SB_SEND_PAYMENT)
-                fail_at("%s aborted: %s", sb_txn_names[call.txn], msg);
+                tu_fail("%s aborted: %s", sb_txn_names[call.txn], msg);
             continue;
         }
         if (rc < 0) {
-            fail_at("worker %d: %s: %s: %s", w->id, sb_txn_names[call.txn], pod_status_name(rc),
+            tu_fail("worker %d: %s: %s: %s", w->id, sb_txn_names[call.txn], pod_status_name(rc),
                     msg);
             break;
         }
         pod_value v;
         if (pod_result_get(res, 0, 0, &v) != 0 || v.type != POD_T_I64) {
-            fail_at("%s: no net amount", sb_txn_names[call.txn]);
+            tu_fail("%s: no net amount", sb_txn_names[call.txn]);
             break;
         }
         t->ok++;
@@ -241,7 +217,7 @@ static void mix_body(struct pod_worker *w, void *arg)
 
 START_TEST(mix)
 {
-    g_failed = 0;
+    tu_fail_reset();
     struct sb_config cfg;
     sb_config_default(&cfg, 1000, 2);
     pod_db *db = sb_db(&cfg, NWORKERS);
@@ -263,7 +239,7 @@ START_TEST(mix)
                   "pod_workers_start: %s", err);
     pod_workers_join(db);
     double secs = (double)(pod_mono_ns() - t0) / 1e9;
-    if (failed()) ck_abort_msg("seed 0x%" PRIx64 ": %s", r->seed, g_failure);
+    if (tu_failed()) ck_abort_msg("seed 0x%" PRIx64 ": %s", r->seed, tu_failure());
     pod_db_print_stats(db, stderr);
     int64_t net = 0;
     uint64_t all = 0, conflicts = 0;

@@ -26,45 +26,15 @@
 #include "engine/result.h"
 #include "engine/worker.h"
 #include "workloads/tpcc/tpcc.h"
+#include "util/clock.h"
+#include "helpers/testutil.h"
 
 #define NWORKERS 3
 #define MAX_CALLS_PER_WORKER 200000
 
-static int g_failed;
-static char g_failure[512];
+static uint64_t seed(void) { return tu_env_seed("TPCC_MT_SEED"); }
 
-static void fail_at(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-static void fail_at(const char *fmt, ...)
-{
-    if (__atomic_exchange_n(&g_failed, 1, __ATOMIC_ACQ_REL)) return;
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(g_failure, sizeof g_failure, fmt, ap);
-    va_end(ap);
-}
-
-static bool failed(void) { return __atomic_load_n(&g_failed, __ATOMIC_ACQUIRE); }
-
-static uint64_t now_ns(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
-
-static uint64_t seed(void)
-{
-    const char *env = getenv("TPCC_MT_SEED");
-    if (env && *env) return strtoull(env, NULL, 0);
-    return now_ns() | 1;
-}
-
-static int run_ms(void)
-{
-    const char *env = getenv("TPCC_MT_MS");
-    if (env && atoi(env) > 0) return atoi(env);
-    return 3000;
-}
+static int run_ms(void) { return tu_env_ms("TPCC_MT_MS", 3000); }
 
 static void small_config(struct tpcc_config *c, uint32_t warehouses)
 {
@@ -92,11 +62,11 @@ static pod_db *tpcc_db(const struct tpcc_config *cfg, int nworkers)
     ck_assert_msg(db, "pod_db_new: %s", err);
     ck_assert_msg(tpcc_register(db, cfg, err, sizeof err) == 0, "tpcc_register: %s", err);
     g_progress_calls = g_progress_rows = 0;
-    uint64_t t0 = now_ns();
+    uint64_t t0 = pod_mono_ns();
     ck_assert_msg(tpcc_load(db, cfg, progress, NULL, err, sizeof err) == 0, "tpcc_load: %s", err);
     fprintf(stderr, "tpcc: loaded %u warehouses, %" PRIu64 " rows in %.2f s (%" PRIu64
             " progress calls)\n", cfg->warehouses, g_progress_rows,
-            (double)(now_ns() - t0) / 1e9, g_progress_calls);
+            (double)(pod_mono_ns() - t0) / 1e9, g_progress_calls);
     ck_assert_uint_gt(g_progress_calls, 0);
     ck_assert_uint_gt(g_progress_rows, 0);
     char report[2048];
@@ -155,13 +125,13 @@ static void mix_body(struct pod_worker *w, void *arg)
     pod_result *res = pod_result_new();
     struct tpcc_call *call = malloc(sizeof *call);
     if (!res || !call) {
-        fail_at("worker %d: out of memory", w->id);
+        tu_fail("worker %d: out of memory", w->id);
         free(call);
         pod_result_free(res);
         return;
     }
-    for (int i = 0; i < MAX_CALLS_PER_WORKER && !failed(); i++) {
-        if ((i & 7) == 0 && now_ns() > r->deadline_ns) break;
+    for (int i = 0; i < MAX_CALLS_PER_WORKER && !tu_failed(); i++) {
+        if ((i & 7) == 0 && pod_mono_ns() > r->deadline_ns) break;
         tpcc_next_call(&g, &rng, home, call);
         pod_args args = {call->nargs, call->args};
         char msg[256];
@@ -172,13 +142,13 @@ static void mix_body(struct pod_worker *w, void *arg)
         t->remote += call->remote;
         if (rc >= 0) {
             t->ok++;
-            if (call->rollback) fail_at("new_order with an invalid item committed");
+            if (call->rollback) tu_fail("new_order with an invalid item committed");
         } else if (rc == POD_USER_ABORT) {
             t->user_aborts++;
             if (call->txn != TPCC_NEW_ORDER_TXN || !call->rollback)
-                fail_at("%s aborted unasked", tpcc_txn_names[call->txn]);
+                tu_fail("%s aborted unasked", tpcc_txn_names[call->txn]);
         } else {
-            fail_at("worker %d: %s: %s: %s", w->id, tpcc_txn_names[call->txn],
+            tu_fail("worker %d: %s: %s: %s", w->id, tpcc_txn_names[call->txn],
                     pod_status_name(rc), msg);
         }
     }
@@ -188,7 +158,7 @@ static void mix_body(struct pod_worker *w, void *arg)
 
 START_TEST(tpcc_mix)
 {
-    g_failed = 0;
+    tu_fail_reset();
     struct tpcc_config cfg;
     small_config(&cfg, 2);
     pod_db *db = tpcc_db(&cfg, NWORKERS);
@@ -199,7 +169,7 @@ START_TEST(tpcc_mix)
     r->cfg = cfg;
     r->seed = seed();
     int ms = run_ms();
-    uint64_t t0 = now_ns();
+    uint64_t t0 = pod_mono_ns();
     r->deadline_ns = t0 + (uint64_t)ms * 1000000ull;
     fprintf(stderr, "tpcc: %u warehouses, %d workers, %d ms, remote %u/%u, seed 0x%" PRIx64 "\n",
             cfg.warehouses, NWORKERS, ms, cfg.remote_new_order_pct, cfg.remote_payment_pct,
@@ -208,8 +178,8 @@ START_TEST(tpcc_mix)
     ck_assert_msg(pod_workers_start(db, NULL, 0, mix_body, r, err, sizeof err) == 0,
                   "pod_workers_start: %s", err);
     pod_workers_join(db);
-    double secs = (double)(now_ns() - t0) / 1e9;
-    if (failed()) ck_abort_msg("seed 0x%" PRIx64 ": %s", r->seed, g_failure);
+    double secs = (double)(pod_mono_ns() - t0) / 1e9;
+    if (tu_failed()) ck_abort_msg("seed 0x%" PRIx64 ": %s", r->seed, tu_failure());
 
     pod_db_print_stats(db, stderr);
     struct tally tot[TPCC_NTXNS] = {0};

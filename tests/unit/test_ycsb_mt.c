@@ -22,38 +22,14 @@
 #include "engine/worker.h"
 #include "util/clock.h"
 #include "workloads/ycsb/ycsb.h"
+#include "helpers/testutil.h"
 
 #define NWORKERS 3
 #define MAX_CALLS_PER_WORKER 2000000
 
-static int g_failed;
-static char g_failure[512];
+static uint64_t seed(void) { return tu_env_seed("YCSB_MT_SEED"); }
 
-static void fail_at(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-static void fail_at(const char *fmt, ...)
-{
-    if (__atomic_exchange_n(&g_failed, 1, __ATOMIC_ACQ_REL)) return;
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(g_failure, sizeof g_failure, fmt, ap);
-    va_end(ap);
-}
-
-static bool failed(void) { return __atomic_load_n(&g_failed, __ATOMIC_ACQUIRE); }
-
-static uint64_t seed(void)
-{
-    const char *env = getenv("YCSB_MT_SEED");
-    if (env && *env) return strtoull(env, NULL, 0);
-    return pod_mono_ns() | 1;
-}
-
-static int run_ms(void)
-{
-    const char *env = getenv("YCSB_MT_MS");
-    if (env && atoi(env) > 0) return atoi(env);
-    return 2000;
-}
+static int run_ms(void) { return tu_env_ms("YCSB_MT_MS", 2000); }
 
 /* ---- the Zipfian generator -------------------------------------------------------------- */
 
@@ -177,11 +153,11 @@ static void mix_body(struct pod_worker *w, void *arg)
     uint32_t home = (uint32_t)w->id % r->gen.cfg.nparts;
     pod_result *res = pod_result_new();
     if (!res) {
-        fail_at("worker %d: out of memory", w->id);
+        tu_fail("worker %d: out of memory", w->id);
         return;
     }
     struct ycsb_call call;
-    for (int i = 0; i < MAX_CALLS_PER_WORKER && !failed(); i++) {
+    for (int i = 0; i < MAX_CALLS_PER_WORKER && !tu_failed(); i++) {
         if ((i & 7) == 0 && pod_mono_ns() > r->deadline_ns) break;
         ycsb_next_call(&r->gen, &rng, home, &call);
         pod_args args = {call.nargs, call.args};
@@ -190,13 +166,13 @@ static void mix_body(struct pod_worker *w, void *arg)
         t->calls++;
         t->multi += call.multi;
         if (rc < 0) {
-            fail_at("worker %d: ycsb.txn: %s: %s", w->id, pod_status_name(rc), msg);
+            tu_fail("worker %d: ycsb.txn: %s: %s", w->id, pod_status_name(rc), msg);
             break;
         }
         pod_value v;
         if (pod_result_get(res, 0, 0, &v) != 0 || v.type != POD_T_I64 ||
             (uint64_t)v.u.i64 != call.nwrites) {
-            fail_at("worker %d: ycsb.txn returned a wrong write count", w->id);
+            tu_fail("worker %d: ycsb.txn returned a wrong write count", w->id);
             break;
         }
         t->ok++;
@@ -216,7 +192,7 @@ static void progress(uint64_t rows, void *arg)
 
 START_TEST(mix)
 {
-    g_failed = 0;
+    tu_fail_reset();
     char err[256];
     struct ycsb_config cfg;
     ycsb_config_default(&cfg, 20000, 2);
@@ -266,7 +242,7 @@ START_TEST(mix)
                       "pod_workers_start: %s", err);
         pod_workers_join(db);
         double secs = (double)(pod_mono_ns() - start) / 1e9;
-        if (failed()) ck_abort_msg("seed 0x%" PRIx64 ": %s", r->seed, g_failure);
+        if (tu_failed()) ck_abort_msg("seed 0x%" PRIx64 ": %s", r->seed, tu_failure());
         struct tally tot = {0};
         for (int i = 0; i < NWORKERS; i++) {
             tot.calls += r->tl[i].calls;

@@ -1,12 +1,15 @@
 #include "testutil.h"
 
 #include <signal.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
+
+#include "util/clock.h"
 
 #define MAX_CLEANUP 64
 static char cleanup_paths[MAX_CLEANUP][POD_PATH_MAX];
@@ -100,4 +103,35 @@ int tu_wait_child(int pid, int timeout_ms)
         }
         nanosleep(&nap, NULL);
     }
+}
+
+static int g_failed;
+static char g_failure[512];
+
+void tu_fail(const char *fmt, ...)
+{
+    if (__atomic_exchange_n(&g_failed, 1, __ATOMIC_ACQ_REL)) return;
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(g_failure, sizeof g_failure, fmt, ap);
+    va_end(ap);
+}
+
+bool tu_failed(void) { return __atomic_load_n(&g_failed, __ATOMIC_ACQUIRE); }
+
+const char *tu_failure(void) { return g_failure; }
+
+void tu_fail_reset(void) { __atomic_store_n(&g_failed, 0, __ATOMIC_RELEASE); }
+
+uint64_t tu_env_seed(const char *var)
+{
+    const char *env = getenv(var);
+    if (env && *env) return strtoull(env, NULL, 0);
+    return pod_mono_ns() | 1;
+}
+
+int tu_env_ms(const char *var, int dflt)
+{
+    const char *env = getenv(var);
+    return env && atoi(env) > 0 ? atoi(env) : dflt;
 }

@@ -26,4 +26,20 @@ int tu_fork(int (*fn)(void *), void *arg);
  * died by a signal or had to be killed after timeout_ms. */
 int tu_wait_child(int pid, int timeout_ms);
 
+/* The first failure seen by any thread of a multi-threaded test: worker
+ * threads record it with tu_fail (later ones are dropped) and stop when
+ * tu_failed(); the test's own thread reports tu_failure() through Check.
+ * tu_fail_reset before each run. */
+void tu_fail(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+bool tu_failed(void);
+const char *tu_failure(void);
+void tu_fail_reset(void);
+
+/* A seed from the environment variable var (any base strtoull reads), or
+ * one from the clock when it is unset: print it with a failure so that the
+ * run can be repeated. */
+uint64_t tu_env_seed(const char *var);
+/* A positive number of milliseconds from var, or dflt. */
+int tu_env_ms(const char *var, int dflt);
+
 #endif
