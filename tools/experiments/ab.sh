@@ -122,19 +122,11 @@ if [ -n "$SEQUENCE" ]; then
         [ -n "${r// /}" ] || { echo "ab.sh: --sequence '$SEQUENCE' has an empty run" >&2; exit 2; }
     done
 fi
-TREES=()
-for t in "${ARGS[@]}"; do
-    d=$(cd "$t" 2>/dev/null && pwd) || { echo "ab.sh: no directory $t" >&2; exit 2; }
-    for p in poddb-server poddb-bench; do
-        [ -x "$d/build/bin/$p" ] || { echo "ab.sh: $d/build/bin/$p not found: run make there" >&2; exit 2; }
-    done
-    TREES+=("$d")
-done
-
 NAME=ab
-BIN=${TREES[0]}/build/bin
 # shellcheck source=tools/experiments/pod2.sh
 . "$ROOT/tools/experiments/pod2.sh"
+trees "${ARGS[@]}"
+BIN=${TREES[0]}/build/bin
 
 # CPU ticks (user + system) of both servers of the running pod
 cpu_ticks() {

@@ -44,19 +44,11 @@ done
 [ ${#ARGS[@]} = 2 ] || { usage >&2; exit 2; }
 case $PAIRS$DUR in *[!0-9]*) echo "crowded.sh: --pairs and --duration take whole numbers" >&2; exit 2 ;; esac
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
-TREES=()
-for t in "${ARGS[@]}"; do
-    d=$(cd "$t" 2>/dev/null && pwd) || { echo "crowded.sh: no directory $t" >&2; exit 2; }
-    for p in poddb-server poddb-bench; do
-        [ -x "$d/build/bin/$p" ] || { echo "crowded.sh: $d/build/bin/$p not found: run make there" >&2; exit 2; }
-    done
-    TREES+=("$d")
-done
-
 NAME=crowded
-BIN=${TREES[0]}/build/bin
 # shellcheck source=tools/experiments/pod2.sh
 . "$ROOT/tools/experiments/pod2.sh"
+trees "${ARGS[@]}"
+BIN=${TREES[0]}/build/bin
 
 # bench CONF OUT: load (1 s run), then the measured run's JSON line into OUT
 bench() {

@@ -15,6 +15,20 @@ need_programs() {
     done
 }
 
+# trees DIR...: TREES, the directories as absolute paths, each with a built
+# poddb-server and poddb-bench, or exit 2
+trees() {
+    local t d p
+    TREES=()
+    for t in "$@"; do
+        d=$(cd "$t" 2>/dev/null && pwd) || { echo "$NAME: no directory $t" >&2; exit 2; }
+        for p in poddb-server poddb-bench; do
+            [ -x "$d/build/bin/$p" ] || { echo "$NAME: $d/build/bin/$p not found: run make there" >&2; exit 2; }
+        done
+        TREES+=("$d")
+    done
+}
+
 WORK=$(mktemp -d "/tmp/poddb-$NAME.XXXXXX")
 TAG=$NAME-$$
 CONF=
