@@ -1,8 +1,9 @@
 /* poddb-btreebench: the B+-tree (src/storage/btree.h) alone, in one thread.
  *
  * A pod's throughput on a shared 2-core VM moves by 10-25% from run to run,
- * more than most index changes are worth (docs/performance.md, section 45),
- * so index work is measured here first: a tree of TPC-C-like order-line keys
+ * more than most index changes are worth (docs/performance.md, "How to
+ * measure"), so index work is measured here first: a tree of TPC-C-like
+ * order-line keys
  * (warehouse, district, order, line as big-endian 32-bit words) built in
  * ascending order, then random lookups one at a time and in batches through
  * bt_prefetch (as pod_prefetch does). Nodes come from one arena, on 4 KiB

@@ -36,7 +36,7 @@ static const char usage[] =
     "  -b, --batch N      keys per call (one transaction) on host 0 (default 200)\n"
     "  -g, --gap-us N     pause between two reads, in microseconds (default 0:\n"
     "                     back to back; with a pause host 1's worker goes idle and\n"
-    "                     polls its inbox every 50 us)\n"
+    "                     sleeps until host 0's next request rings its inbox)\n"
     "  -c, --cpus A,B     the CPUs of host 0 and host 1 (default 0,1)\n"
     "  -B, --bin DIR      where poddb-server is (default: this program's directory)\n"
     "  -m, --module PATH  the benchmark's procedure module\n"

@@ -8,8 +8,9 @@
  * syncs at the end. This does the same with tuples of one size copied from
  * memory, in a fresh segment file in DIR each time, and prints the calling
  * thread's CPU time per record: what writing costs the checkpointer, without
- * the reading of rows that a checkpoint adds (docs/performance.md, section
- * 49). The file system of DIR decides whether O_DIRECT is used (said in the
+ * the reading of rows that a checkpoint adds, which beside running workers
+ * varies too much to compare builds. The file system of DIR decides whether
+ * O_DIRECT is used (said in the
  * output); the segment files are removed. */
 #include <errno.h>
 #include <getopt.h>

@@ -71,11 +71,12 @@ void log_epochs_nudge(struct log_epochs *le);
  * to learn that another host's log caught up) or while needs_watch says so.
  * Otherwise it wakes for its tick (every epoch_ms) and its own loggers'
  * nudges only: a busy host's loggers learn of E from their workers' first
- * commits in it, and each wake-up of the thread takes a worker's CPU
- * (docs/performance.md, section 43). Whoever raises *waiters from 0 nudges
- * the thread (log_host_waiters_add), and a worker that goes idle calls this:
- * it wakes the thread unless it polls already, so that needs_watch is asked
- * again now rather than at the end of a longer sleep. */
+ * commits in it, and each wake-up of the thread preempts a worker where the
+ * threads share the workers' cores (docs/performance.md, "The log").
+ * Whoever raises *waiters from 0 nudges the thread (log_host_waiters_add),
+ * and a worker that goes idle calls this: it wakes the thread unless it
+ * polls already, so that needs_watch is asked again now rather than at the
+ * end of a longer sleep. */
 void log_epochs_watch(struct log_epochs *le);
 
 /* A quiet pod: no host holds replies for durability and no logger wrote a

@@ -54,8 +54,8 @@ static bool logger_idle(const struct log_host *lh, int l)
 /* E grew: a logger whose workers are all idle publishes it (nothing of
  * theirs is pending). The others wait for their workers' hand-overs: until
  * a busy worker commits in the new epoch, its logger could not publish
- * more anyway, and each wake-up takes a worker's CPU (docs/performance.md,
- * section 43). */
+ * more anyway, and each wake-up preempts a worker where the threads share
+ * the workers' cores. */
 static void wake_loggers(void *arg)
 {
     struct log_host *lh = arg;

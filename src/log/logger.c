@@ -52,8 +52,9 @@ struct logger {
     bool mark_unsynced; /* a mark was written since the last sync */
     /* The epochs of segments this logger closed (under mu), oldest first:
      * the checkpointer's clean-up takes them from here, since reading them
-     * back costs a disk read per block header (docs/performance.md,
-     * section 46). At most CLOSED_MAX; older ones are read from the file. */
+     * back costs a disk read per block header past the page cache (up to
+     * 1.6 s per clean-up). At most CLOSED_MAX; older ones are read from the
+     * file. */
     struct closed_seg { uint64_t seq, lo, hi; } *closed;
     size_t nclosed, closed_cap;
     struct log_buf *pend_head, *pend_tail; /* written, not synced */
@@ -125,7 +126,7 @@ static struct log_buf *get_buf(struct logger *lg, size_t need)
 /* Queue the worker's buffer for its logger without waking it: a buffer
  * that merely filled up waits for the logger's next wake-up, since nothing
  * in it can become durable before its epoch ends anyway, and every wake-up
- * takes a worker's CPU (docs/performance.md, section 43). The worker wakes
+ * preempts a worker where the threads share its cores. The worker wakes
  * its logger once it has published a new epoch or gone idle (only then can
  * the logger publish more), and when it runs short of buffers (get_buf). */
 static void handover(struct log_worker *lw)
@@ -339,8 +340,9 @@ static int write_all(struct logger *lg, struct log_buf *list)
             }
             lg->w_seq = lg->seq++;
             count(&lg->st.segments, 1);
-            /* Past the page cache (docs/performance.md, section 33); where the
-             * file system refuses O_DIRECT the segment is written as before. */
+            /* Past the page cache: nothing reads a segment while it is
+             * written. Where the file system refuses O_DIRECT the segment is
+             * written through the page cache. */
             if (seg_writer_go_direct(lg->w, LOG_DIRECT_EARLY_BYTES, &err) != 0)
                 pod_warn("logger %" PRIu32 ": %s; writing the segment through the page cache",
                          lg->o.id, err.msg);

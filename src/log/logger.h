@@ -34,8 +34,7 @@
 #define LOG_SYNC_EARLY_BYTES (16ull << 20) /* sync before the epoch ends past this */
 /* A logger's direct writer writes its pages only at a sync until this much
  * is gathered: one write per epoch instead of one per 256 KiB, each write
- * a system call, a VM exit and an interrupt here (docs/performance.md,
- * section 43). */
+ * a system call, and on a VM an exit and an interrupt. */
 #define LOG_DIRECT_EARLY_BYTES (2u << 20)
 
 struct log_buf;

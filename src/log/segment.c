@@ -195,9 +195,9 @@ struct seg_writer {
      * sync and written again, with the same leading bytes, by the next one.
      * A block is built in buf and copied here when full. Built in the stage
      * itself (no copy), a full checkpoint cost 86-100 ns a row in good spells
-     * and up to 230 in bad ones on this VM; built apart, 79-90 and at most
-     * ~160 (docs/performance.md, section 51). Why is a guess: the stage's
-     * lines had just been read by the device for the previous write. */
+     * and up to 230 in bad ones on the development VM; built apart, 79-90 and
+     * at most ~160. Why is a guess: the stage's lines had just been read by
+     * the device for the previous write. */
     bool direct;
     bool odirect;            /* the fd has O_DIRECT (cleared when the file system refuses it) */
     unsigned char *stage;
@@ -696,8 +696,9 @@ static int stage_block(struct seg_writer *w, const unsigned char *hdr, const voi
 /* Drop the file's pages below `upto` (written back already) from the page cache.
  * Nothing reads a segment while it is written, and a log that stayed cached
  * made every write take fresh pages: the page cache grew by the log's rate
- * (100+ MB/s per host) and YCSB ran ~15% slower (docs/performance.md,
- * section 23). Only whole pages go; the last partial one is written again. */
+ * (100+ MB/s per host) and YCSB ran about a quarter slower on a VM whose
+ * fresh pages are slow. Only whole pages go; the last partial one is written
+ * again. */
 static void drop_written(struct seg_writer *w, uint64_t upto)
 {
     uint64_t end = upto & ~(uint64_t)4095;

@@ -12,7 +12,9 @@
  * With huge pages on (row_slab_use_huge_pages), a slab that holds 16 MiB
  * takes further memory in 2 MiB chunks, each aligned to and advised for a
  * transparent huge page: a table of millions of rows read at random then
- * costs a TLB miss per 2 MiB instead of per 4 KiB (docs/performance.md). A
+ * costs a TLB miss per 2 MiB instead of per 4 KiB (YCSB 1.37x; a table that
+ * keeps growing pays for fresh huge pages where a VM's host reclaims freed
+ * memory, so the setting is off by default: docs/performance.md). A
  * small table keeps its 256 KiB chunks, so it does not hold a mostly empty
  * huge page. */
 #ifndef PODDB_STORAGE_ROW_SLAB_H

@@ -19,7 +19,8 @@ static inline void pod_cpu_relax(void)
  * __builtin_prefetch(p, 1) is a plain read prefetch (prefetcht0) on x86-64
  * unless the build targets PRFCHW, and a line fetched shared then needs a
  * second request to be written: measured slower than no prefetch at all
- * (docs/performance.md, section 36). PREFETCHW is a no-op on x86 CPUs
+ * (YCSB 12-15% slower where PREFETCHW gained). PREFETCHW is a no-op on x86
+ * CPUs
  * without it. */
 static inline void pod_prefetch_write(const void *p)
 {

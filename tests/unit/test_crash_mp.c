@@ -1,4 +1,4 @@
-/* The crash test of the durability issue: a 2-host pod of real poddb-server
+/* The crash test of the durability layer: a 2-host pod of real poddb-server
  * processes runs a bank workload (tests/modules/bank.c) through the client
  * library, both servers are killed with SIGKILL at a random moment in the
  * middle of the workload (once each client has had transfers acknowledged in

@@ -5,15 +5,15 @@ Reads a perf.data recorded with --call-graph dwarf (it runs `perf script`
 itself) and attributes every sample to the procedure it ran in (the first
 frame named p_*), the PodDB call inside it (the outermost pod_* frame below
 the procedure) and, with --leaf, only the samples whose innermost frames are
-given functions. This is the table that showed every prefetched key being
-descended to twice (docs/performance.md, section 30): `perf report` groups by
-function, which hides *which* operation a descent belongs to.
+given functions. `perf report` groups by function, which hides *which*
+operation a descent belongs to (this is how every prefetched key was found
+to be descended to twice, once by the prefetch and once by its read).
 
   tools/experiments/fold-profile.py perf.data
   tools/experiments/fold-profile.py --leaf key_bound,descend perf.data
   tools/experiments/fold-profile.py --path --leaf lock_row perf.data
 
-Record a worker like docs/performance.md, "How to profile", shows; only the
+Record a worker like docs/performance.md, "Profiling", shows; only the
 worker threads' samples are folded (comm pod-worker*).
 """
 import argparse

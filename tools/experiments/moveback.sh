@@ -1,6 +1,6 @@
 #!/bin/bash
 # Moving cold tuples back below the threshold (engine.moveback_rate,
-# docs/performance.md section 13): on one private 2-host pod, YCSB 95/5
+# docs/configuration.md): on one private 2-host pod, YCSB 95/5
 # local-only, then multi-partition runs that move host 1's tuples and host
 # 0's into CXL memory, an idle pause, and local-only runs again; prints each
 # run's committed/s and host 0's tuples in CXL memory between them.

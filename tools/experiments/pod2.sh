@@ -146,7 +146,7 @@ down() {
 }
 # pause CONF / resume CONF: stop and continue both servers of the pod of
 # CONF (SIGSTOP, SIGCONT), so that pods can take turns on the machine: a
-# stopped pod takes no CPU (an idle one still polls, docs/performance.md)
+# stopped pod takes no CPU (an idle one still wakes now and then)
 # and keeps its data. Only between benchmark runs: nothing may wait on it.
 # shellcheck disable=SC2046
 pause() { kill -STOP $(pod_pids "$1"); }

@@ -174,8 +174,8 @@ for p in "${TPCC_PODS[@]}"; do
     esac
 done
 # How much checkpointing each logging-on 10/15 run held (both hosts'
-# pod-ckpt threads): what moves the logging ratio most from run to run
-# (docs/performance.md, section 50).
+# pod-ckpt threads): what moves the logging ratio most from run to run (a
+# run that holds a large checkpoint loses 12-18%, one without ~1-2%).
 CK=()
 for r in $(seq "$REPEAT"); do CK+=("$(kind_seconds pod-ckpt "$WORK/ticks-on-$r.0" "$WORK/ticks-on-$r.1")"); done
 runs "checkpointers' CPU seconds in tpcc-10-15" "${CK[@]}"
@@ -247,8 +247,8 @@ row "HWcc bytes per CXL-resident tuple <= 48 (after YCSB)" "$HWCC B" "$(le "$HWC
 row "resident set <= 1.5x data (TPC-C, worst host)" "${RSS_RATIO% *}x" "$(le "${RSS_RATIO% *}" 1.5)"
 echo "  resident set without the shared region's pages (RssShmem): ${RSS_RATIO#* }x" >>"$WORK/runs.txt"
 # The waits for the other host's replies in the 10/15 runs (poddb-bench's
-# JSON): their tail is where background threads cost the workers most
-# (docs/performance.md, sections 46-47).
+# JSON): their tail is where background threads cost the workers most (a
+# worker or owner off its CPU while a logger or checkpointer runs).
 python3 - "$WORK" "$REPEAT" >>"$WORK/runs.txt" <<'EOF'
 import json, statistics, sys
 work, repeat = sys.argv[1], int(sys.argv[2])
