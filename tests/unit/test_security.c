@@ -2,6 +2,8 @@
  * (docs/security.md):
  *   - a file that is not a PodDB region is never formatted, resized or
  *     removed, and a live pod's region is not resized by another pod's host;
+ *   - a region larger than its file system's free space, or on a NUMA node
+ *     the machine lacks, is refused before its file is created or sized;
  *   - a region file, a log directory or a directory above it that belongs to
  *     another user, or that others may write, is refused;
  *   - two servers never share a log directory (a lock), and a log directory
@@ -21,6 +23,7 @@
 #include <string.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <unistd.h>
 
 #include "cxl/region.h"
@@ -219,6 +222,96 @@ START_TEST(live_region_of_another_pod_is_not_resized)
     ck_assert_uint_eq(file_size(a->region.path), 512 * MiB);
     free(a);
     free(b);
+}
+END_TEST
+
+/* ---- room on the region's file system --------------------------------------------- */
+
+/* A region size larger than twice /dev/shm's free space (0 when no valid
+ * size is: a file system larger than 32 TiB). */
+static uint64_t size_beyond_shm(void)
+{
+    struct statvfs vs;
+    ck_assert_int_eq(statvfs("/dev/shm", &vs), 0);
+    uint64_t avail = (uint64_t)vs.f_bavail * vs.f_frsize;
+    uint64_t size = (2 * avail + (1ull << 30)) & ~((1ull << 30) - 1);
+    return size <= (64ull << 40) ? size : 0;
+}
+
+/* A region larger than its file system's free space is refused by a server
+ * and by poddb-region format, naming both sizes, before anything is created
+ * or resized; region.allow_overcommit lets it be used with a warning. */
+START_TEST(region_larger_than_its_file_system_is_refused)
+{
+    uint64_t big = size_beyond_shm();
+    if (!big) {
+        fprintf(stderr, "region_larger_than_its_file_system_is_refused: NOT RUN: /dev/shm has "
+                "more than 32 TiB free\n");
+        return;
+    }
+    struct pod_config *c = region_cfg(1, big);
+    char bytes[32];
+    snprintf(bytes, sizeof bytes, "(%llu bytes)", (unsigned long long)big);
+    pod_err err = {{0}};
+    static const unsigned flags[] = {CXL_OPEN_CREATE | CXL_OPEN_HEARTBEAT, CXL_OPEN_FORMAT,
+                                     CXL_OPEN_FORMAT | CXL_OPEN_FORCE};
+    for (size_t i = 0; i < sizeof flags / sizeof flags[0]; i++) {
+        int host = flags[i] & CXL_OPEN_CREATE ? 0 : -1;
+        struct cxl_region *r = cxl_region_open(c, host, flags[i], &err);
+        if (r) cxl_region_close(r);
+        ck_assert_msg(r == NULL, "flags %#x: a region of %llu bytes was opened", flags[i],
+                      (unsigned long long)big);
+        ck_assert_msg(strstr(err.msg, "does not fit its file system") && strstr(err.msg, bytes) &&
+                      strstr(err.msg, "free") && strstr(err.msg, "allow_overcommit"),
+                      "flags %#x: %s", flags[i], err.msg);
+        ck_assert_msg(access(c->region.path, F_OK) == -1, "flags %#x: %s was created", flags[i],
+                      c->region.path);
+    }
+
+    /* an empty file is not sized; a smaller region of a dead pod is not resized */
+    close(open(c->region.path, O_RDWR | O_CREAT | O_EXCL, 0600));
+    ck_assert_ptr_null(cxl_region_open(c, 0, CXL_OPEN_CREATE, &err));
+    ck_assert_msg(strstr(err.msg, "does not fit its file system"), "%s", err.msg);
+    ck_assert_uint_eq(file_size(c->region.path), 0);
+    struct pod_config *small = malloc(sizeof *small);
+    *small = *c;
+    small->region.size = 512 * MiB;
+    struct cxl_region *r = cxl_region_open(small, -1, CXL_OPEN_FORMAT, &err);
+    ck_assert_msg(r != NULL, "%s", err.msg);
+    cxl_region_close(r);
+    ck_assert_ptr_null(cxl_region_open(c, 0, CXL_OPEN_CREATE, &err));
+    ck_assert_msg(strstr(err.msg, "does not fit its file system"), "%s", err.msg);
+    ck_assert_uint_eq(file_size(c->region.path), 512 * MiB);
+    ck_assert_int_eq(cxl_region_destroy(small, false, &err), 0);
+
+    /* allowed: formatted (sparse), with a warning */
+    c->region.allow_overcommit = true;
+    r = cxl_region_open(c, -1, CXL_OPEN_FORMAT, &err);
+    ck_assert_msg(r != NULL, "%s", err.msg);
+    cxl_region_close(r);
+    ck_assert_uint_eq(file_size(c->region.path), big);
+    ck_assert_int_eq(cxl_region_destroy(c, false, &err), 0);
+    free(small);
+    free(c);
+}
+END_TEST
+
+/* A NUMA node the machine lacks is refused before the region file exists. */
+START_TEST(missing_numa_node_creates_nothing)
+{
+    struct pod_config *c = region_cfg(1, 512 * MiB);
+    c->region.numa_node = 1023;
+    pod_err err = {{0}};
+    struct cxl_region *r = cxl_region_open(c, 0, CXL_OPEN_CREATE | CXL_OPEN_HEARTBEAT, &err);
+    if (r) { /* a machine with 1024 NUMA nodes, or a kernel without NUMA */
+        cxl_region_close(r);
+        cxl_region_destroy(c, false, &err);
+        free(c);
+        return;
+    }
+    ck_assert_msg(strstr(err.msg, "region.numa_node is 1023"), "%s", err.msg);
+    ck_assert_msg(access(c->region.path, F_OK) == -1, "%s was created", c->region.path);
+    free(c);
 }
 END_TEST
 
@@ -579,6 +672,8 @@ int main(void)
     tcase_add_test(region, larger_foreign_file_is_not_cut);
     tcase_add_test(region, empty_file_is_formatted_not_destroyed);
     tcase_add_test(region, live_region_of_another_pod_is_not_resized);
+    tcase_add_test(region, region_larger_than_its_file_system_is_refused);
+    tcase_add_test(region, missing_numa_node_creates_nothing);
     tcase_add_test(region, region_of_another_user_is_refused);
     tcase_add_test(region, emfile_does_not_kill_a_host);
     suite_add_tcase(s, region);
