@@ -12,6 +12,19 @@
 
 static int g_single_node_said; /* "one node" is said once per process */
 
+int cxl_numa_check(int node, pod_err *err)
+{
+    if (node < 0 || numa_available() < 0) return 0;
+    int maxnode = numa_max_node();
+    if (node <= maxnode) return 0;
+    if (maxnode == 0)
+        pod_err_set(err, "region.numa_node is %d but this machine has NUMA node 0 only", node);
+    else
+        pod_err_set(err, "region.numa_node is %d but this machine has NUMA nodes 0-%d", node,
+                    maxnode);
+    return -1;
+}
+
 int cxl_numa_bind(void *addr, size_t len, int node, enum pod_region_kind kind, pod_err *err)
 {
     if (node < 0) return 0;
@@ -21,16 +34,8 @@ int cxl_numa_bind(void *addr, size_t len, int node, enum pod_region_kind kind, p
                      "is not bound", node);
         return 0;
     }
+    if (cxl_numa_check(node, err)) return -1;
     int maxnode = numa_max_node();
-    if (node > maxnode) {
-        if (maxnode == 0)
-            pod_err_set(err, "region.numa_node is %d but this machine has NUMA node 0 only",
-                        node);
-        else
-            pod_err_set(err, "region.numa_node is %d but this machine has NUMA nodes 0-%d",
-                        node, maxnode);
-        return -1;
-    }
     if (kind == POD_REGION_DEVDAX) {
         /* Device memory is where the device is; a policy cannot move it. */
         pod_info("region is a devdax device: numa_node %d is informational", node);

@@ -398,20 +398,40 @@ struct cxl_region *cxl_region_open(const struct pod_config *c, int host, unsigne
                     c->nhosts - 1);
         return NULL;
     }
+    bool may_format = (flags & (CXL_OPEN_CREATE | CXL_OPEN_FORMAT)) != 0;
+    if (may_format && cxl_numa_check(c->region.numa_node, err)) return NULL;
     struct cxl_region *r = region_new(c, host, err);
     if (!r) return NULL;
-    bool may_format = (flags & (CXL_OPEN_CREATE | CXL_OPEN_FORMAT)) != 0;
     bool exclusive = may_format || host >= 0 || (flags & CXL_OPEN_RAW);
     bool locked = false;
     enum cxl_identity id;
     enum open_action act;
 
-    r->priv->fd = cxl_backing_open(c, may_format, err);
-    if (r->priv->fd < 0) goto fail;
-    if (cxl_backing_lock(r->priv->fd, exclusive ? LOCK_EX : LOCK_SH, c->region.path, err))
-        goto fail;
-    locked = true;
+    /* The file locked must still be the one at the path: one removed while
+     * this open waited for its lock (by a start that created it and was
+     * refused, or by destroy) is not the pod's region any more. */
+    for (int tries = 0;; tries++) {
+        r->priv->fd = cxl_backing_open(c, may_format, &r->created_now, err);
+        if (r->priv->fd < 0) goto fail;
+        if (cxl_backing_lock(r->priv->fd, exclusive ? LOCK_EX : LOCK_SH, c->region.path, err))
+            goto fail;
+        locked = true;
+        if (cxl_backing_same_file(r->priv->fd, c->region.path)) break;
+        flock(r->priv->fd, LOCK_UN);
+        close(r->priv->fd);
+        r->priv->fd = -1;
+        locked = false;
+        if (tries == 100) {
+            pod_err_set(err, "region %s was removed or replaced 100 times while this process "
+                        "waited for its lock", c->region.path);
+            goto fail;
+        }
+    }
     if (survey(r, c, &id, err) || (act = choose(r, c, flags, id, err)) == OPEN_FAIL) goto fail;
+    /* (a file this open created was checked before) */
+    if (may_format && act != OPEN_OBSERVE && !r->created_now &&
+        cxl_backing_check_room(r->priv->fd, c, err))
+        goto fail;
     if (act == OPEN_FORMAT && prepare_format(r, c, id, err)) goto fail;
     if (!r->base && act != OPEN_OBSERVE && map_and_view(r, c, err)) goto fail;
     if (act == OPEN_FORMAT) format_region(r, c, &g, host);
@@ -434,6 +454,10 @@ struct cxl_region *cxl_region_open(const struct pod_config *c, int host, unsigne
     return r;
 
 fail:
+    /* A file this open created is removed under its lock: whoever opened
+     * it meanwhile finds it gone once it has the lock (above). */
+    if (r->created_now && locked && cxl_backing_same_file(r->priv->fd, c->region.path))
+        unlink(c->region.path);
     if (locked) flock(r->priv->fd, LOCK_UN);
     if (r->swcc.base) cxl_swcc_fini(&r->swcc);
     unmap_region(r);
@@ -453,14 +477,6 @@ void cxl_region_close(struct cxl_region *r)
     if (r->swcc.base) cxl_swcc_fini(&r->swcc);
     unmap_region(r);
     free(r);
-}
-
-/* The path still names the file that was checked (nobody swapped it). */
-static bool same_file(int fd, const char *path)
-{
-    struct stat a, b;
-    return fstat(fd, &a) == 0 && stat(path, &b) == 0 && a.st_dev == b.st_dev &&
-           a.st_ino == b.st_ino;
 }
 
 /* Only a region is removed: a foreign file is refused by the open, and an
@@ -492,7 +508,7 @@ int cxl_region_destroy(const struct pod_config *c, bool force, pod_err *err)
     if (c->region.kind == POD_REGION_DEVDAX) {
         memset(r->base, 0, 4096); /* the superblock: the device reads as unformatted */
         rc = 0;
-    } else if (!same_file(r->priv->fd, c->region.path)) {
+    } else if (!cxl_backing_same_file(r->priv->fd, c->region.path)) {
         pod_err_set(err, "region %s was replaced while it was checked; not removed",
                     c->region.path);
     } else if (unlink(c->region.path) != 0) {

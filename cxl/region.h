@@ -49,6 +49,7 @@ struct cxl_region {
     struct cxl_control *ctl;
     struct cxl_swcc swcc;       /* this host's view of the SWcc area */
     bool formatted_now;         /* this open formatted the region */
+    bool created_now;           /* this open created the region file */
     bool ready;                 /* the superblock is READY (always, except RAW opens) */
     bool compatible;            /* same layout version and config digest as this build */
     const char *store_granularity; /* "page", "cache line" or "byte" (libpmem2) */

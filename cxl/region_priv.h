@@ -37,8 +37,16 @@ struct cxl_region_priv {
 };
 
 /* backing.c */
-/* Open the backing; with create, a missing file is created (mode 0600). */
-int cxl_backing_open(const struct pod_config *c, bool create, pod_err *err);
+/* Open the backing; with create, a missing file is created (mode 0600),
+ * unless its file system lacks room for it (cxl_backing_check_room), and
+ * *created says so. */
+int cxl_backing_open(const struct pod_config *c, bool create, bool *created, pod_err *err);
+/* Refuse (or with region.allow_overcommit, warn about) a region file whose
+ * file system's free space plus what the file holds is less than
+ * region.size. Devices are not checked. */
+int cxl_backing_check_room(int fd, const struct pod_config *c, pod_err *err);
+/* The path still names the file open at fd (nobody removed or replaced it). */
+bool cxl_backing_same_file(int fd, const char *path);
 /* flock with a bounded wait (PODDB_ATTACH_TIMEOUT_MS). */
 int cxl_backing_lock(int fd, int how, const char *path, pod_err *err);
 /* What a backing of size bytes (files) whose first page is page holds. */
@@ -65,6 +73,8 @@ void cxl_read_boot_id(char out[40]);
 uint64_t cxl_now_realtime_ns(void);
 
 /* numa.c */
+/* A node this machine lacks is refused (before anything is created). */
+int cxl_numa_check(int node, pod_err *err);
 int cxl_numa_bind(void *addr, size_t len, int node, enum pod_region_kind kind, pod_err *err);
 
 /* region.c */

@@ -258,6 +258,7 @@ static void config_json(const struct pod_config *c)
     json_kv_u64(&w, "hwcc_budget", c->region.hwcc_budget);
     json_kv_i64(&w, "numa_node", c->region.numa_node); /* -1: no binding */
     json_kv_bool(&w, "simulate_noncoherent", c->region.simulate_noncoherent);
+    json_kv_bool(&w, "allow_overcommit", c->region.allow_overcommit);
     json_obj_end(&w);
     json_key(&w, "hosts");
     json_arr_begin(&w);
@@ -294,9 +295,10 @@ static void config_text(const struct pod_config *c)
     human_bytes(c->region.hwcc_budget, budget, sizeof budget);
     if (c->region.numa_node < 0) snprintf(node, sizeof node, "none");
     else snprintf(node, sizeof node, "%d", c->region.numa_node);
-    printf("region  %s (%s, %s, HWcc budget %s, NUMA node %s%s)\n", c->region.path,
+    printf("region  %s (%s, %s, HWcc budget %s, NUMA node %s%s%s)\n", c->region.path,
            pod_region_kind_name(c->region.kind), size, budget, node,
-           c->region.simulate_noncoherent ? ", simulated non-coherent SWcc" : "");
+           c->region.simulate_noncoherent ? ", simulated non-coherent SWcc" : "",
+           c->region.allow_overcommit ? ", may be larger than its file system" : "");
     printf("\n  %-4s %7s %7s  %-12s %-6s %-32s %s\n", "host", "workers", "loggers", "cpus", "tcp",
            "socket", "log_dir");
     for (int h = 0; h < c->nhosts; h++) {

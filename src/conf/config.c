@@ -517,7 +517,8 @@ static const struct key_spec table_keys[T_NKEYS] = {
     [T_PARTITIONS] = {"partitions", false, "an integer in 1..4096"},
 };
 
-enum { R_PATH, R_KIND, R_SIZE, R_HWCC_BUDGET, R_NUMA_NODE, R_SIMULATE_NONCOHERENT, R_NKEYS };
+enum { R_PATH, R_KIND, R_SIZE, R_HWCC_BUDGET, R_NUMA_NODE, R_SIMULATE_NONCOHERENT,
+       R_ALLOW_OVERCOMMIT, R_NKEYS };
 static const struct key_spec region_keys[R_NKEYS] = {
     [R_PATH] = {"path", true, "a non-empty path: /dev/shm/..., /dev/daxX.Y or a file on a DAX "
                               "file system"},
@@ -529,6 +530,7 @@ static const struct key_spec region_keys[R_NKEYS] = {
                      "a NUMA node number 0..1023, or none or -1 for no binding"},
     [R_SIMULATE_NONCOHERENT] = {"simulate_noncoherent", false,
                                 "true, false, yes, no, on or off"},
+    [R_ALLOW_OVERCOMMIT] = {"allow_overcommit", false, "true, false, yes, no, on or off"},
 };
 
 enum { H_WORKERS, H_LOGGERS, H_CPUS, H_SOCKET, H_LOG_DIR, H_TCP_PORT, H_HUGE_PAGES, H_NKEYS };
@@ -573,6 +575,7 @@ static void set_defaults(struct pod_config *cfg)
 {
     cfg->region.numa_node = -1;
     cfg->region.simulate_noncoherent = false;
+    cfg->region.allow_overcommit = false;
     cfg->engine.epoch_ms = 10;
     cfg->engine.moveout_threshold = 0.9;
     cfg->engine.moveback_rate = 0;
@@ -624,6 +627,9 @@ static int load_region(const struct ctx *c, const struct item *section, struct p
         return -1;
     if (it[R_SIMULATE_NONCOHERENT].value &&
         get_bool(c, &it[R_SIMULATE_NONCOHERENT], &cfg->region.simulate_noncoherent) < 0)
+        return -1;
+    if (it[R_ALLOW_OVERCOMMIT].value &&
+        get_bool(c, &it[R_ALLOW_OVERCOMMIT], &cfg->region.allow_overcommit) < 0)
         return -1;
     if (require_keys(c, section->value, it, R_NKEYS) < 0) return -1;
 

@@ -106,6 +106,7 @@ struct pod_config {
         uint64_t hwcc_budget;      /* bytes of HWcc memory for the whole pod */
         int numa_node;             /* -1 = no binding */
         bool simulate_noncoherent; /* per-host private SWcc cache (testing) */
+        bool allow_overcommit;     /* start although the file system lacks room for it */
     } region;
 
     int nhosts;                    /* 1..POD_MAX_HOSTS */

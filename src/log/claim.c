@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/file.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -38,6 +39,20 @@ static long holder_pid(int fd)
     return n > 0 ? strtol(buf, NULL, 10) : 0;
 }
 
+/* The lock at path (of dir, open at fd) is held by another process. */
+static int refuse_held(const char *dir, const char *path, int fd, pod_err *err)
+{
+    long pid = holder_pid(fd);
+    if (pid > 0)
+        pod_err_set(err, "log directory %s is in use by another server (pid %ld): two "
+                    "servers, of one pod or of two, never share a log directory", dir, pid);
+    else
+        pod_err_set(err, "log directory %s is in use by another process (it holds %s): "
+                    "two servers, of one pod or of two, never share a log directory",
+                    dir, path);
+    return -1;
+}
+
 static int take_lock(const char *dir, int *fd_out, pod_err *err)
 {
     char path[PATH_MAX];
@@ -49,16 +64,8 @@ static int take_lock(const char *dir, int *fd_out, pod_err *err)
     }
     if (flock(fd, LOCK_EX | LOCK_NB) != 0) {
         int e = errno;
-        long pid = e == EWOULDBLOCK ? holder_pid(fd) : 0;
-        if (e != EWOULDBLOCK)
-            pod_err_set(err, "cannot lock %s: %s", path, strerror(e));
-        else if (pid > 0)
-            pod_err_set(err, "log directory %s is in use by another server (pid %ld): two "
-                        "servers, of one pod or of two, never share a log directory", dir, pid);
-        else
-            pod_err_set(err, "log directory %s is in use by another process (it holds %s): "
-                        "two servers, of one pod or of two, never share a log directory",
-                        dir, path);
+        if (e != EWOULDBLOCK) pod_err_set(err, "cannot lock %s: %s", path, strerror(e));
+        else refuse_held(dir, path, fd, err);
         close(fd);
         return -1;
     }
@@ -157,20 +164,58 @@ static int write_identity(const char *dir, const char *path, const char *region,
     return seg_fsync_dir(dir, err);
 }
 
-static int check_identity(const char *dir, const char *region, int host, pod_err *err)
+/* 1 when the identity file at path is missing, 0 when it names this host
+ * of this pod, -1 with err otherwise. */
+static int match_identity(const char *dir, const char *path, const char *region, int host,
+                          pod_err *err)
 {
-    char path[PATH_MAX];
     struct identity id;
-    if (join(path, sizeof path, dir, LOGDIR_IDENTITY_NAME, err)) return -1;
     int found = read_identity(path, &id, err);
-    if (found < 0) return -1;
-    if (!found) return write_identity(dir, path, region, host, err);
+    if (found <= 0) return found < 0 ? -1 : 1;
     if (id.host == host && strcmp(id.region, region) == 0) return 0;
     pod_err_set(err, "log directory %s belongs to host %d of the pod of region %s (%s), not "
                 "to host %d of the pod of region %s: a server replays only its own log (if "
                 "this directory really is this host's now, remove %s)",
                 dir, id.host, id.region, path, host, region, path);
     return -1;
+}
+
+static int check_identity(const char *dir, const char *region, int host, pod_err *err)
+{
+    char path[PATH_MAX];
+    if (join(path, sizeof path, dir, LOGDIR_IDENTITY_NAME, err)) return -1;
+    int rc = match_identity(dir, path, region, host, err);
+    return rc > 0 ? write_identity(dir, path, region, host, err) : rc;
+}
+
+int logdir_check(const char *dir, const char *region, int host, pod_err *err)
+{
+    if (pod_check_parents("log directory", dir, err)) return -1;
+    struct stat st;
+    if (stat(dir, &st) != 0) {
+        if (errno == ENOENT) return 0; /* nothing there yet: it is made at start */
+        pod_err_set(err, "log directory %s: %s", dir, strerror(errno));
+        return -1;
+    }
+    if (pod_check_path("log directory", dir, err)) return -1;
+    if (!S_ISDIR(st.st_mode)) {
+        pod_err_set(err, "log directory %s is not a directory", dir);
+        return -1;
+    }
+    char path[PATH_MAX];
+    if (join(path, sizeof path, dir, LOGDIR_LOCK_NAME, err)) return -1;
+    /* A shared lock for an instant: refused while a server holds the
+     * directory (its exclusive lock), given back at once. */
+    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+    if (fd >= 0) {
+        int rc = 0;
+        if (flock(fd, LOCK_SH | LOCK_NB) == 0) flock(fd, LOCK_UN);
+        else if (errno == EWOULDBLOCK) rc = refuse_held(dir, path, fd, err);
+        close(fd);
+        if (rc) return -1;
+    }
+    if (join(path, sizeof path, dir, LOGDIR_IDENTITY_NAME, err)) return -1;
+    return match_identity(dir, path, region, host, err) < 0 ? -1 : 0;
 }
 
 struct logdir_claim *logdir_claim(const char *dir, const char *region, int host, pod_err *err)

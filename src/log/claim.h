@@ -27,5 +27,12 @@ struct logdir_claim;
 struct logdir_claim *logdir_claim(const char *dir, const char *region, int host, pod_err *err);
 /* Release the lock (NULL is fine). */
 void logdir_release(struct logdir_claim *c);
+/* Whether this host of the pod of `region` may use dir, found without
+ * creating or changing anything (a server checks before it creates its
+ * region): 0 when dir does not exist yet, or when it is trusted
+ * (util/fsperm.h: dir and every directory above it), a directory, not held
+ * by a live server, and its identity is missing or names this host of this
+ * pod; else -1 with err, as logdir_prepare and logdir_claim would refuse it. */
+int logdir_check(const char *dir, const char *region, int host, pod_err *err);
 
 #endif

@@ -142,6 +142,8 @@ static int sys_config(pod_txn *tx, const pod_args *a, pod_result *res, void *ctx
     kv_row(res, &row, "region.numa_node", "%d", c->region.numa_node);
     kv_row(res, &row, "region.simulate_noncoherent", "%s",
            c->region.simulate_noncoherent ? "true" : "false");
+    kv_row(res, &row, "region.allow_overcommit", "%s",
+           c->region.allow_overcommit ? "true" : "false");
     kv_row(res, &row, "hosts", "%d", c->nhosts);
     kv_row(res, &row, "host", "%d", si->host);
     const struct pod_host_conf *h = &c->hosts[si->host];

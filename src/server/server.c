@@ -55,6 +55,7 @@
 #include "log/txlog.h"
 #include "net/proto.h"
 #include "pod/pod.h"
+#include "server/startcheck.h"
 #include "txn/txn.h"
 #include "storage/row_slab.h"
 #include "util/log.h"
@@ -182,8 +183,9 @@ static int bind_private(int fd, const struct sockaddr_un *sa)
 }
 
 /* A socket file left by a dead server is removed; one that answers belongs to
- * a live server (the host table already refused a second server for the same
- * host id, so this is another pod's server using the same path). */
+ * a live server, and anything but a socket is someone's file (the start
+ * checked this before; here it is checked again, when the bind finds the
+ * path taken). */
 static int listen_unix(struct pod_server *s, const char *path, pod_err *err)
 {
     struct sockaddr_un sa = {.sun_family = AF_UNIX};
@@ -203,16 +205,15 @@ static int listen_unix(struct pod_server *s, const char *path, pod_err *err)
             close(fd);
             return -1;
         }
-        int probe = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-        bool live = probe >= 0 && connect(probe, (struct sockaddr *)&sa, sizeof sa) == 0;
-        if (probe >= 0) close(probe);
-        if (live) {
-            pod_err_set(err, "socket %s is in use by another running server", path);
+        int state = pod_socket_probe(path, err);
+        if (state < 0) {
             close(fd);
             return -1;
         }
-        pod_info("removing stale socket %s", path);
-        unlink(path);
+        if (state == POD_SOCKET_STALE) {
+            pod_info("removing stale socket %s", path);
+            unlink(path);
+        }
         if (bind_private(fd, &sa) != 0) {
             pod_err_set(err, "cannot listen on %s: %s", path, strerror(errno));
             close(fd);
@@ -1029,9 +1030,6 @@ static int build_db(struct pod_server *s, pod_err *err)
     }
     pod_bench_set_waker(s->bench, wake_workers, s);
     for (int i = 0; i < s->db->opt.nworkers; i++) s->db->workers[i]->on_retrying = give_back_queued;
-    /* Every table exists: join the pod (other hosts reach our partitions
-     * through CXL memory from now on). */
-    if (c->nhosts > 1 && !(s->pod = pod_host_attach(s->db, s->region, c, err))) return -1;
     return 0;
 }
 
@@ -1248,12 +1246,19 @@ int pod_server_main(const struct pod_config *c, int host)
     pthread_sigmask(SIG_BLOCK, &mask, NULL); /* every thread started below inherits it */
 
     use_huge_pages(hc);
+    /* Whatever can refuse the start is found before anything is created:
+     * the socket, the TCP port and the log directory here, the tables and
+     * modules in build_db (process memory only), the region in its open. */
+    struct pod_start_undo undo;
+    if (pod_start_check(c, host, &undo, &err) || build_db(s, &err)) goto out;
     s->region = cxl_region_open(c, host, CXL_OPEN_CREATE | CXL_OPEN_HEARTBEAT, &err);
     if (!s->region) goto out;
     pod_info("attached to region %s as host %d (generation %llu%s)", c->region.path, host,
              (unsigned long long)s->region->sb->generation,
              s->region->formatted_now ? ", formatted it" : "");
-    if (build_db(s, &err)) goto out;
+    /* Every table exists: join the pod (other hosts reach our partitions
+     * through CXL memory from now on). */
+    if (c->nhosts > 1 && !(s->pod = pod_host_attach(s->db, s->region, c, &err))) goto out;
     if ((s->durable_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC)) < 0) {
         pod_err_set(&err, "eventfd: %s", strerror(errno));
         goto out;
@@ -1318,14 +1323,20 @@ out:
     pod_watchdog_stop(s->watchdog);
     pod_bench_free(s->bench);
     drop_held(s);
+    bool claimed = s->log != NULL && hc->loggers > 0;
     log_host_free(s->log); /* stops the loggers: everything logged is synced */
+    /* A failed start takes back what it created (the host slot is still
+     * ours, so no server of this host claims the directory meanwhile). */
+    if (rc && s->region) pod_start_undo_log_dir(&undo, hc->log_dir, claimed);
     if (s->durable_fd >= 0) close(s->durable_fd);
     if (s->held)
         for (int i = 0; i < c->hosts[host].workers; i++) pthread_mutex_destroy(&s->held[i].lock);
     free(s->held);
     if (s->pod) pod_host_detach(s->pod);
     if (s->db) pod_db_free(s->db);
+    bool drop_region = rc && s->region && s->region->created_now;
     if (s->region) cxl_region_close(s->region);
+    if (drop_region) pod_start_undo_region(c);
     if (!rc) pod_info("stopped cleanly");
     g_server = NULL;
     pthread_mutex_destroy(&s->q_lock);

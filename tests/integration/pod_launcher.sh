@@ -2,7 +2,7 @@
 # a refused second up, down from another directory; afterwards no server or
 # supervisor process, no region file, no socket and no pid file may remain.
 # Also: checkpoint on every host, up refuses CPUs and NUMA nodes the machine
-# lacks, down --keep-region,
+# lacks, status into a pipe its reader closed, down --keep-region,
 # a crashed host is reported, a file at the region path that is not a
 # region is neither used nor removed, and check-numa / poddb-numaprobe run.
 source tests/lib.sh
@@ -108,6 +108,20 @@ pid1=$(json_get "$json" hosts.1.pid)
 grep -q poddb-server "/proc/$pid0/cmdline" && grep -q poddb-server "/proc/$pid1/cmdline" \
   || fail "status pids $pid0 $pid1 are not servers"
 pass "status: running, pids $pid0 $pid1"
+
+# A reader that closes the pipe early (`| head -1`, `| true`): no traceback,
+# only the exit status of a program killed by SIGPIPE (141) or the usual one.
+for reader in "head -1" "true"; do
+  for opt in "" "--json"; do
+    set +e
+    "$POD" status --conf "$conf" --bin "$BIN_ABS" $opt 2>"$TMP/err" | $reader >/dev/null
+    rc=${PIPESTATUS[0]}
+    set -e
+    [ ! -s "$TMP/err" ] || fail "status $opt | $reader: stderr: $(cat "$TMP/err")"
+    [ "$rc" = 0 ] || [ "$rc" = 141 ] || fail "status $opt | $reader: exit $rc"
+  done
+done
+pass "status | head -1, status | true: no traceback"
 
 for h in 0 1; do
   "$BIN/poddb-cli" -s "$(sock $h)" -t 5000 call kv.put kv "key-$h" "value-$h" >/dev/null \

@@ -1,5 +1,6 @@
 # poddb-region end to end: format, inspect (text and JSON), destroy, bad config,
-# and files at the region path that are not regions (refused, left intact).
+# files at the region path that are not regions (refused, left intact), and a
+# region larger than its file system (refused unless allow_overcommit).
 source tests/lib.sh
 conf=$(make_conf)
 region=$(grep -m1 'path:' "$conf" | awk '{print $2}')
@@ -98,3 +99,26 @@ $BIN/poddb-region format --conf "$TMP/foreign.yaml" | grep -q "generation 1" \
 $BIN/poddb-region destroy --conf "$TMP/foreign.yaml" | grep -q destroyed || fail "destroy"
 [ ! -e "$foreign" ] || fail "the region made of an empty file is still there after destroy"
 pass "an empty file: destroy leaves it, format makes it a region, destroy then removes it"
+
+# A region larger than the free space of /dev/shm is refused by format,
+# with both sizes, and no file is left; allow_overcommit formats it anyway.
+avail=$(python3 -c 'import os; s = os.statvfs("/dev/shm"); print(s.f_bavail * s.f_frsize)')
+big=$(( (2 * avail / 1073741824 + 1) * 1073741824 ))
+if [ $big -le $((64 << 40)) ]; then
+  sed -e "s|^  size: .*|  size: $big|" "$conf" >"$TMP/big.yaml"
+  set +e
+  $BIN/poddb-region format --conf "$TMP/big.yaml" >"$TMP/out" 2>"$TMP/err"; rc=$?
+  set -e
+  [ $rc = 1 ] && grep -q "does not fit its file system: region.size is .* ($big bytes), the file system of /dev/shm has .* free" "$TMP/err" \
+    || fail "format of a region larger than /dev/shm (rc $rc): $(cat "$TMP/err")"
+  [ ! -e "$region" ] || fail "a refused format left $region"
+  sed -e "s|^  size: .*|  size: $big\n  allow_overcommit: true|" "$conf" >"$TMP/over.yaml"
+  $BIN/poddb-region format --conf "$TMP/over.yaml" >"$TMP/out" 2>"$TMP/err" \
+    || fail "format with allow_overcommit: $(cat "$TMP/err")"
+  grep -q "larger than its file system" "$TMP/err" || fail "no warning: $(cat "$TMP/err")"
+  [ "$(stat -c %s "$region")" = $big ] || fail "the overcommitted region is not $big bytes"
+  $BIN/poddb-region destroy --conf "$TMP/over.yaml" | grep -q destroyed || fail "destroy"
+  pass "format refuses a region of $big bytes on /dev/shm ($avail free); allow_overcommit warns"
+else
+  echo "skip: /dev/shm has more than 32 TiB free"
+fi

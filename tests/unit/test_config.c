@@ -93,6 +93,7 @@ START_TEST(test_default_pod_file)
     ck_assert_uint_eq(cfg.region.hwcc_budget, 64ULL << 20);
     ck_assert_int_eq(cfg.region.numa_node, -1);
     ck_assert(!cfg.region.simulate_noncoherent);
+    ck_assert(!cfg.region.allow_overcommit);
     ck_assert_int_eq(cfg.nhosts, 2);
     for (int i = 0; i < 2; i++) {
         char want[64];
@@ -171,7 +172,7 @@ START_TEST(test_load_file_with_misspelt_key)
     ck_assert_int_eq(pod_config_load(path, &cfg, &err), -1);
     snprintf(want, sizeof want,
              "%s:7:3: region.hwcc_budgt: unknown key (expected one of: path, kind, size, "
-             "hwcc_budget, numa_node, simulate_noncoherent)",
+             "hwcc_budget, numa_node, simulate_noncoherent, allow_overcommit)",
              path);
     ck_assert_str_eq(err.msg, want);
 }
@@ -391,6 +392,10 @@ START_TEST(test_booleans_and_enums)
         ck_assert(parse_ok(text)->region.simulate_noncoherent);
         snprintf(text, sizeof text, REGION_OK "  simulate_noncoherent: %s\n" HOSTS_OK, no[i]);
         ck_assert(!parse_ok(text)->region.simulate_noncoherent);
+        snprintf(text, sizeof text, REGION_OK "  allow_overcommit: %s\n" HOSTS_OK, yes[i]);
+        ck_assert(parse_ok(text)->region.allow_overcommit);
+        snprintf(text, sizeof text, REGION_OK "  allow_overcommit: %s\n" HOSTS_OK, no[i]);
+        ck_assert(!parse_ok(text)->region.allow_overcommit);
     }
     for (int k = POD_COH_FULL; k <= POD_COH_HWCC_ONLY; k++) {
         snprintf(text, sizeof text, REGION_OK HOSTS_OK "engine: {coherence: %s}\n",
@@ -453,6 +458,14 @@ END_TEST
     "engine:\n"                                                                            \
     "  epoch_ms: 10\n"
 
+static void replace_once(char *out, size_t outsz, const char *text, const char *from,
+                         const char *to)
+{
+    const char *at = strstr(text, from);
+    ck_assert_msg(at != NULL, "'%s' not in the base text", from);
+    snprintf(out, outsz, "%.*s%s%s", (int)(at - text), text, to, at + strlen(from));
+}
+
 START_TEST(test_digest_ignores_text_form)
 {
     uint64_t base = digest_of(DIGEST_BASE);
@@ -506,6 +519,14 @@ START_TEST(test_digest_ignores_text_form)
     ck_assert_int_eq(pod_config_parse("other-name.yaml", DIGEST_BASE, strlen(DIGEST_BASE), &a,
                                       &err), 0);
     ck_assert_uint_eq(pod_config_digest(&a), base);
+
+    /* region.allow_overcommit is a check at start, not a property of the
+     * region: a host may be restarted with it set while the others run. */
+    char over[2048];
+    replace_once(over, sizeof over, DIGEST_BASE, "  numa_node: 0\n",
+                 "  numa_node: 0\n  allow_overcommit: true\n");
+    ck_assert(parse_ok(over)->region.allow_overcommit);
+    ck_assert_uint_eq(digest_of(over), base);
 }
 END_TEST
 
@@ -543,14 +564,6 @@ static const struct {
     {"epoch_ms: 10", "slow_call_ms: 100"},
     {"  - workers: 2\n    socket: /tmp/d-1.sock\n    log_dir: /tmp/d-1\n", ""},
 };
-
-static void replace_once(char *out, size_t outsz, const char *text, const char *from,
-                         const char *to)
-{
-    const char *at = strstr(text, from);
-    ck_assert_msg(at != NULL, "'%s' not in the base text", from);
-    snprintf(out, outsz, "%.*s%s%s", (int)(at - text), text, to, at + strlen(from));
-}
 
 START_TEST(test_digest_sees_every_field)
 {
@@ -889,7 +902,7 @@ static const struct bad_case {
      "region:\n  path: /dev/shm/poddb-test\n  kind: shm\n  size: 1GiB\n  hwcc_budgt: 64MiB\n"
      HOSTS_OK,
      "5:3: region.hwcc_budgt: unknown key (expected one of: path, kind, size, hwcc_budget, "
-     "numa_node, simulate_noncoherent)"},
+     "numa_node, simulate_noncoherent, allow_overcommit)"},
     {"misspelt section", REGION_OK HOSTS_OK "engnie:\n  epoch_ms: 5\n",
      "10:1: engnie: unknown key (expected one of: region, hosts, host_defaults, engine, tables, "
      "modules, workloads)"},
@@ -955,7 +968,7 @@ static const struct bad_case {
      "7:13: hosts[0].workers: has no value (expected an integer in 1..64)"},
     {"region is a sequence", "region: [a, b]\n" HOSTS_OK,
      "1:9: region: is a sequence (expected a mapping with keys: path, kind, size, hwcc_budget, "
-     "numa_node, simulate_noncoherent)"},
+     "numa_node, simulate_noncoherent, allow_overcommit)"},
     {"region has no value", "region:\n" HOSTS_OK, "1:8: region: has no value"},
     {"hosts is a mapping", REGION_OK "hosts:\n  workers: 2\n",
      "7:3: hosts: is a mapping (expected a sequence of 1..16 host entries)"},

@@ -2,13 +2,19 @@
  * (docs/security.md):
  *   - a file that is not a PodDB region is never formatted, resized or
  *     removed, and a live pod's region is not resized by another pod's host;
+ *   - a region larger than its file system's free space, or on a NUMA node
+ *     the machine lacks, is refused before its file is created or sized;
  *   - a region file, a log directory or a directory above it that belongs to
  *     another user, or that others may write, is refused;
  *   - two servers never share a log directory (a lock), and a log directory
  *     is never replayed by another pod or host (its identity);
  *   - what a server creates is private whatever the umask (files 0600,
  *     directories 0700, its socket 0660);
- *   - running out of file descriptors does not make a live host look dead.
+ *   - running out of file descriptors does not make a live host look dead;
+ *   - a refused start leaves nothing behind (no region file, log directory
+ *     or socket), a socket path that holds something else than a socket is
+ *     refused and left alone, and a socket's directory is checked like a
+ *     log directory's.
  * The log-directory tests run real servers ($PODDB_BIN/poddb-server). Tests
  * that need another user chown to uid 65534; where chown is impossible they
  * say so and are not run. */
@@ -16,11 +22,13 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <netinet/in.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <unistd.h>
 
 #include "cxl/region.h"
@@ -219,6 +227,96 @@ START_TEST(live_region_of_another_pod_is_not_resized)
     ck_assert_uint_eq(file_size(a->region.path), 512 * MiB);
     free(a);
     free(b);
+}
+END_TEST
+
+/* ---- room on the region's file system --------------------------------------------- */
+
+/* A region size larger than twice /dev/shm's free space (0 when no valid
+ * size is: a file system larger than 32 TiB). */
+static uint64_t size_beyond_shm(void)
+{
+    struct statvfs vs;
+    ck_assert_int_eq(statvfs("/dev/shm", &vs), 0);
+    uint64_t avail = (uint64_t)vs.f_bavail * vs.f_frsize;
+    uint64_t size = (2 * avail + (1ull << 30)) & ~((1ull << 30) - 1);
+    return size <= (64ull << 40) ? size : 0;
+}
+
+/* A region larger than its file system's free space is refused by a server
+ * and by poddb-region format, naming both sizes, before anything is created
+ * or resized; region.allow_overcommit lets it be used with a warning. */
+START_TEST(region_larger_than_its_file_system_is_refused)
+{
+    uint64_t big = size_beyond_shm();
+    if (!big) {
+        fprintf(stderr, "region_larger_than_its_file_system_is_refused: NOT RUN: /dev/shm has "
+                "more than 32 TiB free\n");
+        return;
+    }
+    struct pod_config *c = region_cfg(1, big);
+    char bytes[32];
+    snprintf(bytes, sizeof bytes, "(%llu bytes)", (unsigned long long)big);
+    pod_err err = {{0}};
+    static const unsigned flags[] = {CXL_OPEN_CREATE | CXL_OPEN_HEARTBEAT, CXL_OPEN_FORMAT,
+                                     CXL_OPEN_FORMAT | CXL_OPEN_FORCE};
+    for (size_t i = 0; i < sizeof flags / sizeof flags[0]; i++) {
+        int host = flags[i] & CXL_OPEN_CREATE ? 0 : -1;
+        struct cxl_region *r = cxl_region_open(c, host, flags[i], &err);
+        if (r) cxl_region_close(r);
+        ck_assert_msg(r == NULL, "flags %#x: a region of %llu bytes was opened", flags[i],
+                      (unsigned long long)big);
+        ck_assert_msg(strstr(err.msg, "does not fit its file system") && strstr(err.msg, bytes) &&
+                      strstr(err.msg, "free") && strstr(err.msg, "allow_overcommit"),
+                      "flags %#x: %s", flags[i], err.msg);
+        ck_assert_msg(access(c->region.path, F_OK) == -1, "flags %#x: %s was created", flags[i],
+                      c->region.path);
+    }
+
+    /* an empty file is not sized; a smaller region of a dead pod is not resized */
+    close(open(c->region.path, O_RDWR | O_CREAT | O_EXCL, 0600));
+    ck_assert_ptr_null(cxl_region_open(c, 0, CXL_OPEN_CREATE, &err));
+    ck_assert_msg(strstr(err.msg, "does not fit its file system"), "%s", err.msg);
+    ck_assert_uint_eq(file_size(c->region.path), 0);
+    struct pod_config *small = malloc(sizeof *small);
+    *small = *c;
+    small->region.size = 512 * MiB;
+    struct cxl_region *r = cxl_region_open(small, -1, CXL_OPEN_FORMAT, &err);
+    ck_assert_msg(r != NULL, "%s", err.msg);
+    cxl_region_close(r);
+    ck_assert_ptr_null(cxl_region_open(c, 0, CXL_OPEN_CREATE, &err));
+    ck_assert_msg(strstr(err.msg, "does not fit its file system"), "%s", err.msg);
+    ck_assert_uint_eq(file_size(c->region.path), 512 * MiB);
+    ck_assert_int_eq(cxl_region_destroy(small, false, &err), 0);
+
+    /* allowed: formatted (sparse), with a warning */
+    c->region.allow_overcommit = true;
+    r = cxl_region_open(c, -1, CXL_OPEN_FORMAT, &err);
+    ck_assert_msg(r != NULL, "%s", err.msg);
+    cxl_region_close(r);
+    ck_assert_uint_eq(file_size(c->region.path), big);
+    ck_assert_int_eq(cxl_region_destroy(c, false, &err), 0);
+    free(small);
+    free(c);
+}
+END_TEST
+
+/* A NUMA node the machine lacks is refused before the region file exists. */
+START_TEST(missing_numa_node_creates_nothing)
+{
+    struct pod_config *c = region_cfg(1, 512 * MiB);
+    c->region.numa_node = 1023;
+    pod_err err = {{0}};
+    struct cxl_region *r = cxl_region_open(c, 0, CXL_OPEN_CREATE | CXL_OPEN_HEARTBEAT, &err);
+    if (r) { /* a machine with 1024 NUMA nodes, or a kernel without NUMA */
+        cxl_region_close(r);
+        cxl_region_destroy(c, false, &err);
+        free(c);
+        return;
+    }
+    ck_assert_msg(strstr(err.msg, "region.numa_node is 1023"), "%s", err.msg);
+    ck_assert_msg(access(c->region.path, F_OK) == -1, "%s was created", c->region.path);
+    free(c);
 }
 END_TEST
 
@@ -569,6 +667,232 @@ START_TEST(files_are_private_under_umask_000)
 }
 END_TEST
 
+/* ---- a refused start leaves nothing behind -------------------------------------------- */
+
+/* s's config (its own region of `size`, socket and log directory DIR/log-0):
+ * host_extra goes into its host entry, tail after the tables. nhosts 2 adds
+ * a host 1 (DIR/pod-1.sock, DIR/log-1) that is never started. */
+static void write_conf(struct sh_server *s, int nhosts, const char *size, const char *key_size,
+                       const char *host_extra, const char *tail)
+{
+    FILE *f = fopen(s->conf, "w");
+    ck_assert_ptr_nonnull(f);
+    fprintf(f,
+            "region:\n  path: %s\n  kind: shm\n  size: %s\n  hwcc_budget: 16MiB\n"
+            "hosts:\n  - workers: 1\n    loggers: 1\n    socket: %s\n    log_dir: %s/log-0\n%s",
+            s->region, size, s->sock, s->dir, host_extra);
+    if (nhosts == 2)
+        fprintf(f, "  - workers: 1\n    socket: %s/pod-1.sock\n    log_dir: %s/log-1\n", s->dir,
+                s->dir);
+    fprintf(f,
+            "tables:\n  - name: kv\n    key_size: %s\n    value_size: 1024\n"
+            "engine:\n  epoch_ms: 10\n%s",
+            key_size, tail);
+    ck_assert_int_eq(fclose(f), 0);
+}
+
+/* Neither s's region, nor its log directory (nor anything in it, when it
+ * existed before), nor its socket exists. */
+static void expect_nothing_left(const struct sh_server *s, bool log_dir_existed)
+{
+    char log_dir[SH_PATH + 16], lock[SH_PATH + 32];
+    snprintf(log_dir, sizeof log_dir, "%s/log-0", s->dir);
+    snprintf(lock, sizeof lock, "%s/lock", log_dir);
+    ck_assert_msg(access(s->region, F_OK) == -1, "the refused start left its region %s", s->region);
+    if (log_dir_existed)
+        ck_assert_msg(access(lock, F_OK) == -1, "the refused start left %s", lock);
+    else
+        ck_assert_msg(access(log_dir, F_OK) == -1, "the refused start left its log directory %s",
+                      log_dir);
+    ck_assert_msg(access(s->sock, F_OK) == -1, "the refused start left its socket %s", s->sock);
+}
+
+/* A TCP listener on 127.0.0.1 at a free port (its descriptor in *fd). */
+static int tcp_listener(int *fd)
+{
+    *fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    ck_assert_int_ge(*fd, 0);
+    struct sockaddr_in sa = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+    socklen_t len = sizeof sa;
+    ck_assert_int_eq(bind(*fd, (struct sockaddr *)&sa, sizeof sa), 0);
+    ck_assert_int_eq(listen(*fd, 1), 0);
+    ck_assert_int_eq(getsockname(*fd, (struct sockaddr *)&sa, &len), 0);
+    return ntohs(sa.sin_port);
+}
+
+/* Every refusal of a start comes before its region file, log directory and
+ * socket exist (a TCP port in use, a module that does not load, a region
+ * too large for /dev/shm, another pod's log directory), and what a failure
+ * later in the start created is removed again (a key too long for a pod of
+ * several hosts is found once the region is open). */
+START_TEST(refused_start_leaves_nothing)
+{
+    struct sh_server s;
+    char host_extra[64], tail[SH_PATH + 64], needle[SH_PATH + 64];
+
+    int lfd, port = tcp_listener(&lfd);
+    ck_assert_int_eq(sh_prepare(&s, 1, 0, NULL), 0);
+    snprintf(host_extra, sizeof host_extra, "    tcp_port: %d\n", port);
+    write_conf(&s, 1, "512MiB", "64", host_extra, "");
+    snprintf(needle, sizeof needle, "cannot listen on 127.0.0.1:%d", port);
+    const char *tcp[] = {needle, "in use"};
+    expect_refused(&s, tcp, 2);
+    expect_nothing_left(&s, false);
+    close(lfd);
+
+    ck_assert_int_eq(sh_prepare(&s, 1, 0, NULL), 0);
+    snprintf(tail, sizeof tail, "modules:\n  - %s/missing.so\n", s.dir);
+    write_conf(&s, 1, "512MiB", "64", "", tail);
+    const char *module[] = {"cannot load", "missing.so"};
+    expect_refused(&s, module, 2);
+    expect_nothing_left(&s, false);
+
+    uint64_t big = size_beyond_shm();
+    if (big) {
+        char size[32], bytes[48];
+        snprintf(size, sizeof size, "%llu", (unsigned long long)big);
+        snprintf(bytes, sizeof bytes, "(%llu bytes)", (unsigned long long)big);
+        ck_assert_int_eq(sh_prepare(&s, 1, 0, NULL), 0);
+        write_conf(&s, 1, size, "64", "", "");
+        const char *room[] = {s.region, "does not fit its file system", bytes, "free"};
+        expect_refused(&s, room, 4);
+        expect_nothing_left(&s, false);
+    }
+
+    /* a log directory another pod's server wrote (its server is stopped) */
+    ck_assert_int_eq(sh_prepare(&s, 1, 0, NULL), 0);
+    write_conf(&s, 1, "512MiB", "64", "", "");
+    char dir[SH_PATH + 16], id[SH_PATH + 32];
+    snprintf(dir, sizeof dir, "%s/log-0", s.dir);
+    snprintf(id, sizeof id, "%s/identity", dir);
+    ck_assert_int_eq(mkdir(dir, 0700), 0);
+    FILE *f = fopen(id, "w");
+    ck_assert_ptr_nonnull(f);
+    fputs("PodDB log directory\nregion /dev/shm/another-pod\nhost 0\n", f);
+    ck_assert_int_eq(fclose(f), 0);
+    const char *other_pod[] = {dir, "belongs to host 0 of the pod of region /dev/shm/another-pod"};
+    expect_refused(&s, other_pod, 2);
+    expect_nothing_left(&s, true);
+
+    /* found after the region was created: the region goes again */
+    ck_assert_int_eq(sh_prepare(&s, 1, 0, NULL), 0);
+    write_conf(&s, 2, "1GiB", "254", "", "");
+    const char *key[] = {"in a pod of several hosts a key has at most"};
+    expect_refused(&s, key, 1);
+    expect_nothing_left(&s, false);
+    ck_assert(sh_file_contains(s.log, "removed region"));
+}
+END_TEST
+
+/* A failure after the region and the log directory were made (here: a bind
+ * the socket's checks could not foresee, in /sys, which refuses sockets)
+ * takes both back, with the directories made above the log directory. */
+START_TEST(late_failure_takes_back_what_it_created)
+{
+    struct sh_server s;
+    char sock[64], top[SH_PATH], dir[SH_PATH + 32];
+    snprintf(sock, sizeof sock, "/sys/poddb-srvtest-%d.sock", (int)getpid());
+    ck_assert_int_eq(sh_prepare(&s, 1, 0, sock), 0);
+    snprintf(top, sizeof top, "%s/new", s.dir);
+    snprintf(dir, sizeof dir, "%s/deeper/log-0", top);
+    set_log_dir(&s, dir);
+    if (sh_start(&s, START_TIMEOUT_MS) == 0) {
+        stop_ok(&s);
+        unlink(sock);
+        fprintf(stderr, "late_failure_takes_back_what_it_created: NOT RUN: a socket could be "
+                "made in /sys here\n");
+        return;
+    }
+    const char *late[] = {"cannot listen on", sock, "removed log directory", "removed region"};
+    for (int i = 0; i < 4; i++)
+        if (!sh_file_contains(s.log, late[i])) {
+            sh_dump_log(&s, "refused");
+            ck_abort_msg("the log does not say '%s' (it is above)", late[i]);
+        }
+    ck_assert_msg(access(s.region, F_OK) == -1, "the failed start left its region %s", s.region);
+    ck_assert_msg(access(top, F_OK) == -1, "the failed start left %s", top);
+    ck_assert_ptr_null(sh_sanitizer_error(&s));
+}
+END_TEST
+
+/* A socket path that holds something other than a socket is refused and
+ * left as it is: only a socket a stopped server left is replaced. */
+START_TEST(socket_path_that_is_not_a_socket_is_refused)
+{
+    struct sh_server s;
+    ck_assert_int_eq(sh_prepare(&s, 1, 0, NULL), 0);
+    FILE *f = fopen(s.sock, "w");
+    ck_assert_ptr_nonnull(f);
+    fputs("someone's notes\n", f);
+    ck_assert_int_eq(fclose(f), 0);
+    const char *file[] = {s.sock, "is a regular file, not a socket"};
+    expect_refused(&s, file, 2);
+    ck_assert_msg(sh_file_contains(s.sock, "someone's notes"), "the file at the socket path changed");
+    ck_assert_int_eq(unlink(s.sock), 0);
+    expect_nothing_left(&s, false);
+
+    ck_assert_int_eq(mkdir(s.sock, 0700), 0);
+    const char *dir[] = {s.sock, "is a directory, not a socket"};
+    expect_refused(&s, dir, 2);
+    struct stat st;
+    ck_assert(lstat(s.sock, &st) == 0 && S_ISDIR(st.st_mode));
+    ck_assert_int_eq(rmdir(s.sock), 0);
+    expect_nothing_left(&s, false);
+
+    /* a stale socket is still replaced */
+    int fd = socket(AF_UNIX, SOCK_STREAM, 0);
+    struct sockaddr_un sa = {.sun_family = AF_UNIX};
+    memcpy(sa.sun_path, s.sock, strlen(s.sock) + 1);
+    ck_assert_int_eq(bind(fd, (struct sockaddr *)&sa, sizeof sa), 0);
+    close(fd);
+    start_ok(&s);
+    stop_ok(&s);
+}
+END_TEST
+
+/* The socket's directory is trusted like a log directory's: a directory of
+ * another user's, or one that group or others may write without the sticky
+ * bit, is refused (another user could put a socket of theirs at the path
+ * while the server is down); a sticky one like /tmp is fine. */
+START_TEST(socket_dir_of_another_user_is_refused)
+{
+    struct sh_server s;
+    char dir[SH_PATH - 48], sock[SH_PATH];
+    ck_assert_int_eq(sh_prepare(&s, 1, 0, NULL), 0);
+
+    snprintf(dir, sizeof dir, "%s/theirs", s.dir);
+    ck_assert_int_eq(mkdir(dir, 0755), 0);
+    ck_assert_int_eq(chmod(dir, 0755), 0);
+    snprintf(sock, sizeof sock, "%s/pod.sock", dir);
+    if (chown_or_skip(dir, OTHER_UID, "socket_dir_of_another_user_is_refused")) {
+        struct sh_server t;
+        ck_assert_int_eq(sh_prepare(&t, 1, 0, sock), 0);
+        const char *theirs[] = {"socket", dir, "uid 65534"};
+        expect_refused(&t, theirs, 3);
+        expect_nothing_left(&t, false);
+    }
+
+    snprintf(dir, sizeof dir, "%s/shared", s.dir);
+    ck_assert_int_eq(mkdir(dir, 0775), 0);
+    ck_assert_int_eq(chmod(dir, 0775), 0);
+    snprintf(sock, sizeof sock, "%s/pod.sock", dir);
+    struct sh_server g;
+    ck_assert_int_eq(sh_prepare(&g, 1, 0, sock), 0);
+    const char *shared[] = {"socket", dir, "0775", "writable"};
+    expect_refused(&g, shared, 4);
+    expect_nothing_left(&g, false);
+
+    snprintf(dir, sizeof dir, "%s/tmp", s.dir);
+    ck_assert_int_eq(mkdir(dir, 0777), 0);
+    ck_assert_int_eq(chmod(dir, 01777), 0);
+    snprintf(sock, sizeof sock, "%s/pod.sock", dir);
+    struct sh_server t;
+    ck_assert_int_eq(sh_prepare(&t, 1, 0, sock), 0);
+    start_ok(&t);
+    stop_ok(&t);
+}
+END_TEST
+
 int main(void)
 {
     sh_init();
@@ -579,6 +903,8 @@ int main(void)
     tcase_add_test(region, larger_foreign_file_is_not_cut);
     tcase_add_test(region, empty_file_is_formatted_not_destroyed);
     tcase_add_test(region, live_region_of_another_pod_is_not_resized);
+    tcase_add_test(region, region_larger_than_its_file_system_is_refused);
+    tcase_add_test(region, missing_numa_node_creates_nothing);
     tcase_add_test(region, region_of_another_user_is_refused);
     tcase_add_test(region, emfile_does_not_kill_a_host);
     suite_add_tcase(s, region);
@@ -589,6 +915,13 @@ int main(void)
     tcase_add_test(logdir, log_dir_of_another_user_is_refused);
     tcase_add_test(logdir, files_are_private_under_umask_000);
     suite_add_tcase(s, logdir);
+    TCase *start = tcase_create("start");
+    tcase_set_timeout(start, 300);
+    tcase_add_test(start, refused_start_leaves_nothing);
+    tcase_add_test(start, late_failure_takes_back_what_it_created);
+    tcase_add_test(start, socket_path_that_is_not_a_socket_is_refused);
+    tcase_add_test(start, socket_dir_of_another_user_is_refused);
+    suite_add_tcase(s, start);
     SRunner *sr = srunner_create(s);
     srunner_run_all(sr, CK_NORMAL);
     int failed = srunner_ntests_failed(sr);

@@ -783,10 +783,38 @@ def replot(exp, b):
     return 0
 
 
+def exit_status(fn, *args):
+    """fn(*args), its return value the exit status, with stdout flushed here:
+    when the reader of stdout goes away (`STUDY | head`) the program ends
+    quietly with 141, the status of a program killed by SIGPIPE, instead of
+    a traceback (a study's pods are brought down on the way out, as on any
+    error)."""
+    try:
+        try:
+            rc = fn(*args)
+        except SystemExit as e:  # argparse's --help and usage errors
+            rc = e.code
+        sys.stdout.flush()
+        return rc
+    except BrokenPipeError:
+        try:  # nothing more may reach the closed pipe, not even at exit
+            devnull = os.open(os.devnull, os.O_WRONLY)
+            os.dup2(devnull, sys.stdout.fileno())
+            os.close(devnull)
+        except (OSError, ValueError):
+            pass
+        return 141
+
+
 def main(exp, build_points, argv=None):
     """Parse options, build the points and run them. build_points(exp) returns a
     dict: points, xlabel, and optionally panels (rows -> panel list) and notes.
-    Exit status 0, 1 (a failure or a failed check), 2 (bad usage)."""
+    Exit status 0, 1 (a failure or a failed check), 2 (bad usage), 141 (stdout
+    closed)."""
+    return exit_status(_main, exp, build_points, argv)
+
+
+def _main(exp, build_points, argv):
     try:
         exp.parse(argv)
         b = build_points(exp)

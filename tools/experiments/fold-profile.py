@@ -18,6 +18,7 @@ worker threads' samples are folded (comm pod-worker*).
 """
 import argparse
 import collections
+import os
 import subprocess
 import sys
 
@@ -111,4 +112,7 @@ def main():
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.dont_write_bytecode = True  # no __pycache__ in the source tree
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    import explib  # noqa: E402
+    sys.exit(explib.exit_status(main))
