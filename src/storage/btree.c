@@ -1422,8 +1422,8 @@ bt_status bt_prev_at(const bt_tree *t, const void *key, bool inclusive, void *ke
  * backward. A leaf's copy holds every key of its range that was present at
  * the validated version, so keys present throughout are never skipped, and
  * fences only move one way, so no key comes twice. */
-bt_status bt_scan_forward(const bt_tree *t, const void *start, bool inclusive, bt_visit_fn fn,
-                          void *arg)
+static bt_status scan(const bt_tree *t, const void *start, bool inclusive, bt_visit_fn fn,
+                      void *arg, bool forward)
 {
     if (!tree_usable(t) || !fn) return BT_INVALID;
     search_key cursor;
@@ -1436,38 +1436,29 @@ bt_status bt_scan_forward(const bt_tree *t, const void *start, bool inclusive, b
     uint64_t buf[t->leaf_cap * (t->key_words + 1)];
     batch b = {.keys = buf, .vals = buf + (size_t)t->leaf_cap * t->key_words};
     for (;;) {
-        gather_forward(t, from, exclusive, t->leaf_cap, &b);
-        for (unsigned i = 0; i < b.n; i++)
+        if (forward) gather_forward(t, from, exclusive, t->leaf_cap, &b);
+        else gather_backward(t, from, exclusive, t->leaf_cap, &b);
+        for (unsigned n = 0; n < b.n; n++) {
+            unsigned i = forward ? n : b.n - 1 - n; /* a backward batch is in key order */
             if (!fn(arg, &b.keys[(size_t)i * t->key_words], b.vals[i])) return BT_OK;
-        if (!b.f.has_high) return BT_OK;
-        search_key_from_words(t, &cursor, b.f.high);
+        }
+        if (!(forward ? b.f.has_high : b.f.has_low)) return BT_OK;
+        search_key_from_words(t, &cursor, forward ? b.f.high : b.f.low);
         from = &cursor;
-        exclusive = false;
+        exclusive = !forward;
     }
+}
+
+bt_status bt_scan_forward(const bt_tree *t, const void *start, bool inclusive, bt_visit_fn fn,
+                          void *arg)
+{
+    return scan(t, start, inclusive, fn, arg, true);
 }
 
 bt_status bt_scan_backward(const bt_tree *t, const void *start, bool inclusive, bt_visit_fn fn,
                            void *arg)
 {
-    if (!tree_usable(t) || !fn) return BT_INVALID;
-    search_key cursor;
-    const search_key *from = NULL;
-    if (start) {
-        search_key_set(t, &cursor, start);
-        from = &cursor;
-    }
-    bool exclusive = !inclusive;
-    uint64_t buf[t->leaf_cap * (t->key_words + 1)];
-    batch b = {.keys = buf, .vals = buf + (size_t)t->leaf_cap * t->key_words};
-    for (;;) {
-        gather_backward(t, from, exclusive, t->leaf_cap, &b);
-        for (unsigned i = b.n; i-- > 0;)
-            if (!fn(arg, &b.keys[(size_t)i * t->key_words], b.vals[i])) return BT_OK;
-        if (!b.f.has_low) return BT_OK;
-        search_key_from_words(t, &cursor, b.f.low);
-        from = &cursor;
-        exclusive = true;
-    }
+    return scan(t, start, inclusive, fn, arg, false);
 }
 
 /* ---- stats and verification ------------------------------------------------- */
