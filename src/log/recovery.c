@@ -520,11 +520,21 @@ static int durable_view(struct log_host *lh, struct log_durable_view *v, pod_err
 {
     memset(v, 0, sizeof *v);
     v->recorded = lh->drec.exists ? lh->drec.epoch : 0;
+    v->hosts = lh->logged_hosts;
     const struct logdir *ld = &lh->listing;
     uint64_t marks[POD_MAX_LOGGERS];
     bool have[POD_MAX_LOGGERS] = {false}, done[POD_MAX_LOGGERS] = {false};
     uint32_t n = 0;
     char path[POD_PATH_MAX + SEG_NAME_MAX + 2];
+    bool segments = false;
+    for (int i = 0; i < ld->nsegs; i++) segments = segments || ld->segs[i].host == (uint32_t)lh->o.host;
+    /* No segment, no record: this host bounds nothing (a host that starts
+     * with an empty log directory by --allow-empty-log must not make the
+     * others' marks count for nothing: log/emptylog.h). */
+    if (!segments) {
+        v->marked = UINT64_MAX;
+        return 0;
+    }
     for (int i = ld->nsegs - 1; i >= 0; i--) { /* newest first per logger (logdir order) */
         const struct logdir_seg *s = &ld->segs[i];
         if (s->host != (uint32_t)lh->o.host || s->logger >= POD_MAX_LOGGERS || done[s->logger])

@@ -114,6 +114,7 @@ void log_durable_combine(const struct log_durable_view *v, int n, uint64_t *end,
         if (v[i].marked < marked) marked = v[i].marked;
         if (v[i].marked_max > top) top = v[i].marked_max;
     }
+    if (marked == UINT64_MAX) marked = 0; /* no host has a segment: no mark either */
     *end = marked > rec ? marked : rec;
     *start = top > *end ? top : *end;
 }
@@ -179,13 +180,15 @@ struct route *route_begin(struct log_host *lh, const struct log_durable_view *lo
         return NULL;
     }
     struct log_durable_view views[POD_MAX_HOSTS];
-    for (int h = 0; h < rt->nhosts; h++) /* published before PH_ARRIVED (release) */
+    for (int h = 0; h < rt->nhosts; h++) { /* published before PH_ARRIVED (release) */
         views[h] = block_of(rt, h)->view;
+        lh->logged_hosts |= views[h].hosts | (block_of(rt, h)->history ? 1u << h : 0);
+    }
     log_durable_combine(views, rt->nhosts, pod_durable, pod_start);
     pod_info("recovery: every host arrived; committed end of the pod's history: epoch %" PRIu64
              " (this host recorded %" PRIu64 ", its loggers marked %" PRIu64 "..%" PRIu64
              "); the pod goes on from epoch %" PRIu64, *pod_durable, local->recorded,
-             local->marked, local->marked_max, *pod_start);
+             local->marked == UINT64_MAX ? 0 : local->marked, local->marked_max, *pod_start);
     return rt;
 }
 
