@@ -73,8 +73,9 @@ static void look_at_dir(const struct pod_config *c, int g, int host, struct evid
 }
 
 int emptylog_check(const struct pod_config *c, int host, const struct emptylog_region *rg,
-                   bool allow, pod_err *err)
+                   bool allow, bool *evidence, pod_err *err)
 {
+    *evidence = false;
     struct evidence *ev = calloc(1, sizeof *ev);
     if (!ev) {
         pod_err_set(err, "out of memory");
@@ -92,6 +93,7 @@ int emptylog_check(const struct pod_config *c, int host, const struct emptylog_r
         if (g != host) look_at_dir(c, g, host, ev);
     int rc = 0;
     const char *dir = c->hosts[host].log_dir;
+    *evidence = ev->n > 0;
     if (ev->n && allow) {
         pod_warn("--allow-empty-log: host %d starts with an empty log directory %s although it "
                  "logged in this pod before; whatever only its log held is lost. The evidence:",

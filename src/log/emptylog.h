@@ -42,8 +42,8 @@ void emptylog_region_look(const struct cxl_region *r, const struct pod_config *c
                           struct emptylog_region *out);
 
 /* Host `host`'s log directory is empty: 0 when it may start so (no
- * evidence, or allow), -1 with err saying why not. */
+ * evidence, or allow; *evidence tells which), -1 with err saying why not. */
 int emptylog_check(const struct pod_config *c, int host, const struct emptylog_region *rg,
-                   bool allow, pod_err *err);
+                   bool allow, bool *evidence, pod_err *err);
 
 #endif

@@ -152,7 +152,9 @@ struct log_host *log_host_open(const struct log_host_options *o, pod_err *err)
     if (logdir_scan(lh->dir, &lh->listing, err)) goto fail;
     bool history = lh->listing.nsegs > 0 || lh->drec.exists;
     for (int i = 0; i < lh->listing.nckpts; i++) history = history || !lh->listing.ckpts[i].tmp;
-    if (!history && emptylog_check(o->conf, o->host, &past, o->allow_empty_log, err)) goto fail;
+    if (!history &&
+        emptylog_check(o->conf, o->host, &past, o->allow_empty_log, &lh->lost_history, err))
+        goto fail;
     lh->logged_hosts = lh->drec.hosts | (history ? 1u << o->host : 0);
     for (int i = 0; i < lh->listing.nsegs; i++) {
         const struct logdir_seg *s = &lh->listing.segs[i];

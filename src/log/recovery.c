@@ -606,8 +606,11 @@ int log_host_recover(struct log_host *lh, struct log_recovery_stats *stp, pod_er
     if (lh->o.pod_mode) {
         /* Hosts recover together once any of them has history: records of
          * this host's tuples may sit in their logs. */
+        /* A host started empty by --allow-empty-log recovers with the pod
+         * (rather than serve at once, as a host new to the pod does). */
         bool skipped;
-        if (!(x.route = route_begin(lh, &view, history, 0, &x.D, &start, &skipped, err))) {
+        if (!(x.route = route_begin(lh, &view, history || lh->lost_history, 0, &x.D, &start,
+                                    &skipped, err))) {
             free(chain);
             return skipped ? 0 : -1;
         }
