@@ -103,18 +103,23 @@ int emptylog_check(const struct pod_config *c, int host, const struct emptylog_r
         pod_error("log directory %s holds no log (no segment, checkpoint or %s record), but host "
                   "%d logged in this pod before:", dir, DURABLE_FILE_NAME, host);
         for (int i = 0; i < ev->n; i++) pod_error("  - %s", ev->item[i]);
-        pod_error("Its log was removed or replaced: starting with an empty one would silently "
-                  "lose what it held. Restore the directory from a copy and start again; or, to "
-                  "go on without what it held, start this host once with --allow-empty-log (the "
-                  "other hosts still recover what their own logs hold); or, to start the whole "
-                  "pod afresh, stop every host and remove the region and every host's log "
-                  "directory (tools/pod down removes the region) (docs/durability.md, \"An empty "
-                  "log directory\")");
-        pod_err_set(err, "host %d refuses to start with an empty log directory %s: it logged in "
-                    "this pod before (the evidence is above; --allow-empty-log starts it anyway)",
-                    host, dir);
+        emptylog_refuse(c, host, err);
         rc = -1;
     }
     free(ev);
     return rc;
+}
+
+void emptylog_refuse(const struct pod_config *c, int host, pod_err *err)
+{
+    pod_error("Its log was removed or replaced: starting with an empty one would silently lose "
+              "what it held. Restore the directory from a copy and start again; or, to go on "
+              "without what it held, start this host once with --allow-empty-log (the other "
+              "hosts still recover what their own logs hold); or, to start the whole pod "
+              "afresh, stop every host and remove the region and every host's log directory "
+              "(tools/pod down removes the region) (docs/durability.md, \"An empty log "
+              "directory\")");
+    pod_err_set(err, "host %d refuses to start with an empty log directory %s: it logged in this "
+                "pod before (the evidence is above; --allow-empty-log starts it anyway)", host,
+                c->hosts[host].log_dir);
 }

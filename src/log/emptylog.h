@@ -46,4 +46,9 @@ void emptylog_region_look(const struct cxl_region *r, const struct pod_config *c
 int emptylog_check(const struct pod_config *c, int host, const struct emptylog_region *rg,
                    bool allow, bool *evidence, pod_err *err);
 
+/* Refuse the start of host `host` with an empty log directory for the
+ * evidence printed before (what to do goes to the log, a summary to err).
+ * Also for the evidence met at recovery (log/route.h). */
+void emptylog_refuse(const struct pod_config *c, int host, pod_err *err);
+
 #endif
