@@ -158,7 +158,7 @@ static uint64_t pod_durable(struct log_epochs *le, uint64_t now, bool *frozen)
     if (lost >= 0) {
         /* This host's own loss is told by its watch (logdir_watch_remind). */
         if (lost != le->o.host && now - le->warned_at > WARN_EVERY_NS) {
-            pod_error("the log directory of host %d was lost while it ran: the pod durable epoch "
+            pod_error("the log directory of host %d was lost: the pod durable epoch "
                       "is frozen at %llu and no reply is released any more; stop the pod (host "
                       "%d's log says what happened; docs/durability.md, \"The log directory "
                       "watched\")", lost,

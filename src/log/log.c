@@ -77,6 +77,28 @@ static bool loggers_need_watch(void *arg)
     return false;
 }
 
+/* This host's words in the region, left by its previous life until its log
+ * was found fit to start with (a host that fails to start leaves them, so
+ * that a dead host's go on holding the others back). Until its loggers run,
+ * this host has no transaction whose records are pending: do not hold back
+ * the pod durable epoch (recovery may take a while). UINT64_MAX reads as
+ * "nothing below E pending" (epoch.c). */
+static void reset_words(struct log_host *lh)
+{
+    struct cxl_control *ctl = lh->o.region->ctl;
+    int h = lh->o.host;
+    for (int l = 0; l < POD_MAX_LOGGERS; l++) {
+        __atomic_store_n(&ctl->logger[h][l].durable, UINT64_MAX, __ATOMIC_SEQ_CST);
+        /* No mark of this life yet (a value left by an earlier life is at
+         * most where recovery made the new one start, but say nothing). */
+        __atomic_store_n(&ctl->logger[h][l].marked, 0, __ATOMIC_SEQ_CST);
+        /* Every record the logs keep is below the recorded durable epoch
+         * once recovery is done (it cuts the rest). */
+        __atomic_store_n(&ctl->logger[h][l].written, 0, __ATOMIC_SEQ_CST);
+    }
+    lh->words_reset = true;
+}
+
 struct log_host *log_host_open(const struct log_host_options *o, pod_err *err)
 {
     struct log_host *lh = calloc(1, sizeof *lh);
@@ -99,23 +121,6 @@ struct log_host *log_host_open(const struct log_host_options *o, pod_err *err)
     __atomic_store_n(lh->waiters, 0, __ATOMIC_SEQ_CST);
     lh->delete_hwm = &o->region->ctl->delete_ev_hwm.v;
     lh->start_epoch = 1;
-    /* What the region remembers of this host's past lives, before the words
-     * below are reset: evidence if its log directory turns out empty. */
-    struct emptylog_region past;
-    emptylog_region_look(o->region, o->conf, o->host, &past);
-    /* Until its loggers run, this host has no transaction whose records are
-     * pending: do not hold back the pod durable epoch (recovery may take a
-     * while). UINT64_MAX reads as "nothing below E pending" (epoch.c). */
-    for (int l = 0; l < POD_MAX_LOGGERS; l++) {
-        __atomic_store_n(&o->region->ctl->logger[o->host][l].durable, UINT64_MAX,
-                         __ATOMIC_SEQ_CST);
-        /* No mark of this life yet (a value left by an earlier life is at
-         * most where recovery made the new one start, but say nothing). */
-        __atomic_store_n(&o->region->ctl->logger[o->host][l].marked, 0, __ATOMIC_SEQ_CST);
-        /* Every record the logs keep is below the recorded durable epoch
-         * once recovery is done (it cuts the rest). */
-        __atomic_store_n(&o->region->ctl->logger[o->host][l].written, 0, __ATOMIC_SEQ_CST);
-    }
     lh->workers = aligned_alloc(64, (size_t)lh->nworkers * sizeof *lh->workers);
     if (!lh->workers) {
         pod_err_set(err, "out of memory");
@@ -123,6 +128,7 @@ struct log_host *log_host_open(const struct log_host_options *o, pod_err *err)
     }
     for (int i = 0; i < lh->nworkers; i++) log_worker_init(&lh->workers[i], NULL);
     if (!lh->logging) {
+        reset_words(lh);
         struct logdir d;
         pod_err ignore;
         if (logdir_scan(lh->dir, &d, &ignore) == 0) {
@@ -143,6 +149,10 @@ struct log_host *log_host_open(const struct log_host_options *o, pod_err *err)
             goto fail;
         }
     }
+    /* What the region remembers of this host's past lives, before its words
+     * are reset: evidence if its log directory turns out empty. */
+    struct emptylog_region past;
+    emptylog_region_look(o->region, o->conf, o->host, &past);
     if (logdir_prepare(lh->dir, err)) goto fail;
     if (!(lh->claim = logdir_claim(lh->dir, o->conf->region.path, o->host, err))) goto fail;
     if (!(lh->watch = logdir_watch_new(lh->dir, logdir_claim_lock_fd(lh->claim),
@@ -153,8 +163,13 @@ struct log_host *log_host_open(const struct log_host_options *o, pod_err *err)
     bool history = lh->listing.nsegs > 0 || lh->drec.exists;
     for (int i = 0; i < lh->listing.nckpts; i++) history = history || !lh->listing.ckpts[i].tmp;
     if (!history &&
-        emptylog_check(o->conf, o->host, &past, o->allow_empty_log, &lh->lost_history, err))
+        emptylog_check(o->conf, o->host, &past, o->allow_empty_log, &lh->lost_history, err)) {
+        /* Its log is gone: the pod's durable epoch stays frozen for it
+         * until it starts with a log (epoch.c). */
+        __atomic_store_n(&o->region->ctl->hosts[o->host].log_dir_lost, 1, __ATOMIC_SEQ_CST);
         goto fail;
+    }
+    reset_words(lh);
     lh->logged_hosts = lh->drec.hosts | (history ? 1u << o->host : 0);
     for (int i = 0; i < lh->listing.nsegs; i++) {
         const struct logdir_seg *s = &lh->listing.segs[i];
@@ -362,7 +377,7 @@ void log_host_stop(struct log_host *lh)
         log_epochs_stop(lh->epochs);
         lh->epochs = NULL;
     }
-    for (int l = 0; l < POD_MAX_LOGGERS; l++) {
+    for (int l = 0; l < POD_MAX_LOGGERS && lh->words_reset; l++) {
         /* Marks first: the other hosts must not count a stopped host's
          * marks as covering epochs it will never mark. With its directory
          * lost, its records are not durable: the durable epoch stays. */

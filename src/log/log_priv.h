@@ -42,6 +42,7 @@ struct log_host {
     struct logdir_watch *watch; /* the directory watched (logging hosts) */
     uint32_t logged_hosts;      /* hosts known to have logged: added to the durable-epoch record */
     bool lost_history;          /* its log is empty, but the pod says it logged (--allow-empty-log) */
+    bool words_reset;           /* its words in the region are this life's (log.c, reset_words) */
     struct durable_file *durable;
     struct durable_record drec; /* as read at open */
     struct logdir listing;      /* as found at open (recovery's input) */

@@ -204,6 +204,7 @@ struct route *route_begin(struct log_host *lh, const struct log_durable_view *lo
                   "%d's %s lists it among the hosts that logged", lh->dir, rt->host, lister,
                   DURABLE_FILE_NAME);
         emptylog_refuse(lh->o.conf, rt->host, err);
+        __atomic_store_n(&rt->r->ctl->hosts[rt->host].log_dir_lost, 1, __ATOMIC_SEQ_CST);
         route_end(rt);
         return NULL;
     }
