@@ -2,7 +2,6 @@
 #include "log/dirwatch.h"
 
 #include <errno.h>
-#include <fcntl.h>
 #include <limits.h>
 #include <pthread.h>
 #include <stdio.h>
