@@ -79,6 +79,13 @@ struct cxl_host_slot {
     int64_t reply_waiters;
     uint32_t epoch_quiet;
     uint32_t epoch_bell;
+    /* The host's log directory (src/log/dirwatch.h, emptylog.h): 1 once it
+     * was lost while the host ran (atomic; it freezes the pod durable epoch
+     * until the host starts again with a log, and survives the process),
+     * and the hosts its durable-epoch record lists as having logged (atomic
+     * mask, bit h: host h). */
+    uint32_t log_dir_lost;
+    uint32_t log_hosts;
     /* Usage of the host's slices in allocator bytes (atomic). Only the owner
      * writes them; everyone may read. */
     uint64_t hwcc_used;

@@ -259,14 +259,20 @@ static void dump_durable(const struct opts *o, const char *path)
             json_kv_u64(&w, "epoch", rec.epoch);
             json_kv_u64(&w, "seq", rec.seq);
             json_kv_u64(&w, "valid_slots", (uint64_t)rec.valid_slots);
+            json_kv_u64(&w, "hosts_mask", rec.hosts);
         }
         json_obj_end(&w);
         fputc('\n', stdout);
     } else if (bad) {
         printf("%s  DAMAGED: %s\n", path, err.msg);
     } else {
+        char hosts[32 * 4] = "none"; /* a mask of 32 host ids at most */
+        for (int h = 0, n = 0; h < 32; h++)
+            if (rec.hosts >> h & 1)
+                n += snprintf(hosts + n, sizeof hosts - (size_t)n, "%s%d", n ? "," : "", h);
         printf("%s  host %" PRIu32 "  committed below epoch %" PRIu64 "  (update %" PRIu64
-               ", %d of 2 slots valid)\n", path, rec.host, rec.epoch, rec.seq, rec.valid_slots);
+               ", %d of 2 slots valid; hosts that logged: %s)\n", path, rec.host, rec.epoch,
+               rec.seq, rec.valid_slots, hosts);
     }
     fflush(stdout);
 }

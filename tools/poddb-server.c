@@ -9,7 +9,7 @@
 #include "util/log.h"
 
 static const char usage[] =
-    "usage: poddb-server --conf FILE --host N [--log-level LEVEL]\n"
+    "usage: poddb-server --conf FILE --host N [--log-level LEVEL] [--allow-empty-log]\n"
     "\n"
     "Runs the server of host N of the pod described by FILE: attaches to (or formats)\n"
     "the shared region, creates the kv tables of the config, loads its modules, and\n"
@@ -26,6 +26,10 @@ static const char usage[] =
     "  -c, --conf FILE         the pod's YAML config (required; docs/configuration.md)\n"
     "  -H, --host N            this server's host id, 0..hosts-1 (required)\n"
     "  -l, --log-level LEVEL   error, warn, info (default) or debug; also PODDB_LOG\n"
+    "      --allow-empty-log   start even though this host's log directory is empty and\n"
+    "                          the pod says the host logged before (its log was removed\n"
+    "                          or replaced): whatever only that log held is lost\n"
+    "                          (docs/durability.md, \"An empty log directory\")\n"
     "  -h, --help              this text\n"
     "\n"
     "Call it with: poddb-cli --socket PATH call sys.ping   (docs/procedures.md)\n";
@@ -35,14 +39,17 @@ int main(int argc, char **argv)
     static const struct option opts[] = {{"conf", required_argument, 0, 'c'},
                                          {"host", required_argument, 0, 'H'},
                                          {"log-level", required_argument, 0, 'l'},
+                                         {"allow-empty-log", no_argument, 0, 'E'},
                                          {"help", no_argument, 0, 'h'},
                                          {0, 0, 0, 0}};
     const char *conf = NULL, *host_arg = NULL;
+    struct pod_server_flags flags = {0};
     int o;
     while ((o = getopt_long(argc, argv, "c:H:l:h", opts, NULL)) != -1) {
         switch (o) {
         case 'c': conf = optarg; break;
         case 'H': host_arg = optarg; break;
+        case 'E': flags.allow_empty_log = true; break;
         case 'l':
             if (!strcmp(optarg, "error")) pod_log_set_level(POD_LOG_ERROR);
             else if (!strcmp(optarg, "warn")) pod_log_set_level(POD_LOG_WARN);
@@ -88,7 +95,7 @@ int main(int argc, char **argv)
     char role[32];
     snprintf(role, sizeof role, "host %ld", host);
     pod_log_set_role(role);
-    int rc = pod_server_main(c, (int)host);
+    int rc = pod_server_main(c, (int)host, &flags);
     free(c);
     return rc;
 }

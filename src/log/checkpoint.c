@@ -447,6 +447,11 @@ static int run_checkpoint(struct checkpointer *c)
                            .seq = seq, .first_epoch = es,
                            .ckpt_flags = delta ? SEG_CKPT_DELTA : 0,
                            .since_epoch = delta ? c->last_es : 0};
+    /* Nothing goes into a directory that was lost (or into one put in its place). */
+    if (logdir_watch_lost(lh->watch)) {
+        pod_err_set(&err, "the log directory %s was lost", lh->dir);
+        goto fail;
+    }
     struct seg_writer *w = seg_writer_open_named(lh->dir, tmp, &h, &err);
     if (!w) goto fail;
     /* Past the page cache like the log: nothing reads the file while it is

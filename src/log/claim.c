@@ -242,3 +242,18 @@ void logdir_release(struct logdir_claim *c)
     close(c->fd); /* the flock goes with the descriptor */
     free(c);
 }
+
+int logdir_claim_lock_fd(const struct logdir_claim *c) { return c->fd; }
+
+int logdir_identity_read(const char *dir, char *region, size_t len, int *host, pod_err *err)
+{
+    char path[PATH_MAX];
+    struct identity id;
+    if (join(path, sizeof path, dir, LOGDIR_IDENTITY_NAME, err)) return -1;
+    int found = read_identity(path, &id, err);
+    if (found == 1) {
+        snprintf(region, len, "%s", id.region);
+        *host = id.host;
+    }
+    return found;
+}

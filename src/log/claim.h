@@ -13,6 +13,8 @@
 #ifndef PODDB_LOG_CLAIM_H
 #define PODDB_LOG_CLAIM_H
 
+#include <stddef.h>
+
 #include "util/err.h"
 
 #define LOGDIR_LOCK_NAME "lock"
@@ -34,5 +36,12 @@ void logdir_release(struct logdir_claim *c);
  * by a live server, and its identity is missing or names this host of this
  * pod; else -1 with err, as logdir_prepare and logdir_claim would refuse it. */
 int logdir_check(const char *dir, const char *region, int host, pod_err *err);
+/* The descriptor of DIR/lock (log/dirwatch.h remembers which file it is). */
+int logdir_claim_lock_fd(const struct logdir_claim *c);
+/* Read DIR/identity without claiming the directory (another host's, at
+ * start: log/emptylog.h): 1 with region (room for len bytes) and *host
+ * filled, 0 when there is no such file, -1 with err when it cannot be read
+ * or is damaged. */
+int logdir_identity_read(const char *dir, char *region, size_t len, int *host, pod_err *err);
 
 #endif

@@ -4,7 +4,8 @@
  *  12  4  host
  *  16  8  seq (slot writes so far; the higher valid one wins)
  *  24  8  durable epoch
- *  32 476 zero
+ *  32  4  hosts known to have logged (bit h: host h; 0 in older files)
+ *  36 472 zero
  * 508  4  CRC-32C of bytes 0..507 */
 #include "log/durable_file.h"
 
@@ -26,7 +27,7 @@
 struct durable_file {
     int fd;
     char path[PATH_MAX];
-    uint32_t host;
+    uint32_t host, hosts;
     uint64_t seq, epoch;
 };
 
@@ -44,7 +45,8 @@ static uint32_t get32(const unsigned char *p)
 }
 static uint64_t get64(const unsigned char *p) { return get32(p) | (uint64_t)get32(p + 4) << 32; }
 
-static void encode_slot(unsigned char *b, uint32_t host, uint64_t seq, uint64_t epoch)
+static void encode_slot(unsigned char *b, uint32_t host, uint64_t seq, uint64_t epoch,
+                        uint32_t hosts)
 {
     memset(b, 0, DURABLE_SLOT_SIZE);
     memcpy(b, DURABLE_MAGIC, 8);
@@ -52,10 +54,12 @@ static void encode_slot(unsigned char *b, uint32_t host, uint64_t seq, uint64_t 
     put32(b + 12, host);
     put64(b + 16, seq);
     put64(b + 24, epoch);
+    put32(b + 32, hosts);
     put32(b + DURABLE_SLOT_SIZE - 4, crc32c(0, b, DURABLE_SLOT_SIZE - 4));
 }
 
-static bool decode_slot(const unsigned char *b, uint32_t *host, uint64_t *seq, uint64_t *epoch)
+static bool decode_slot(const unsigned char *b, uint32_t *host, uint64_t *seq, uint64_t *epoch,
+                        uint32_t *hosts)
 {
     if (memcmp(b, DURABLE_MAGIC, 8) != 0) return false;
     if (get32(b + DURABLE_SLOT_SIZE - 4) != crc32c(0, b, DURABLE_SLOT_SIZE - 4)) return false;
@@ -63,6 +67,7 @@ static bool decode_slot(const unsigned char *b, uint32_t *host, uint64_t *seq, u
     *host = get32(b + 12);
     *seq = get64(b + 16);
     *epoch = get64(b + 24);
+    *hosts = get32(b + 32);
     return true;
 }
 
@@ -93,13 +98,14 @@ static int read_slots(int fd, const char *path, struct durable_record *rec, pod_
     memset(b + got, 0, sizeof b - got);
     *rec = (struct durable_record){.exists = true};
     for (int i = 0; i < 2; i++) {
-        uint32_t h;
+        uint32_t h, hs;
         uint64_t s, e;
-        if (!decode_slot(b + i * DURABLE_SLOT_SIZE, &h, &s, &e)) continue;
+        if (!decode_slot(b + i * DURABLE_SLOT_SIZE, &h, &s, &e, &hs)) continue;
         if (rec->valid_slots++ == 0 || s > rec->seq) {
             rec->seq = s;
             rec->epoch = e;
             rec->host = h;
+            rec->hosts = hs;
         }
     }
     if (rec->valid_slots == 0) {
@@ -136,7 +142,7 @@ int durable_file_read_path(const char *path, struct durable_record *rec, pod_err
 static int write_slot(struct durable_file *f, int slot, uint64_t seq, uint64_t epoch, pod_err *err)
 {
     unsigned char b[DURABLE_SLOT_SIZE];
-    encode_slot(b, f->host, seq, epoch);
+    encode_slot(b, f->host, seq, epoch, f->hosts);
     size_t done = 0;
     while (done < sizeof b) {
         ssize_t n = pwrite(f->fd, b + done, sizeof b - done,
@@ -167,6 +173,7 @@ struct durable_file *durable_file_open(const char *dir, uint32_t host, uint64_t 
         if (read_slots(f->fd, f->path, &rec, err)) goto fail_fd;
         f->seq = rec.seq;
         f->epoch = rec.epoch;
+        f->hosts = rec.hosts;
         return f;
     }
     if (errno != ENOENT) {
@@ -196,9 +203,9 @@ fail:
     return NULL;
 }
 
-int durable_file_write(struct durable_file *f, uint64_t epoch, pod_err *err)
+/* The next slot with epoch and f->hosts, synced. */
+static int update(struct durable_file *f, uint64_t epoch, pod_err *err)
 {
-    if (epoch <= f->epoch) return 0;
     uint64_t seq = f->seq + 1;
     if (write_slot(f, (int)(seq & 1), seq, epoch, err)) return -1;
     if (fdatasync(f->fd) != 0) {
@@ -210,7 +217,26 @@ int durable_file_write(struct durable_file *f, uint64_t epoch, pod_err *err)
     return 0;
 }
 
+int durable_file_write(struct durable_file *f, uint64_t epoch, pod_err *err)
+{
+    return epoch <= f->epoch ? 0 : update(f, epoch, err);
+}
+
 uint64_t durable_file_epoch(const struct durable_file *f) { return f->epoch; }
+
+int durable_file_add_hosts(struct durable_file *f, uint32_t hosts, pod_err *err)
+{
+    uint32_t was = f->hosts;
+    if ((was | hosts) == was) return 0;
+    f->hosts = was | hosts;
+    if (update(f, f->epoch, err) == 0) return 0;
+    f->hosts = was;
+    return -1;
+}
+
+uint32_t durable_file_hosts(const struct durable_file *f) { return f->hosts; }
+
+int durable_file_stat(const struct durable_file *f, struct stat *st) { return fstat(f->fd, st); }
 
 void durable_file_close(struct durable_file *f)
 {

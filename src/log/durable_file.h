@@ -14,6 +14,7 @@
 
 #include <stdbool.h>
 #include <stdint.h>
+#include <sys/stat.h>
 
 #include "util/err.h"
 
@@ -29,6 +30,10 @@ struct durable_record {
     uint64_t epoch;         /* every epoch below it is committed; 0 when !exists */
     uint64_t seq;           /* slot sequence number of that value */
     uint32_t host;
+    /* The hosts of the pod known to have logged (bit h: host h wrote log
+     * records): what an empty log directory of one of them at start is
+     * checked against (log/emptylog.h). 0 in a file of an older build. */
+    uint32_t hosts;
     int valid_slots;        /* 0..2 */
 };
 
@@ -47,6 +52,13 @@ struct durable_file *durable_file_open(const char *dir, uint32_t host, uint64_t 
  * backwards: a smaller epoch than the last one written is a no-op. */
 int durable_file_write(struct durable_file *f, uint64_t epoch, pod_err *err);
 uint64_t durable_file_epoch(const struct durable_file *f);
+/* Add hosts (a mask of host ids) to the hosts recorded as having logged:
+ * one slot write and fdatasync when any is new, else nothing. */
+int durable_file_add_hosts(struct durable_file *f, uint32_t hosts, pod_err *err);
+uint32_t durable_file_hosts(const struct durable_file *f);
+/* fstat of the open file (the log directory's watch checks it is still
+ * DIR/durable-epoch). */
+int durable_file_stat(const struct durable_file *f, struct stat *st);
 void durable_file_close(struct durable_file *f);
 
 #endif

@@ -7,6 +7,7 @@
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -19,6 +20,7 @@
 #define WARN_EVERY_NS (5ull * 1000 * 1000 * 1000)
 #define SLOW_SYNC_NS (1000ull * 1000 * 1000)
 #define QUIET_SLEEP_NS (1000ull * 1000 * 1000) /* the longest sleep of a quiet pod */
+#define WATCH_EVERY_NS (1000ull * 1000 * 1000)  /* the log directory's whole check */
 
 struct log_epochs {
     struct log_epoch_options o;
@@ -36,6 +38,10 @@ struct log_epochs {
     bool alive[POD_MAX_HOSTS];
     uint64_t alive_at;
     uint64_t warned_at;
+    /* the log directory and the hosts that logged (epoch.h) */
+    uint64_t watched_at, hosts_at, hosts_warned_at;
+    uint32_t logging_hosts; /* the config's hosts that log (mask) */
+    bool listed;            /* every running host that logs lists this one */
 };
 
 static void refresh_liveness(struct log_epochs *le, uint64_t now)
@@ -55,17 +61,24 @@ static bool is_leader(const struct log_epochs *le)
 
 /* The minimum over the loggers of every host that logs. alive: cached
  * liveness (a host it calls dead is checked again), or NULL to check now.
- * *dead: a dead host was met (0 returned in pod mode). */
+ * *dead: a dead host was met (0 returned in pod mode); *lost: a host whose
+ * log directory was lost (0 returned in pod mode, or when it is this one;
+ * whether it runs or not: what it logged since is nowhere). */
 static uint64_t compute_durable(struct cxl_region *r, const struct pod_config *c, bool pod_mode,
-                                const bool *alive, int *dead)
+                                const bool *alive, int *dead, int *lost)
 {
     struct cxl_control *ctl = r->ctl;
-    *dead = -1;
+    *dead = *lost = -1;
     /* E first: a logger word read afterwards that is still UINT64_MAX (its
      * host runs no transaction) stands for "nothing below E pending". */
     uint64_t d = __atomic_load_n(&ctl->global_epoch.v, __ATOMIC_SEQ_CST);
     for (int h = 0; h < c->nhosts; h++) {
         if (c->hosts[h].loggers == 0) continue;
+        if ((pod_mode || h == r->host) &&
+            __atomic_load_n(&ctl->hosts[h].log_dir_lost, __ATOMIC_ACQUIRE)) {
+            *lost = h;
+            return 0;
+        }
         uint32_t st = __atomic_load_n(&ctl->hosts[h].state, __ATOMIC_ACQUIRE);
         if (st == CXL_HOST_FREE) continue;
         /* The cache may predate the host's start (its slot was free then):
@@ -132,17 +145,28 @@ static bool pod_writing(const struct cxl_region *r, const struct pod_config *c, 
 
 uint64_t log_pod_durable_now(struct cxl_region *r, const struct pod_config *c, bool pod_mode)
 {
-    int dead;
-    return compute_durable(r, c, pod_mode, NULL, &dead);
+    int dead, lost;
+    return compute_durable(r, c, pod_mode, NULL, &dead, &lost);
 }
 
 /* With the cached liveness (the thread runs every poll period). */
 static uint64_t pod_durable(struct log_epochs *le, uint64_t now, bool *frozen)
 {
-    int dead;
-    uint64_t d = compute_durable(le->o.region, le->o.conf, le->o.pod_mode, le->alive, &dead);
-    *frozen = dead >= 0 && le->o.pod_mode;
-    if (*frozen && now - le->warned_at > WARN_EVERY_NS) {
+    int dead, lost;
+    uint64_t d = compute_durable(le->o.region, le->o.conf, le->o.pod_mode, le->alive, &dead, &lost);
+    *frozen = (dead >= 0 && le->o.pod_mode) || lost >= 0;
+    if (lost >= 0) {
+        /* This host's own loss is told by its watch (logdir_watch_remind). */
+        if (lost != le->o.host && now - le->warned_at > WARN_EVERY_NS) {
+            pod_error("the log directory of host %d was lost: the pod durable epoch "
+                      "is frozen at %llu and no reply is released any more; stop the pod (host "
+                      "%d's log says what happened; docs/durability.md, \"The log directory "
+                      "watched\")", lost,
+                      (unsigned long long)__atomic_load_n(&le->ctl->pod_durable_epoch.v,
+                                                          __ATOMIC_ACQUIRE), lost);
+            le->warned_at = now;
+        }
+    } else if (*frozen && now - le->warned_at > WARN_EVERY_NS) {
         pod_error("host %d died: the pod durable epoch is frozen at %llu and no reply is "
                   "released any more; restart the whole pod to recover", dead,
                   (unsigned long long)__atomic_load_n(&le->ctl->pod_durable_epoch.v,
@@ -150,6 +174,64 @@ static uint64_t pod_durable(struct log_epochs *le, uint64_t now, bool *frozen)
         le->warned_at = now;
     }
     return d;
+}
+
+/* ---- the hosts that logged (epoch.h) ---------------------------------------- */
+
+/* Add the hosts whose loggers wrote records to this host's record of them,
+ * and publish it in the slot. */
+static void record_hosts(struct log_epochs *le, uint64_t now)
+{
+    const struct pod_config *c = le->o.conf;
+    uint32_t have = durable_file_hosts(le->o.durable), seen = 0;
+    if ((have & le->logging_hosts) == le->logging_hosts || logdir_watch_lost(le->o.watch)) return;
+    for (int h = 0; h < c->nhosts; h++)
+        for (int l = 0; l < c->hosts[h].loggers; l++)
+            if (__atomic_load_n(&le->ctl->logger[h][l].written, __ATOMIC_ACQUIRE)) {
+                seen |= 1u << h;
+                break;
+            }
+    if ((have | seen) == have) return;
+    pod_err err;
+    if (durable_file_add_hosts(le->o.durable, seen, &err) == 0) {
+        __atomic_store_n(&le->ctl->hosts[le->o.host].log_hosts, have | seen, __ATOMIC_SEQ_CST);
+    } else if (now - le->hosts_warned_at > WARN_EVERY_NS) {
+        pod_error("%s: the hosts that wrote log records cannot be recorded, and such a host "
+                  "persists nothing until every running host lists it", err.msg);
+        le->hosts_warned_at = now;
+    }
+}
+
+/* Every other running host that logs lists this one among the hosts that
+ * logged (or this one wrote no record yet): only then may a reply of its
+ * records go, so that its log cannot vanish unnoticed (log/emptylog.h). */
+static bool listed_by_peers(struct log_epochs *le)
+{
+    if (le->listed) return true;
+    const struct pod_config *c = le->o.conf;
+    const struct cxl_control *ctl = le->ctl;
+    int me = le->o.host;
+    bool wrote = false;
+    for (int l = 0; l < c->hosts[me].loggers && !wrote; l++)
+        wrote = __atomic_load_n(&ctl->logger[me][l].written, __ATOMIC_ACQUIRE) != 0;
+    if (!wrote) return true;
+    for (int g = 0; g < c->nhosts; g++) {
+        if (g == me || c->hosts[g].loggers == 0 || !le->alive[g] ||
+            __atomic_load_n(&ctl->hosts[g].state, __ATOMIC_ACQUIRE) != CXL_HOST_RUNNING)
+            continue;
+        if (!(__atomic_load_n(&ctl->hosts[g].log_hosts, __ATOMIC_ACQUIRE) >> me & 1)) return false;
+    }
+    le->listed = true;
+    return true;
+}
+
+/* The durable-epoch file just written is still the directory's. */
+static bool durable_file_verified(struct log_epochs *le)
+{
+    if (!le->o.watch) return true;
+    struct stat st;
+    if (durable_file_stat(le->o.durable, &st) != 0) return false;
+    return logdir_watch_file(le->o.watch, DURABLE_FILE_NAME, &st) == LOGDIR_INTACT;
 }
 
 /* ---- a quiet pod ---------------------------------------------------------- */
@@ -216,6 +298,15 @@ static void *epoch_main(void *arg)
         pthread_mutex_unlock(&le->mu);
         uint64_t now = pod_mono_ns();
         refresh_liveness(le, now);
+        if (le->o.watch && now - le->watched_at >= WATCH_EVERY_NS) {
+            le->watched_at = now;
+            logdir_watch_check(le->o.watch);
+            logdir_watch_remind(le->o.watch);
+        }
+        if (le->o.durable && now - le->hosts_at >= le->period_ns) {
+            le->hosts_at = now;
+            record_hosts(le, now);
+        }
         if (now >= next_tick) {
             if (is_leader(le)) {
                 uint64_t e = __atomic_load_n(&ctl->global_epoch.v, __ATOMIC_ACQUIRE);
@@ -235,14 +326,19 @@ static void *epoch_main(void *arg)
         if (!frozen && d) {
             log_atomic_max(&ctl->pod_durable_epoch.v, d);
             uint64_t p = __atomic_load_n(&le->persisted, __ATOMIC_RELAXED);
-            if (le->o.durable && d > p) {
+            /* Nothing once the log directory is lost (dirwatch.h). */
+            if (le->o.durable && d > p && !logdir_watch_lost(le->o.watch) &&
+                listed_by_peers(le)) {
                 pod_err err;
                 uint64_t t0 = pod_mono_ns();
                 bool marked = marks_cover(le->o.region, le->o.conf, d);
                 bool empty = !marked && !records_from(le->o.region, le->o.conf,
                                                       durable_file_epoch(le->o.durable));
                 int wrc = marked || empty ? 0 : durable_file_write(le->o.durable, d, &err);
-                if (wrc == 0)
+                /* The file was synced: is it still in the directory? (The
+                 * loggers checked theirs before they published.) */
+                bool checked = wrc == 0 && (marked || empty || durable_file_verified(le));
+                if (checked)
                     __atomic_fetch_add(marked  ? &le->by_marks
                                        : empty ? &le->by_empty
                                                : &le->by_file,
@@ -251,12 +347,12 @@ static void *epoch_main(void *arg)
                 if (dt > SLOW_SYNC_NS)
                     pod_warn("recording durable epoch %llu took %.0f ms (replies wait for it)",
                              (unsigned long long)d, (double)dt / 1e6);
-                if (wrc == 0) {
+                if (checked) {
                     /* seq_cst: on_durable's read of the waiters' count must
                      * not pass it (src/server/server.c, on_durable). */
                     __atomic_store_n(&le->persisted, d, __ATOMIC_SEQ_CST);
                     if (le->o.on_durable) le->o.on_durable(le->o.arg, d);
-                } else if (now - persist_warned > WARN_EVERY_NS) {
+                } else if (wrc != 0 && now - persist_warned > WARN_EVERY_NS) {
                     pod_error("%s; replies wait until it can be written", err.msg);
                     persist_warned = now;
                 }
@@ -313,6 +409,8 @@ struct log_epochs *log_epochs_start(const struct log_epoch_options *o, pod_err *
     if (le->poll_ns < POLL_MIN_NS) le->poll_ns = POLL_MIN_NS;
     if (le->poll_ns > POLL_MAX_NS) le->poll_ns = POLL_MAX_NS;
     le->persisted = o->durable ? durable_file_epoch(o->durable) : UINT64_MAX;
+    for (int h = 0; h < o->conf->nhosts; h++)
+        if (o->conf->hosts[h].loggers > 0) le->logging_hosts |= 1u << h;
     /* Epoch 0 is never used: a row's epoch-version 0 means "never written". */
     log_atomic_max(&le->ctl->global_epoch.v, o->start_epoch > 1 ? o->start_epoch : 1);
     pthread_mutex_init(&le->mu, NULL);

@@ -10,7 +10,9 @@
  * below d is on disk). Hosts whose slot is free are skipped; a dead host is
  * skipped too, except in pod mode (cross-host transactions), where it freezes
  * D: its unsynced records may be needed by another host's transaction, and the
- * pod must restart as a whole. D goes into ctl->pod_durable_epoch (atomic max)
+ * pod must restart as a whole. So does a host whose log directory was lost
+ * (its slot's log_dir_lost, log/dirwatch.h), even once it has stopped.
+ * D goes into ctl->pod_durable_epoch (atomic max)
  * and, on a host that logs, into its durable-epoch file (durable_file.h)
  * before anyone is told: a reply may go out only once its epoch is below the
  * persisted value, so that recovery never discards an acknowledged
@@ -23,6 +25,7 @@
 
 #include "conf/config.h"
 #include "cxl/region.h"
+#include "log/dirwatch.h"
 #include "log/durable_file.h"
 #include "util/err.h"
 
@@ -49,6 +52,10 @@ struct log_epoch_options {
      * (atomic; may be NULL): while some do, the thread polls (below). */
     const int64_t *waiters;
     void *arg, *epoch_arg;
+    /* The log directory's watch (NULL when the host does not log): nothing
+     * is persisted once it is lost, the durable-epoch file is checked
+     * after each write, and the whole directory once a second. */
+    struct logdir_watch *watch;
 };
 
 struct log_epochs *log_epochs_start(const struct log_epoch_options *o, pod_err *err);
@@ -88,8 +95,16 @@ void log_epochs_watch(struct log_epochs *le);
  * waits for an epoch. Cheap when no thread is quiet. */
 void log_epochs_wake_quiet(struct cxl_region *r, const struct pod_config *c);
 
+/* The hosts that logged (the durable-epoch file's record, durable_file.h):
+ * the thread adds every host of the pod whose loggers wrote a record, and
+ * publishes the record in its slot (log_hosts). A host that wrote records
+ * persists nothing until every other running host that logs lists it
+ * there: from then on an empty log directory of it at a start is refused
+ * (log/emptylog.h). */
+
 /* The pod durable epoch as computed now from the control block (0 while a
- * dead host freezes it in pod mode). For the thread and for tests. */
+ * dead host, or one whose log directory was lost, freezes it in pod mode).
+ * For the thread and for tests. */
 uint64_t log_pod_durable_now(struct cxl_region *r, const struct pod_config *c, bool pod_mode);
 
 /* Raise ctl word *w to at least v (atomic max). */

@@ -9,6 +9,7 @@
 #include <time.h>
 
 #include "engine/worker.h"
+#include "log/emptylog.h"
 #include "log/log_priv.h"
 #include "log/txlog.h"
 #include "storage/table.h"
@@ -76,6 +77,28 @@ static bool loggers_need_watch(void *arg)
     return false;
 }
 
+/* This host's words in the region, left by its previous life until its log
+ * was found fit to start with (a host that fails to start leaves them, so
+ * that a dead host's go on holding the others back). Until its loggers run,
+ * this host has no transaction whose records are pending: do not hold back
+ * the pod durable epoch (recovery may take a while). UINT64_MAX reads as
+ * "nothing below E pending" (epoch.c). */
+static void reset_words(struct log_host *lh)
+{
+    struct cxl_control *ctl = lh->o.region->ctl;
+    int h = lh->o.host;
+    for (int l = 0; l < POD_MAX_LOGGERS; l++) {
+        __atomic_store_n(&ctl->logger[h][l].durable, UINT64_MAX, __ATOMIC_SEQ_CST);
+        /* No mark of this life yet (a value left by an earlier life is at
+         * most where recovery made the new one start, but say nothing). */
+        __atomic_store_n(&ctl->logger[h][l].marked, 0, __ATOMIC_SEQ_CST);
+        /* Every record the logs keep is below the recorded durable epoch
+         * once recovery is done (it cuts the rest). */
+        __atomic_store_n(&ctl->logger[h][l].written, 0, __ATOMIC_SEQ_CST);
+    }
+    lh->words_reset = true;
+}
+
 struct log_host *log_host_open(const struct log_host_options *o, pod_err *err)
 {
     struct log_host *lh = calloc(1, sizeof *lh);
@@ -98,19 +121,6 @@ struct log_host *log_host_open(const struct log_host_options *o, pod_err *err)
     __atomic_store_n(lh->waiters, 0, __ATOMIC_SEQ_CST);
     lh->delete_hwm = &o->region->ctl->delete_ev_hwm.v;
     lh->start_epoch = 1;
-    /* Until its loggers run, this host has no transaction whose records are
-     * pending: do not hold back the pod durable epoch (recovery may take a
-     * while). UINT64_MAX reads as "nothing below E pending" (epoch.c). */
-    for (int l = 0; l < POD_MAX_LOGGERS; l++) {
-        __atomic_store_n(&o->region->ctl->logger[o->host][l].durable, UINT64_MAX,
-                         __ATOMIC_SEQ_CST);
-        /* No mark of this life yet (a value left by an earlier life is at
-         * most where recovery made the new one start, but say nothing). */
-        __atomic_store_n(&o->region->ctl->logger[o->host][l].marked, 0, __ATOMIC_SEQ_CST);
-        /* Every record the logs keep is below the recorded durable epoch
-         * once recovery is done (it cuts the rest). */
-        __atomic_store_n(&o->region->ctl->logger[o->host][l].written, 0, __ATOMIC_SEQ_CST);
-    }
     lh->workers = aligned_alloc(64, (size_t)lh->nworkers * sizeof *lh->workers);
     if (!lh->workers) {
         pod_err_set(err, "out of memory");
@@ -118,6 +128,7 @@ struct log_host *log_host_open(const struct log_host_options *o, pod_err *err)
     }
     for (int i = 0; i < lh->nworkers; i++) log_worker_init(&lh->workers[i], NULL);
     if (!lh->logging) {
+        reset_words(lh);
         struct logdir d;
         pod_err ignore;
         if (logdir_scan(lh->dir, &d, &ignore) == 0) {
@@ -138,10 +149,28 @@ struct log_host *log_host_open(const struct log_host_options *o, pod_err *err)
             goto fail;
         }
     }
+    /* What the region remembers of this host's past lives, before its words
+     * are reset: evidence if its log directory turns out empty. */
+    struct emptylog_region past;
+    emptylog_region_look(o->region, o->conf, o->host, &past);
     if (logdir_prepare(lh->dir, err)) goto fail;
     if (!(lh->claim = logdir_claim(lh->dir, o->conf->region.path, o->host, err))) goto fail;
+    if (!(lh->watch = logdir_watch_new(lh->dir, logdir_claim_lock_fd(lh->claim),
+                                       &o->region->ctl->hosts[o->host].log_dir_lost, err)))
+        goto fail;
     if (durable_file_read(lh->dir, &lh->drec, err)) goto fail;
     if (logdir_scan(lh->dir, &lh->listing, err)) goto fail;
+    bool history = lh->listing.nsegs > 0 || lh->drec.exists;
+    for (int i = 0; i < lh->listing.nckpts; i++) history = history || !lh->listing.ckpts[i].tmp;
+    if (!history &&
+        emptylog_check(o->conf, o->host, &past, o->allow_empty_log, &lh->lost_history, err)) {
+        /* Its log is gone: the pod's durable epoch stays frozen for it
+         * until it starts with a log (epoch.c). */
+        __atomic_store_n(&o->region->ctl->hosts[o->host].log_dir_lost, 1, __ATOMIC_SEQ_CST);
+        goto fail;
+    }
+    reset_words(lh);
+    lh->logged_hosts = lh->drec.hosts | (history ? 1u << o->host : 0);
     for (int i = 0; i < lh->listing.nsegs; i++) {
         const struct logdir_seg *s = &lh->listing.segs[i];
         if (s->logger < POD_MAX_LOGGERS && s->seq >= lh->next_seq[s->logger])
@@ -165,7 +194,7 @@ static int start_epochs(struct log_host *lh, void (*on_durable)(void *arg, uint6
         .epoch_ms = lh->o.epoch_ms, .pod_mode = lh->o.pod_mode, .start_epoch = lh->start_epoch,
         .durable = lh->durable, .on_durable = on_durable, .on_epoch = wake_loggers,
         .needs_watch = loggers_need_watch, .waiters = lh->waiters,
-        .arg = arg, .epoch_arg = lh};
+        .arg = arg, .epoch_arg = lh, .watch = lh->watch};
     return (lh->epochs = log_epochs_start(&eo, err)) ? 0 : -1;
 }
 
@@ -182,8 +211,14 @@ int log_host_start(struct log_host *lh, void (*on_durable)(void *arg, uint64_t p
          * checkpoint covers (before any logger holds a segment open). */
         log_remove_obsolete(lh, log_checkpoint_horizon(lh), NULL);
         if (!(lh->durable = durable_file_open(lh->dir, (uint32_t)lh->o.host,
-                                              lh->drec.exists ? lh->drec.epoch : 0, err)))
+                                              lh->drec.exists ? lh->drec.epoch : 0, err)) ||
+            durable_file_add_hosts(lh->durable, lh->logged_hosts, err))
             return -1;
+        /* This host starts with a log: what the region said of a lost one
+         * is past (epoch.c froze the pod's durable epoch for it). */
+        struct cxl_host_slot *slot = &ctl->hosts[lh->o.host];
+        __atomic_store_n(&slot->log_hosts, durable_file_hosts(lh->durable), __ATOMIC_SEQ_CST);
+        __atomic_store_n(&slot->log_dir_lost, 0, __ATOMIC_SEQ_CST);
         /* The epoch thread first: the loggers nudge it (it sees their words
          * as "nothing pending" until they start). */
         if (start_epochs(lh, on_durable, arg, err)) return -1;
@@ -202,7 +237,8 @@ int log_host_start(struct log_host *lh, void (*on_durable)(void *arg, uint64_t p
                 .marked_word = &ctl->logger[lh->o.host][l].marked,
                 .written_word = &ctl->logger[lh->o.host][l].written,
                 .nloggers = (uint32_t)lh->nloggers, .workers = mine,
-                .nworkers = n, .poll_ns = poll_ns, .on_progress = nudge_epochs, .on_written = records_written, .arg = lh};
+                .nworkers = n, .poll_ns = poll_ns, .on_progress = nudge_epochs,
+                .on_written = records_written, .arg = lh, .watch = lh->watch};
             struct logger *lg = logger_start(&lo, err);
             if (!lg) return -1;
             pthread_mutex_lock(&lh->loggers_mu);
@@ -262,6 +298,11 @@ void log_host_get_stats(const struct log_host *lh, struct log_host_stats *out)
     if (lh->logging && lh->epochs)
         log_epochs_persist_counts(lh->epochs, &out->persisted_by_file, &out->persisted_by_marks,
                                   &out->persisted_empty);
+    out->dir_lost = logdir_watch_lost(lh->watch);
+    if (out->dir_lost) logdir_watch_why(lh->watch, out->dir_lost_why, sizeof out->dir_lost_why);
+    out->dir_lost_host = -1;
+    for (int h = lh->o.conf->nhosts; h-- > 0;)
+        if (__atomic_load_n(&ctl->hosts[h].log_dir_lost, __ATOMIC_ACQUIRE)) out->dir_lost_host = h;
     for (int l = 0; l < lh->nloggers; l++) {
         if (!lh->loggers[l]) continue;
         struct logger_stats s;
@@ -304,7 +345,11 @@ void log_host_stop(struct log_host *lh)
     /* Close the current epoch now rather than at the next tick, and give it
      * (bounded) time to become durable: a clean stop leaves every commit
      * durable unless another host holds the pod durable epoch back. */
-    if (lh->started && lh->logging && lh->epochs) {
+    bool lost = logdir_watch_lost(lh->watch);
+    if (lost)
+        pod_warn("stop: the log directory %s was lost, so nothing committed since became "
+                 "durable", lh->dir);
+    if (lh->started && lh->logging && lh->epochs && !lost) {
         uint64_t e = log_host_close_epoch(lh);
         uint64_t deadline = pod_mono_ns() + STOP_WAIT_NS;
         while (log_epochs_persisted(lh->epochs) <= e && pod_mono_ns() < deadline) {
@@ -332,12 +377,14 @@ void log_host_stop(struct log_host *lh)
         log_epochs_stop(lh->epochs);
         lh->epochs = NULL;
     }
-    for (int l = 0; l < POD_MAX_LOGGERS; l++) {
+    for (int l = 0; l < POD_MAX_LOGGERS && lh->words_reset; l++) {
         /* Marks first: the other hosts must not count a stopped host's
-         * marks as covering epochs it will never mark. */
+         * marks as covering epochs it will never mark. With its directory
+         * lost, its records are not durable: the durable epoch stays. */
         __atomic_store_n(&lh->o.region->ctl->logger[lh->o.host][l].marked, 0, __ATOMIC_SEQ_CST);
-        __atomic_store_n(&lh->o.region->ctl->logger[lh->o.host][l].durable, UINT64_MAX,
-                         __ATOMIC_SEQ_CST);
+        if (!lost)
+            __atomic_store_n(&lh->o.region->ctl->logger[lh->o.host][l].durable, UINT64_MAX,
+                             __ATOMIC_SEQ_CST);
     }
     lh->started = false;
 }
@@ -351,6 +398,7 @@ void log_host_free(struct log_host *lh)
     free(lh->workers);
     durable_file_close(lh->durable);
     logdir_free(&lh->listing);
+    logdir_watch_free(lh->watch);
     logdir_release(lh->claim); /* last: nothing of this host writes the directory now */
     pthread_mutex_destroy(&lh->loggers_mu);
     pthread_mutex_destroy(&lh->deleted.mu);

@@ -43,12 +43,17 @@ struct log_host_options {
                                   (conf->engine.checkpoint_after is the server's) */
     const int *cpus;           /* replay threads are pinned like the workers */
     int ncpus;
+    /* Start with an empty log directory even though the pod says this host
+     * logged before (log/emptylog.h; poddb-server --allow-empty-log). */
+    bool allow_empty_log;
 };
 
 /* Create the log directory if needed, claim it (log/claim.h: its lock,
  * held until log_host_free, and its identity), read the durable-epoch
- * record, list the segments and checkpoints. Fails when another process
- * holds the directory or it belongs to another pod or host, on a damaged
+ * record, list the segments and checkpoints, and from then on watch the
+ * directory (log/dirwatch.h). Fails when another process holds the
+ * directory or it belongs to another pod or host, when it holds no log but
+ * the pod says this host logged before (log/emptylog.h), on a damaged
  * durable-epoch record, an unreadable directory, or a table whose tuples
  * cannot be logged. */
 struct log_host *log_host_open(const struct log_host_options *o, pod_err *err);
@@ -118,6 +123,9 @@ struct log_host_stats {
     bool checkpoint_running;    /* one is being written or was asked for */
     struct checkpoint_summary last_checkpoint; /* valid when checkpoints > 0 */
     uint64_t persisted_by_file, persisted_by_marks, persisted_empty; /* log_epochs_persist_counts */
+    bool dir_lost;              /* this host's log directory was lost (log/dirwatch.h) */
+    char dir_lost_why[512];     /* what was found then */
+    int dir_lost_host;          /* the lowest host of the pod whose log directory was lost (-1) */
 };
 void log_host_get_stats(const struct log_host *lh, struct log_host_stats *out);
 

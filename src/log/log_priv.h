@@ -6,6 +6,7 @@
 #include <pthread.h>
 
 #include "log/claim.h"
+#include "log/dirwatch.h"
 #include "log/durable_file.h"
 #include "log/epoch.h"
 #include "log/log.h"
@@ -38,6 +39,10 @@ struct log_host {
     struct log_epochs *epochs;
     int64_t *waiters;           /* atomic, in the host's slot of the region: log_host_waiters_add */
     struct logdir_claim *claim; /* the directory's lock and identity (logging hosts) */
+    struct logdir_watch *watch; /* the directory watched (logging hosts) */
+    uint32_t logged_hosts;      /* hosts known to have logged: added to the durable-epoch record */
+    bool lost_history;          /* its log is empty, but the pod says it logged (--allow-empty-log) */
+    bool words_reset;           /* its words in the region are this life's (log.c, reset_words) */
     struct durable_file *durable;
     struct durable_record drec; /* as read at open */
     struct logdir listing;      /* as found at open (recovery's input) */

@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "util/clock.h"
 #include "util/log.h"
@@ -50,6 +51,17 @@ struct logger {
     uint64_t mark_seq; /* atomic: the segment of the last durable mark (UINT64_MAX: none) */
     uint64_t marked;   /* through of the last mark written (durable once synced) */
     bool mark_unsynced; /* a mark was written since the last sync */
+    /* A mark made durable by a sync, published with the durable epoch once
+     * the directory is verified (its segment and through). */
+    bool mark_ready;
+    uint64_t ready_seq, ready_through;
+    /* The watch: the segment being written (its fstat), the one the last
+     * sync made durable (verified before anything is published), and
+     * whether the directory was lost (then nothing is written any more). */
+    struct stat w_st;
+    char verify_name[SEG_NAME_MAX];
+    struct stat verify_st;
+    bool need_verify, lost;
     /* The epochs of segments this logger closed (under mu), oldest first:
      * the checkpointer's clean-up takes them from here, since reading them
      * back costs a disk read per block header past the page cache (up to
@@ -324,6 +336,22 @@ static void close_segment(struct logger *lg)
     pthread_mutex_unlock(&lg->mu);
 }
 
+/* The segment just opened (lg->w) is in the directory claimed: one made in
+ * a directory that replaced it is removed again, lest that directory look
+ * like a log at the next start. -1 (lg->w closed) when it is not. */
+static int new_segment_claimed(struct logger *lg)
+{
+    if (!lg->o.watch) return 0;
+    char name[SEG_NAME_MAX];
+    seg_format_name(name, sizeof name, lg->o.host, lg->o.id, lg->seq);
+    if (seg_writer_stat(lg->w, &lg->w_st) != 0) memset(&lg->w_st, 0, sizeof lg->w_st);
+    if (logdir_watch_file(lg->o.watch, name, &lg->w_st) != LOGDIR_LOST) return 0;
+    unlink(seg_writer_path(lg->w));
+    seg_writer_abandon(lg->w);
+    lg->w = NULL;
+    return -1;
+}
+
 /* Write the list; on an error the rest goes back to the queue. 0 or -1. */
 static int write_all(struct logger *lg, struct log_buf *list)
 {
@@ -333,8 +361,15 @@ static int write_all(struct logger *lg, struct log_buf *list)
             uint64_t e = __atomic_load_n(lg->o.global_epoch, __ATOMIC_ACQUIRE);
             __atomic_store_n(&lg->open_seq, lg->seq, __ATOMIC_RELEASE);
             if (!(lg->w = seg_writer_open(lg->o.dir, lg->o.host, lg->o.id, lg->seq, e, &err))) {
+                /* A removed directory refuses new files: say why at once. */
+                if (lg->o.watch) logdir_watch_file(lg->o.watch, NULL, NULL);
                 warn_rate_limited(lg, "cannot open a log segment", err.msg);
                 lg->seq++; /* whatever is left of it stays unused */
+                abandon_segment(lg, list);
+                return -1;
+            }
+            if (new_segment_claimed(lg) != 0) {
+                lg->seq++;
                 abandon_segment(lg, list);
                 return -1;
             }
@@ -396,8 +431,14 @@ static int sync_pending(struct logger *lg)
                  lg->o.id, seg_writer_path(lg->w), (double)dt / 1e6);
     if (lg->mark_unsynced) {
         lg->mark_unsynced = false;
-        __atomic_store_n(&lg->mark_seq, lg->w_seq, __ATOMIC_RELEASE);
-        if (lg->o.marked_word) __atomic_store_n(lg->o.marked_word, lg->marked, __ATOMIC_SEQ_CST);
+        lg->mark_ready = true;
+        lg->ready_seq = lg->w_seq;
+        lg->ready_through = lg->marked;
+    }
+    if (lg->o.watch) {
+        seg_format_name(lg->verify_name, sizeof lg->verify_name, lg->o.host, lg->o.id, lg->w_seq);
+        lg->verify_st = lg->w_st;
+        lg->need_verify = true;
     }
     struct log_buf *done = lg->pend_head;
     lg->pend_head = lg->pend_tail = NULL;
@@ -406,6 +447,46 @@ static int sync_pending(struct logger *lg)
     if (seg_writer_size(lg->w) >= lg->o.segment_bytes)
         close_segment(lg); /* the next write opens the next segment */
     return 0;
+}
+
+/* Nothing is published before the directory and the segment the last sync
+ * made durable are verified (dirwatch.h): an fdatasync into a removed
+ * directory succeeds. False: not now (lost, or it could not tell). */
+static bool verified(struct logger *lg)
+{
+    if (!lg->o.watch) return true;
+    if (!lg->need_verify) return !logdir_watch_lost(lg->o.watch);
+    if (logdir_watch_file(lg->o.watch, lg->verify_name, &lg->verify_st) != LOGDIR_INTACT)
+        return false;
+    lg->need_verify = false;
+    return true;
+}
+
+/* The directory is lost: nothing written from now on could be recovered.
+ * Write nothing more (the open file goes, and with it its disk space), give
+ * every buffer back so that the workers go on, publish nothing. */
+static void go_lost(struct logger *lg, struct log_buf *list)
+{
+    if (!lg->lost) {
+        lg->lost = true;
+        seg_writer_abandon(lg->w);
+        lg->w = NULL;
+        lg->mark_unsynced = lg->mark_ready = false;
+        struct log_buf *p = lg->pend_head;
+        lg->pend_head = lg->pend_tail = NULL;
+        lg->pend_bytes = 0;
+        recycle(lg, p);
+    }
+    recycle(lg, list);
+}
+
+/* The `through` of the last durable mark, for the epoch thread. */
+static void publish_mark(struct logger *lg)
+{
+    if (!lg->mark_ready) return;
+    lg->mark_ready = false;
+    __atomic_store_n(&lg->mark_seq, lg->ready_seq, __ATOMIC_RELEASE);
+    if (lg->o.marked_word) __atomic_store_n(lg->o.marked_word, lg->ready_through, __ATOMIC_SEQ_CST);
 }
 
 static void publish(struct logger *lg, uint64_t d)
@@ -460,6 +541,10 @@ static void *logger_main(void *arg)
         struct log_buf *list = lg->q_head;
         lg->q_head = lg->q_tail = NULL;
         pthread_mutex_unlock(&lg->mu);
+        if (lg->lost || logdir_watch_lost(lg->o.watch)) {
+            go_lost(lg, list);
+            continue;
+        }
         if (write_all(lg, list) != 0) {
             struct timespec nap = {0, (long)RETRY_NS};
             nanosleep(&nap, NULL);
@@ -484,7 +569,10 @@ static void *logger_main(void *arg)
             last = false;
             continue;
         }
-        if (!lg->pend_head) publish(lg, d);
+        if (!lg->pend_head && verified(lg)) {
+            publish_mark(lg);
+            publish(lg, d);
+        }
     }
     if (lg->w) close_segment(lg);
     return NULL;

@@ -19,13 +19,20 @@
  * after the sync that covers them; when all are in flight a worker waits
  * (backpressure from a slow disk). A failed write or sync leaves the durable
  * epoch where it was, abandons the segment and writes the unsynced buffers
- * again into a new one. */
+ * again into a new one.
+ *
+ * With a watch (log/dirwatch.h) a logger publishes only once the directory
+ * and the segment it synced are still the ones claimed (an fdatasync into a
+ * removed directory succeeds); once the directory is lost it writes and
+ * publishes nothing more: it gives its buffers back unwritten, so the
+ * workers go on, and no reply of theirs is ever released. */
 #ifndef PODDB_LOG_LOGGER_H
 #define PODDB_LOG_LOGGER_H
 
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "log/dirwatch.h"
 #include "log/segment.h"
 #include "util/err.h"
 
@@ -67,6 +74,7 @@ struct logger_options {
     void (*on_progress)(void *arg); /* after it published a larger durable epoch */
     void (*on_written)(void *arg);  /* after it wrote a record of a later epoch than before */
     void *arg;
+    struct logdir_watch *watch;  /* the directory's watch (NULL: not watched) */
 };
 
 struct logger_stats {

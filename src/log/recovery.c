@@ -520,11 +520,21 @@ static int durable_view(struct log_host *lh, struct log_durable_view *v, pod_err
 {
     memset(v, 0, sizeof *v);
     v->recorded = lh->drec.exists ? lh->drec.epoch : 0;
+    v->hosts = lh->logged_hosts;
     const struct logdir *ld = &lh->listing;
     uint64_t marks[POD_MAX_LOGGERS];
     bool have[POD_MAX_LOGGERS] = {false}, done[POD_MAX_LOGGERS] = {false};
     uint32_t n = 0;
     char path[POD_PATH_MAX + SEG_NAME_MAX + 2];
+    bool segments = false;
+    for (int i = 0; i < ld->nsegs; i++) segments = segments || ld->segs[i].host == (uint32_t)lh->o.host;
+    /* No segment, no record: this host bounds nothing (a host that starts
+     * with an empty log directory by --allow-empty-log must not make the
+     * others' marks count for nothing: log/emptylog.h). */
+    if (!segments) {
+        v->marked = UINT64_MAX;
+        return 0;
+    }
     for (int i = ld->nsegs - 1; i >= 0; i--) { /* newest first per logger (logdir order) */
         const struct logdir_seg *s = &ld->segs[i];
         if (s->host != (uint32_t)lh->o.host || s->logger >= POD_MAX_LOGGERS || done[s->logger])
@@ -596,8 +606,11 @@ int log_host_recover(struct log_host *lh, struct log_recovery_stats *stp, pod_er
     if (lh->o.pod_mode) {
         /* Hosts recover together once any of them has history: records of
          * this host's tuples may sit in their logs. */
+        /* A host started empty by --allow-empty-log recovers with the pod
+         * (rather than serve at once, as a host new to the pod does). */
         bool skipped;
-        if (!(x.route = route_begin(lh, &view, history, 0, &x.D, &start, &skipped, err))) {
+        if (!(x.route = route_begin(lh, &view, history || lh->lost_history, 0, &x.D, &start,
+                                    &skipped, err))) {
             free(chain);
             return skipped ? 0 : -1;
         }

@@ -8,6 +8,7 @@
 #include <time.h>
 
 #include "cxl/region.h"
+#include "log/emptylog.h"
 #include "log/log_priv.h"
 #include "util/clock.h"
 #include "util/log.h"
@@ -114,6 +115,7 @@ void log_durable_combine(const struct log_durable_view *v, int n, uint64_t *end,
         if (v[i].marked < marked) marked = v[i].marked;
         if (v[i].marked_max > top) top = v[i].marked_max;
     }
+    if (marked == UINT64_MAX) marked = 0; /* no host has a segment: no mark either */
     *end = marked > rec ? marked : rec;
     *start = top > *end ? top : *end;
 }
@@ -156,9 +158,17 @@ struct route *route_begin(struct log_host *lh, const struct log_durable_view *lo
         uint64_t ph = b ? __atomic_load_n(&b->phase, __ATOMIC_SEQ_CST) : 0;
         if (history && ph >= PH_DONE) {
             /* Recovered or serving without us: the pod did not restart as a whole. */
-            pod_err_set(err, "recovery: host %d is already serving; in pod mode a host with log "
-                        "history cannot join a running pod: stop every host and start them "
-                        "together", h);
+            if (ph == PH_SKIPPED && (lh->logged_hosts >> h & 1))
+                pod_err_set(err, "recovery: host %d started with an empty log directory and "
+                            "serves, but this host's %s lists it among the hosts that logged in "
+                            "this pod: its log was removed or replaced. Stop every host; start "
+                            "host %d again once its log is restored, or with --allow-empty-log "
+                            "to go on without it (docs/durability.md, \"An empty log directory\")",
+                            h, DURABLE_FILE_NAME, h);
+            else
+                pod_err_set(err, "recovery: host %d is already serving; in pod mode a host with "
+                            "log history cannot join a running pod: stop every host and start "
+                            "them together", h);
             cxl_root_publish(rt->r, CXL_ROOT_RECOVERY, CXL_NULL);
             cxl_free(rt->r, CXL_HWCC, rt->self_off);
             free(rt);
@@ -179,13 +189,30 @@ struct route *route_begin(struct log_host *lh, const struct log_durable_view *lo
         return NULL;
     }
     struct log_durable_view views[POD_MAX_HOSTS];
-    for (int h = 0; h < rt->nhosts; h++) /* published before PH_ARRIVED (release) */
+    int lister = -1;
+    for (int h = 0; h < rt->nhosts; h++) { /* published before PH_ARRIVED (release) */
         views[h] = block_of(rt, h)->view;
+        lh->logged_hosts |= views[h].hosts | (block_of(rt, h)->history ? 1u << h : 0);
+        if (lister < 0 && h != rt->host && (views[h].hosts >> rt->host & 1)) lister = h;
+    }
+    /* Without history, and not started so on purpose (--allow-empty-log
+     * recovers as a host with history), but another host's record lists
+     * this one: its log is gone (log/emptylog.h; here the evidence comes
+     * from hosts whose directories this machine cannot read). */
+    if (!history && lh->logging && lister >= 0) {
+        pod_error("log directory %s holds no log, but host %d logged in this pod before: host "
+                  "%d's %s lists it among the hosts that logged", lh->dir, rt->host, lister,
+                  DURABLE_FILE_NAME);
+        emptylog_refuse(lh->o.conf, rt->host, err);
+        __atomic_store_n(&rt->r->ctl->hosts[rt->host].log_dir_lost, 1, __ATOMIC_SEQ_CST);
+        route_end(rt);
+        return NULL;
+    }
     log_durable_combine(views, rt->nhosts, pod_durable, pod_start);
     pod_info("recovery: every host arrived; committed end of the pod's history: epoch %" PRIu64
              " (this host recorded %" PRIu64 ", its loggers marked %" PRIu64 "..%" PRIu64
              "); the pod goes on from epoch %" PRIu64, *pod_durable, local->recorded,
-             local->marked, local->marked_max, *pod_start);
+             local->marked == UINT64_MAX ? 0 : local->marked, local->marked_max, *pod_start);
     return rt;
 }
 

@@ -27,8 +27,11 @@ struct route;
  * (docs/durability.md, "Marks"). */
 struct log_durable_view {
     uint64_t recorded;   /* its durable-epoch record (0: none) */
-    uint64_t marked;     /* the smallest of its loggers' last marks (0: a logger has none) */
+    uint64_t marked;     /* the smallest of its loggers' last marks (0: a logger has none;
+                            UINT64_MAX: the host has no segment, so none of its records can
+                            be missing below any epoch) */
     uint64_t marked_max; /* the largest of its loggers' last marks */
+    uint32_t hosts;      /* the hosts its durable-epoch record lists as having logged */
 };
 
 /* Of the views of every host of a pod (one in a single-host pod): *end, the
@@ -40,7 +43,8 @@ void log_durable_combine(const struct log_durable_view *v, int n, uint64_t *end,
 
 /* Publish this host's view and whether it has a log history, and wait for
  * every host to do the same; *pod_durable and *pod_start as
- * log_durable_combine of every host's view. A host without history that
+ * log_durable_combine of every host's view, and the hosts that logged (every
+ * view's, and each host with history) added to lh->logged_hosts. A host without history that
  * sees no host with history recovering takes no part: NULL with *skipped
  * (not an error), and it may serve at once
  * (a host with history that arrives later finds it and refuses to start, as

@@ -764,6 +764,7 @@ uint64_t seg_writer_pending(const struct seg_writer *w)
 uint32_t seg_writer_pending_records(const struct seg_writer *w) { return w->nrec; }
 uint64_t seg_writer_synced_size(const struct seg_writer *w) { return w->synced; }
 const char *seg_writer_path(const struct seg_writer *w) { return w->path; }
+int seg_writer_stat(const struct seg_writer *w, struct stat *st) { return fstat(w->fd, st); }
 
 static void writer_free(struct seg_writer *w)
 {

@@ -18,6 +18,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/stat.h>
 
 #include "util/err.h"
 
@@ -242,6 +243,8 @@ uint32_t seg_writer_pending_records(const struct seg_writer *w);
 /* Bytes in the file known durable (after the last successful seg_writer_sync). */
 uint64_t seg_writer_synced_size(const struct seg_writer *w);
 const char *seg_writer_path(const struct seg_writer *w);
+/* fstat of the file (log/dirwatch.h checks it is still at its path). */
+int seg_writer_stat(const struct seg_writer *w, struct stat *st);
 
 /* Write the current block, fdatasync, close and free. 0, or -1 when any of it
  * failed (the writer is freed either way). A writer that was already broken is

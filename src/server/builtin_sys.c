@@ -96,6 +96,14 @@ static int sys_stats(pod_txn *tx, const pod_args *a, pod_result *res, void *ctx)
     name_i64_row(res, "calls.running", (uint64_t)pod_calls_running(db));
     name_i64_row(res, "calls.oldest_ms", pod_oldest_call(db, NULL, NULL) / 1000000);
     name_i64_row(res, "calls.handed_back", si ? rd(&si->calls_handed_back) : 0);
+    /* The log directory lost under the server (docs/durability.md, "The log
+     * directory watched"): this host's, and the lowest host's of the pod. */
+    if (db->log) {
+        struct log_host_stats ls;
+        log_host_get_stats(db->log, &ls);
+        name_i64_row(res, "log.dir_lost", ls.dir_lost);
+        name_i64_row(res, "log.dir_lost_host", (uint64_t)(int64_t)ls.dir_lost_host);
+    }
     struct pod_counters pc;
     if (pod_counters_get(db, &pc)) {
         name_i64_row(res, "pod.moved_in", pc.st.moved_in);
@@ -197,6 +205,8 @@ static int sys_log(pod_txn *tx, const pod_args *a, pod_result *res, void *ctx)
         kv_row(res, &row, "persisted_by_marks", "%llu",
                (unsigned long long)st.persisted_by_marks);
         kv_row(res, &row, "persisted_empty", "%llu", (unsigned long long)st.persisted_empty);
+        kv_row(res, &row, "dir_lost", "%s", st.dir_lost ? st.dir_lost_why : "no");
+        kv_row(res, &row, "dir_lost_host", "%d", st.dir_lost_host);
         kv_row(res, &row, "records", "%llu", (unsigned long long)st.records);
         kv_row(res, &row, "bytes", "%llu", (unsigned long long)st.bytes);
         kv_row(res, &row, "blocks", "%llu", (unsigned long long)st.blocks);

@@ -124,6 +124,7 @@ struct held_queue {
 struct pod_server {
     const struct pod_config *conf;
     int host;
+    struct pod_server_flags flags;
     struct cxl_region *region;
     pod_db *db;
     struct log_host *log;
@@ -1178,7 +1179,8 @@ static int start_log(struct pod_server *s, pod_err *err)
     struct log_host_options lo = {.conf = c, .host = s->host, .region = s->region, .db = s->db,
                                   .pod_mode = s->db->pod != NULL,
                                   .checkpoint_after = c->engine.checkpoint_after,
-                                  .cpus = hc->cpus, .ncpus = hc->ncpus};
+                                  .cpus = hc->cpus, .ncpus = hc->ncpus,
+                                  .allow_empty_log = s->flags.allow_empty_log};
     if (!(s->log = log_host_open(&lo, err))) return -1;
     if (log_host_recover(s->log, &s->info.recovery, err)) return -1;
     s->held = aligned_alloc(64, (size_t)hc->workers * sizeof *s->held);
@@ -1220,13 +1222,14 @@ static void wait_held_durable(struct pod_server *s)
                  (unsigned long long)wait_ms);
 }
 
-int pod_server_main(const struct pod_config *c, int host)
+int pod_server_main(const struct pod_config *c, int host, const struct pod_server_flags *f)
 {
     pod_err err = {{0}};
     struct pod_server *s = calloc(1, sizeof *s);
     if (!s) return 1;
     s->conf = c;
     s->host = host;
+    if (f) s->flags = *f;
     s->epfd = s->evfd = s->sigfd = s->unix_fd = s->tcp_fd = s->durable_fd = -1;
     s->spare_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
     s->info.conf = c;

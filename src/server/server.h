@@ -14,9 +14,16 @@
 
 struct pod_server;
 
+/* How poddb-server was asked to start. */
+struct pod_server_flags {
+    /* Start with an empty log directory even though the pod says this host
+     * logged before (docs/durability.md, "An empty log directory"). */
+    bool allow_empty_log;
+};
+
 /* Run the server for host `host` until a stop signal. Returns the exit
  * status for main (0 on a clean shutdown). */
-int pod_server_main(const struct pod_config *c, int host);
+int pod_server_main(const struct pod_config *c, int host, const struct pod_server_flags *f);
 
 /* For built-in procedures (sys.*): the running server of this process. */
 struct pod_server_info {

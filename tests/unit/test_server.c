@@ -496,6 +496,8 @@ START_TEST(test_sys_stats)
             else if (str_is(name, "calls.oldest_ms")) oldest = i64_at(r, i, 1);
             else if (str_is(name, "calls.handed_back")) handed_back = i64_at(r, i, 1);
             else if (str_is(name, "process.cpu_ms")) ck_assert_int_ge(i64_at(r, i, 1), 0);
+            else if (str_is(name, "log.dir_lost")) ck_assert_int_eq(i64_at(r, i, 1), 0);
+            else if (str_is(name, "log.dir_lost_host")) ck_assert_int_eq(i64_at(r, i, 1), -1);
             else ck_abort_msg("unexpected sys.stats row %d", i);
             continue;
         }

@@ -68,6 +68,8 @@ static int sh_counter;
 static int sh_spawn_nofile;
 /* More entries for the `tables:` section of the next configs (or NULL). */
 static const char *sh_extra_tables;
+/* One more argument for the next servers started (or NULL). */
+static const char *sh_spawn_arg;
 
 static inline uint64_t sh_now_ms(void)
 {
@@ -250,7 +252,7 @@ static inline pid_t sh_spawn_host(const char *conf, int host, const char *log)
         }
         char hs[16];
         snprintf(hs, sizeof hs, "%d", host);
-        execl(bin, bin, "--conf", conf, "--host", hs, (char *)NULL);
+        execl(bin, bin, "--conf", conf, "--host", hs, sh_spawn_arg, (char *)NULL);
         fprintf(stderr, "exec %s: %s\n", bin, strerror(errno));
         _exit(127);
     }
