@@ -5,9 +5,9 @@
 
 #define CHUNK_BYTES (1u << 20)
 
-static unsigned char *reserve(struct rec_list *l, size_t n)
+static unsigned char *reserve(struct logrec_list *l, size_t n)
 {
-    struct rec_chunk *c = l->tail;
+    struct logrec_chunk *c = l->tail;
     if (!c || c->cap - c->used < n) {
         size_t cap = n > CHUNK_BYTES ? n : CHUNK_BYTES;
         if (!(c = malloc(sizeof *c + cap))) return NULL;
@@ -25,10 +25,10 @@ static unsigned char *reserve(struct rec_list *l, size_t n)
     return p;
 }
 
-bool rec_list_add(struct rec_list *l, const struct log_record *rec, bool from_ckpt)
+bool logrec_list_add(struct logrec_list *l, const struct log_record *rec, bool from_ckpt)
 {
-    size_t n = rec_entry_size(rec->key_len, rec->tuple_len);
-    struct rec_entry *e = (struct rec_entry *)reserve(l, n);
+    size_t n = logrec_entry_size(rec->key_len, rec->tuple_len);
+    struct logrec_entry *e = (struct logrec_entry *)reserve(l, n);
     if (!e) return false;
     e->size = (uint32_t)n;
     e->table_id = rec->table_id;
@@ -42,7 +42,7 @@ bool rec_list_add(struct rec_list *l, const struct log_record *rec, bool from_ck
     return true;
 }
 
-bool rec_list_add_entry(struct rec_list *l, const struct rec_entry *src)
+bool logrec_list_add_entry(struct logrec_list *l, const struct logrec_entry *src)
 {
     unsigned char *p = reserve(l, src->size);
     if (!p) return false;
@@ -50,30 +50,30 @@ bool rec_list_add_entry(struct rec_list *l, const struct rec_entry *src)
     return true;
 }
 
-void rec_list_free(struct rec_list *l)
+void logrec_list_free(struct logrec_list *l)
 {
-    for (struct rec_chunk *c = l->head, *n; c; c = n) {
+    for (struct logrec_chunk *c = l->head, *n; c; c = n) {
         n = c->next;
         free(c);
     }
     memset(l, 0, sizeof *l);
 }
 
-const struct rec_entry *rec_first(const struct rec_list *l, struct rec_iter *it)
+const struct logrec_entry *logrec_first(const struct logrec_list *l, struct logrec_iter *it)
 {
     it->c = l->head;
     it->off = 0;
     while (it->c && it->c->used == 0) it->c = it->c->next;
-    return it->c ? (const struct rec_entry *)it->c->data : NULL;
+    return it->c ? (const struct logrec_entry *)it->c->data : NULL;
 }
 
-const struct rec_entry *rec_next(struct rec_iter *it)
+const struct logrec_entry *logrec_next(struct logrec_iter *it)
 {
     if (!it->c) return NULL;
-    it->off += ((const struct rec_entry *)(it->c->data + it->off))->size;
+    it->off += ((const struct logrec_entry *)(it->c->data + it->off))->size;
     while (it->c && it->off >= it->c->used) {
         it->c = it->c->next;
         it->off = 0;
     }
-    return it->c ? (const struct rec_entry *)(it->c->data + it->off) : NULL;
+    return it->c ? (const struct logrec_entry *)(it->c->data + it->off) : NULL;
 }

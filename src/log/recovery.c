@@ -64,13 +64,13 @@ struct rfile {
     uint64_t cut_off;      /* offset of the first block with an epoch >= D (0: none) */
 };
 
-struct rec_ctx {
+struct recovery_ctx {
     struct log_host *lh;
     pod_db *db;
     int n;                       /* replay threads */
     pthread_barrier_t bar;
-    struct rec_list *lists;      /* [n src][n dst] */
-    struct rec_list *out;        /* [n src][POD_MAX_HOSTS] (pod mode) */
+    struct logrec_list *lists;      /* [n src][n dst] */
+    struct logrec_list *out;        /* [n src][POD_MAX_HOSTS] (pod mode) */
     struct rfile *files;
     int nfiles;
     int next_file;               /* atomic */
@@ -87,8 +87,9 @@ struct rec_ctx {
 static void add(uint64_t *c, uint64_t d) { __atomic_fetch_add(c, d, __ATOMIC_RELAXED); }
 static uint64_t get(const uint64_t *c) { return __atomic_load_n(c, __ATOMIC_RELAXED); }
 
-static void fail(struct rec_ctx *x, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static void fail(struct rec_ctx *x, const char *fmt, ...)
+static void fail(struct recovery_ctx *x, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+static void fail(struct recovery_ctx *x, const char *fmt, ...)
 {
     pthread_mutex_lock(&x->err_lock);
     if (!x->failed) {
@@ -101,9 +102,12 @@ static void fail(struct rec_ctx *x, const char *fmt, ...)
     pthread_mutex_unlock(&x->err_lock);
 }
 
-static bool failed(struct rec_ctx *x) { return __atomic_load_n(&x->failed, __ATOMIC_ACQUIRE); }
+static bool failed(struct recovery_ctx *x)
+{
+    return __atomic_load_n(&x->failed, __ATOMIC_ACQUIRE);
+}
 
-static void progress(struct rec_ctx *x, const char *phase, bool force)
+static void progress(struct recovery_ctx *x, const char *phase, bool force)
 {
     uint64_t now = pod_mono_ns(), at = __atomic_load_n(&x->next_print, __ATOMIC_RELAXED);
     if (!force && (now < at || !__atomic_compare_exchange_n(&x->next_print, &at,
@@ -124,7 +128,8 @@ static uint32_t shard_of(const struct log_record *r, int n)
 }
 
 /* Check a record against the table it names; NULL (after fail) if it does not fit. */
-static pod_table *table_for(struct rec_ctx *x, const struct rfile *f, const struct log_record *r)
+static pod_table *table_for(struct recovery_ctx *x, const struct rfile *f,
+                            const struct log_record *r)
 {
     if (r->table_id >= x->db->ntables) {
         fail(x, "%s: a record names table id %" PRIu32 ", but this server has %" PRIu32
@@ -153,7 +158,7 @@ static pod_table *table_for(struct rec_ctx *x, const struct rfile *f, const stru
 }
 
 /* Read one file into the thread's lists. */
-static void read_file(struct rec_ctx *x, int self, struct rfile *f)
+static void read_file(struct recovery_ctx *x, int self, struct rfile *f)
 {
     pod_err err;
     struct seg_reader *r = seg_reader_open(f->path, &err);
@@ -188,10 +193,10 @@ static void read_file(struct rec_ctx *x, int self, struct rfile *f)
         pod_table *t = table_for(x, f, &rec);
         if (!t) break;
         int owner = log_owner_of(x->lh, t, rec.key);
-        struct rec_list *dst = owner == x->lh->o.host
+        struct logrec_list *dst = owner == x->lh->o.host
                                    ? &x->lists[self * x->n + (int)shard_of(&rec, x->n)]
                                    : &x->out[self * POD_MAX_HOSTS + owner];
-        if (!rec_list_add(dst, &rec, f->ckpt)) {
+        if (!logrec_list_add(dst, &rec, f->ckpt)) {
             fail(x, "out of memory holding the log records for replay");
             break;
         }
@@ -234,8 +239,8 @@ static void read_file(struct rec_ctx *x, int self, struct rfile *f)
 /* Patches in replay order: by key, and along each key's chain of versions. */
 static int patch_cmp(const void *pa, const void *pb)
 {
-    const struct rec_entry *a = *(const struct rec_entry *const *)pa;
-    const struct rec_entry *b = *(const struct rec_entry *const *)pb;
+    const struct logrec_entry *a = *(const struct logrec_entry *const *)pa;
+    const struct logrec_entry *b = *(const struct logrec_entry *const *)pb;
     if (a->table_id != b->table_id) return a->table_id < b->table_id ? -1 : 1;
     int c = memcmp(a->data, b->data, a->key_len);
     if (c) return c;
@@ -248,7 +253,7 @@ struct apply_counts {
 
 /* Every EBR_BATCH records: leave the critical section for a moment (so that
  * retired index nodes can go) and report progress. */
-static void apply_tick(struct rec_ctx *x, struct pod_worker *w, struct apply_counts *c)
+static void apply_tick(struct recovery_ctx *x, struct pod_worker *w, struct apply_counts *c)
 {
     if (++c->k % EBR_BATCH) return;
     ebr_exit(x->db->ebr, w->id);
@@ -262,13 +267,13 @@ static void apply_tick(struct rec_ctx *x, struct pod_worker *w, struct apply_cou
  * go after its whole values (the highest of which wins as usual), in order
  * of epoch-version; one whose base version is missing (a record of the
  * chain was lost in a damaged segment) is counted and left out. */
-static void apply_patches(struct rec_ctx *x, struct pod_worker *w, const struct rec_entry **p,
-                          size_t n, struct apply_counts *c)
+static void apply_patches(struct recovery_ctx *x, struct pod_worker *w,
+                          const struct logrec_entry **p, size_t n, struct apply_counts *c)
 {
     if (n == 0) return;
     qsort(p, n, sizeof *p, patch_cmp);
     for (size_t i = 0; i < n && !failed(x); i++) {
-        const struct rec_entry *e = p[i];
+        const struct logrec_entry *e = p[i];
         struct log_patch pa = log_patch_parse(e->data + e->key_len, e->tuple_len);
         switch (table_patch(x->db->tables[e->table_id], e->data, e->ev, pa.base_ev, pa.offset,
                             pa.bytes, pa.len)) {
@@ -281,17 +286,17 @@ static void apply_patches(struct rec_ctx *x, struct pod_worker *w, const struct 
 }
 
 /* Apply the records meant for replay thread self. */
-static void apply_mine(struct rec_ctx *x, struct pod_worker *w, struct rec_list *tombs)
+static void apply_mine(struct recovery_ctx *x, struct pod_worker *w, struct logrec_list *tombs)
 {
     int self = w->id;
     struct apply_counts c = {0};
-    const struct rec_entry **patches = NULL;
+    const struct logrec_entry **patches = NULL;
     size_t npatches = 0, cap = 0;
     ebr_enter(x->db->ebr, w->id);
     for (int src = 0; src < x->n && !failed(x); src++) {
-        struct rec_iter it;
-        for (const struct rec_entry *e = rec_first(&x->lists[src * x->n + self], &it); e;
-             e = rec_next(&it)) {
+        struct logrec_iter it;
+        for (const struct logrec_entry *e = logrec_first(&x->lists[src * x->n + self], &it); e;
+             e = logrec_next(&it)) {
             if (!e->from_ckpt && log_ev_epoch(e->ev) < x->Es) {
                 c.before_ckpt++;
                 continue;
@@ -299,7 +304,7 @@ static void apply_mine(struct rec_ctx *x, struct pod_worker *w, struct rec_list 
             if (e->kind == LOG_PATCH) { /* after the whole values (the lists stay until the end) */
                 if (npatches == cap) {
                     cap = cap ? 2 * cap : 4096;
-                    const struct rec_entry **np = realloc(patches, cap * sizeof *np);
+                    const struct logrec_entry **np = realloc(patches, cap * sizeof *np);
                     if (!np) {
                         fail(x, "out of memory sorting the logged updates");
                         break;
@@ -318,7 +323,7 @@ static void apply_mine(struct rec_ctx *x, struct pod_worker *w, struct rec_list 
             }
             if (r == TABLE_NOT_NEWER) c.older++;
             else c.applied++;
-            if (r == TABLE_INSTALLED && !tuple && !rec_list_add_entry(tombs, e)) {
+            if (r == TABLE_INSTALLED && !tuple && !logrec_list_add_entry(tombs, e)) {
                 fail(x, "out of memory replaying table %s", t->name);
                 break;
             }
@@ -334,12 +339,13 @@ static void apply_mine(struct rec_ctx *x, struct pod_worker *w, struct rec_list 
     add(&x->st->patches_lost, c.patches_lost);
 }
 
-static void drop_tombstones(struct rec_ctx *x, struct pod_worker *w, struct rec_list *tombs)
+static void drop_tombstones(struct recovery_ctx *x, struct pod_worker *w,
+                            struct logrec_list *tombs)
 {
     uint64_t dropped = 0, k = 0;
-    struct rec_iter it;
+    struct logrec_iter it;
     ebr_enter(x->db->ebr, w->id);
-    for (const struct rec_entry *e = rec_first(tombs, &it); e; e = rec_next(&it)) {
+    for (const struct logrec_entry *e = logrec_first(tombs, &it); e; e = logrec_next(&it)) {
         dropped += (uint64_t)table_drop_tombstone(x->db->tables[e->table_id], e->data);
         if (++k % EBR_BATCH == 0) {
             ebr_exit(x->db->ebr, w->id);
@@ -351,18 +357,18 @@ static void drop_tombstones(struct rec_ctx *x, struct pod_worker *w, struct rec_
 }
 
 /* Records other hosts route here go to the replay thread owning the key. */
-static bool deliver(void *ctx, const struct rec_entry *e)
+static bool deliver(void *ctx, const struct logrec_entry *e)
 {
-    struct rec_ctx *x = ctx;
+    struct recovery_ctx *x = ctx;
     if (e->table_id >= x->db->ntables) return false;
     struct log_record r = {.table_id = e->table_id, .key = e->data, .key_len = e->key_len};
     add(&x->st->records_received, 1);
-    return rec_list_add_entry(&x->lists[0 * x->n + (int)shard_of(&r, x->n)], e);
+    return logrec_list_add_entry(&x->lists[0 * x->n + (int)shard_of(&r, x->n)], e);
 }
 
 static void replay_body(struct pod_worker *w, void *arg)
 {
-    struct rec_ctx *x = arg;
+    struct recovery_ctx *x = arg;
     int self = w->id;
     /* read */
     for (;;) {
@@ -374,12 +380,12 @@ static void replay_body(struct pod_worker *w, void *arg)
     /* pod mode: send and receive through the region (thread 0; the rest wait) */
     if (self == 0 && x->route && !failed(x)) {
         pod_err err;
-        struct rec_list out[POD_MAX_HOSTS];
+        struct logrec_list out[POD_MAX_HOSTS];
         memset(out, 0, sizeof out);
         /* Join the threads' outboxes per host (moving the chunk lists). */
         for (int h = 0; h < POD_MAX_HOSTS; h++)
             for (int t = 0; t < x->n; t++) {
-                struct rec_list *l = &x->out[t * POD_MAX_HOSTS + h];
+                struct logrec_list *l = &x->out[t * POD_MAX_HOSTS + h];
                 if (!l->head) continue;
                 if (out[h].tail) out[h].tail->next = l->head;
                 else out[h].head = l->head;
@@ -392,16 +398,16 @@ static void replay_body(struct pod_worker *w, void *arg)
         if (route_send(x->route, out, &err) != 0 ||
             route_receive(x->route, deliver, x, &err) != 0)
             fail(x, "%s", err.msg);
-        for (int h = 0; h < POD_MAX_HOSTS; h++) rec_list_free(&out[h]);
+        for (int h = 0; h < POD_MAX_HOSTS; h++) logrec_list_free(&out[h]);
         cxl_thread_detach(x->lh->o.region); /* this thread allocated the staging areas */
     }
     pthread_barrier_wait(&x->bar);
     /* apply */
-    struct rec_list tombs = {0};
+    struct logrec_list tombs = {0};
     if (!failed(x)) apply_mine(x, w, &tombs);
     pthread_barrier_wait(&x->bar);
     if (!failed(x)) drop_tombstones(x, w, &tombs);
-    rec_list_free(&tombs);
+    logrec_list_free(&tombs);
 }
 
 /* ---- cutting the logs back to committed history -------------------------------- */
@@ -463,8 +469,8 @@ static int cut_file(struct log_host *lh, struct rfile *f, uint64_t D, uint64_t *
 
 /* ---- the whole ------------------------------------------------------------------- */
 
-static int add_file(struct rec_ctx *x, int *cap, const char *dir, const char *name, bool ckpt,
-                    uint32_t logger, uint64_t seq)
+static int add_file(struct recovery_ctx *x, int *cap, const char *dir, const char *name,
+                    bool ckpt, uint32_t logger, uint64_t seq)
 {
     if (x->nfiles == *cap) {
         *cap = *cap ? 2 * *cap : 32;
@@ -595,7 +601,7 @@ int log_host_recover(struct log_host *lh, struct log_recovery_stats *stp, pod_er
         return -1;
     }
     bool history = ld->nsegs > 0 || nchain || lh->drec.exists;
-    struct rec_ctx x = {.lh = lh, .db = lh->o.db, .st = st};
+    struct recovery_ctx x = {.lh = lh, .db = lh->o.db, .st = st};
     struct log_durable_view view = {0};
     if (lh->logging && durable_view(lh, &view, err)) {
         free(chain);
@@ -720,9 +726,9 @@ nomem:
 out:
     route_end(x.route);
     if (x.lists)
-        for (int i = 0; i < x.n * x.n; i++) rec_list_free(&x.lists[i]);
+        for (int i = 0; i < x.n * x.n; i++) logrec_list_free(&x.lists[i]);
     if (x.out)
-        for (int i = 0; i < x.n * POD_MAX_HOSTS; i++) rec_list_free(&x.out[i]);
+        for (int i = 0; i < x.n * POD_MAX_HOSTS; i++) logrec_list_free(&x.out[i]);
     free(x.lists);
     free(x.out);
     free(x.files);

@@ -216,7 +216,7 @@ struct route *route_begin(struct log_host *lh, const struct log_durable_view *lo
     return rt;
 }
 
-int route_send(struct route *rt, const struct rec_list out[], pod_err *err)
+int route_send(struct route *rt, const struct logrec_list out[], pod_err *err)
 {
     struct cxl_swcc *sw = &rt->r->swcc;
     for (int h = 0; h < rt->nhosts; h++) {
@@ -231,7 +231,7 @@ int route_send(struct route *rt, const struct rec_list out[], pod_err *err)
         rt->staged[h] = off;
         char *dst = cxl_ptr(rt->r, off);
         size_t pos = 0;
-        for (const struct rec_chunk *c = out[h].head; c; c = c->next) {
+        for (const struct logrec_chunk *c = out[h].head; c; c = c->next) {
             cxl_swcc_write(sw, dst + pos, c->data, c->used);
             pos += c->used;
         }
@@ -244,7 +244,7 @@ int route_send(struct route *rt, const struct rec_list out[], pod_err *err)
     return wait_all(rt, PH_STAGED, err);
 }
 
-int route_receive(struct route *rt, bool (*deliver)(void *ctx, const struct rec_entry *e),
+int route_receive(struct route *rt, bool (*deliver)(void *ctx, const struct logrec_entry *e),
                   void *ctx, pod_err *err)
 {
     struct cxl_swcc *sw = &rt->r->swcc;
@@ -264,9 +264,9 @@ int route_receive(struct route *rt, bool (*deliver)(void *ctx, const struct rec_
         cxl_swcc_read(sw, buf, src, len);
         uint64_t pos = 0, n = 0;
         while (pos < len) {
-            const struct rec_entry *e = (const struct rec_entry *)(buf + pos);
+            const struct logrec_entry *e = (const struct logrec_entry *)(buf + pos);
             if (e->size < sizeof *e || e->size > len - pos ||
-                rec_entry_size(e->key_len, e->tuple_len) != e->size) {
+                logrec_entry_size(e->key_len, e->tuple_len) != e->size) {
                 pod_err_set(err, "recovery: malformed record %" PRIu64 " from host %d", n, h);
                 free(buf);
                 return -1;

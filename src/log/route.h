@@ -6,7 +6,7 @@
  * Each host allocates an exchange block in its HWcc slice and publishes it at
  * root slot CXL_ROOT_RECOVERY: its phase, its recorded durable epoch, and per
  * destination host the offset and length of a staging area in its own SWcc
- * slice. The staged bytes are rec_entry records (recbuf.h), written back
+ * slice. The staged bytes are logrec_entry records (recbuf.h), written back
  * (cxl_swcc_writeback) before the phase that announces them is stored, and
  * flushed (cxl_swcc_flush) by the reader before it reads them. Phases are
  * barriers over all hosts of the pod; every wait is bounded and reports which
@@ -54,10 +54,10 @@ struct route *route_begin(struct log_host *lh, const struct log_durable_view *lo
                           int timeout_ms, uint64_t *pod_durable, uint64_t *pod_start,
                           bool *skipped, pod_err *err);
 /* Stage out[h] for every other host h, and wait until every host staged. */
-int route_send(struct route *rt, const struct rec_list out[], pod_err *err);
+int route_send(struct route *rt, const struct logrec_list out[], pod_err *err);
 /* Deliver every record the other hosts staged for this host. deliver returns
  * false to fail (out of memory). Then wait until every host has received. */
-int route_receive(struct route *rt, bool (*deliver)(void *ctx, const struct rec_entry *e),
+int route_receive(struct route *rt, bool (*deliver)(void *ctx, const struct logrec_entry *e),
                   void *ctx, pod_err *err);
 /* Free the staging areas (after route_receive, or after a failure). */
 void route_end(struct route *rt);

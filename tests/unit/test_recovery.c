@@ -477,8 +477,8 @@ START_TEST(test_corrupt_record_ends_that_file)
     write_seg(dir, 0, 1, later, 1);
     /* Flip a byte of block 2's record (its tuple), leaving the file's length. */
     seg_path(path, sizeof path, dir, 0, 0);
-    uint64_t rec_size = seg_record_size(8, LF_TUPLE);
-    uint64_t block = SEG_BLOCK_HEADER_SIZE + rec_size;
+    uint64_t logrec_size = seg_record_size(8, LF_TUPLE);
+    uint64_t block = SEG_BLOCK_HEADER_SIZE + logrec_size;
     uint64_t off = SEG_HEADER_SIZE + block + SEG_BLOCK_HEADER_SIZE + 30;
     int fd = open(path, O_RDWR);
     ck_assert_int_ge(fd, 0);
