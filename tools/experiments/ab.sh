@@ -200,7 +200,7 @@ print(" ".join("%s=%.2f" % (n, v / hz) for n, v in sorted(k.items()) if v > 0))
 EOF
 }
 
-# The VM's spell (targets.sh prints the same gauge): A's poddb-crcbench hot rate
+# The VM's spell (targets.py prints the same gauge): A's poddb-crcbench hot rate
 crc_gauge() { "${TREES[0]}/build/bin/poddb-crcbench" --total 512 2>/dev/null | awk '/^ *hot/ {print $(NF-1)}'; }
 echo "hot CRC32C before the runs: $(crc_gauge) GB/s"
 echo "A: ${TREES[0]}${ENV_A:+ ($ENV_A)}"

@@ -15,11 +15,19 @@ errors and signals). It then writes, in the results folder:
   plot.gp, STUDY.png   the gnuplot script and its plot
   meta.txt      command line, machine, load average, git revision
 
+Scripts that manage their pods themselves (targets.py: several pods up at
+once, taking turns) use the same pieces through Pods and Pod below: configs
+written from dicts, pods up and down with tools/pod (always down at the end),
+poddb-bench's JSON line.
+
 Python 3 standard library only; gnuplot draws the plots. docs/experiments.md
 describes the studies."""
 
 import argparse
 import csv
+import glob
+import importlib.machinery
+import importlib.util
 import json
 import os
 import shutil
@@ -376,13 +384,7 @@ class Experiment:
     # -- the pod ---------------------------------------------------------------------
 
     def pod(self, *args, check=True):
-        cmd = [os.path.join(ROOT, "tools/pod"), *args, "--bin", self.bin]
-        r = subprocess.run(cmd, capture_output=not self.a.verbose, text=True)
-        if check and r.returncode != 0:
-            out = "" if self.a.verbose else (r.stdout + r.stderr).strip()
-            raise ExpError(f"tools/pod {' '.join(args)} failed (exit {r.returncode})"
-                           + (f":\n{out}" if out else ""))
-        return r
+        return pod_tool(self.bin, *args, check=check, verbose=self.a.verbose)
 
     def pod_counters(self, conf, nhosts):
         """Each host's sys.pod counters summed over the hosts (None in a 1-host pod)."""
@@ -414,11 +416,7 @@ class Experiment:
         r = subprocess.run(cmd, stdout=subprocess.PIPE,
                            stderr=None if self.a.verbose else subprocess.PIPE, text=True)
         wall = time.monotonic() - t0
-        line = r.stdout.strip().splitlines()[-1] if r.stdout.strip() else ""
-        try:
-            j = json.loads(line)
-        except ValueError:
-            j = None
+        line, j = last_json(r.stdout)
         return r.returncode, j, line, (r.stderr or "").strip(), wall
 
     # -- the run loop ------------------------------------------------------------------
@@ -628,6 +626,233 @@ class Experiment:
                 f"{os.cpu_count()} CPUs, load avg {self.load[0]:.1f}-{self.load[1]:.1f}; "
                 f"base {os.path.relpath(self.base.path, ROOT)} "
                 f"({len(h)} hosts x {w} worker{'s' if w != 1 else ''})")
+
+
+# ---- pods and poddb-bench, for every script ----------------------------------------------
+
+def pod_tool(bindir, *args, check=True, verbose=False, env=None):
+    """tools/pod ARGS with the programs of bindir (env: more variables for it and
+    the servers it starts); ExpError when it fails and check."""
+    cmd = [os.path.join(ROOT, "tools/pod"), *args, "--bin", bindir]
+    r = subprocess.run(cmd, capture_output=not verbose, text=True,
+                       env=dict(os.environ, **env) if env else None)
+    if check and r.returncode != 0:
+        out = "" if verbose else (r.stdout + r.stderr).strip()
+        raise ExpError(f"tools/pod {' '.join(args)} failed (exit {r.returncode})"
+                       + (f":\n{out}" if out else ""))
+    return r
+
+
+def last_json(stdout):
+    """(line, dict) of the last line of poddb-bench --json's output; dict is None
+    when that line is not JSON."""
+    line = stdout.strip().splitlines()[-1] if stdout.strip() else ""
+    try:
+        return line, json.loads(line)
+    except ValueError:
+        return line, None
+
+
+_podtool = None
+
+
+def podtool():
+    """tools/pod as a module: its Pod knows where a pod's run directory (pid
+    files, server logs) is and which of its servers run."""
+    global _podtool
+    if _podtool is None:
+        loader = importlib.machinery.SourceFileLoader("poddb_podtool",
+                                                      os.path.join(ROOT, "tools/pod"))
+        _podtool = importlib.util.module_from_spec(
+            importlib.util.spec_from_loader(loader.name, loader))
+        loader.exec_module(_podtool)
+    return _podtool
+
+
+class Pod:
+    """A pod that is up (Pods.up): its servers, their threads, procedure calls."""
+
+    def __init__(self, conf, bindir):
+        self.conf, self.bin = conf, bindir
+        self.paused = False
+
+    def pids(self):
+        """The servers' process ids, host 0 first."""
+        tp = podtool().Pod(self.conf, self.bin)
+        pids = []
+        for h in tp.ids():
+            s = tp.server(h)
+            if s is None:
+                raise ExpError(f"host {h} of {self.conf} is not running")
+            pids.append(s[0])
+        return pids
+
+    def signal(self, sig):
+        for pid in self.pids():
+            os.kill(pid, sig)
+
+    def pause(self):
+        """Stop both servers (SIGSTOP) so that pods can take turns on the
+        machine: a stopped pod takes no CPU (an idle one still wakes now and
+        then) and keeps its data. Only between benchmark runs: nothing may wait
+        on it."""
+        self.signal(signal.SIGSTOP)
+        self.paused = True
+
+    def resume(self):
+        self.signal(signal.SIGCONT)
+        self.paused = False
+
+    def thread_ticks(self):
+        """{"KIND#TID": ticks} for every thread of the pod's servers, KIND the
+        thread's name without its trailing number (pod-worker, pod-ckpt, ...),
+        ticks its user + system time (see kind_seconds)."""
+        out = {}
+        for pid in self.pids():
+            for task in glob.glob(f"/proc/{pid}/task/*"):
+                try:
+                    with open(f"{task}/comm") as f:
+                        kind = f.read().strip().rstrip("0123456789")
+                    with open(f"{task}/stat") as f:
+                        st = f.read().rpartition(")")[2].split()
+                except OSError:
+                    continue  # the thread ended
+                out[f"{kind}#{os.path.basename(task)}"] = int(st[11]) + int(st[12])
+        return out
+
+    def call(self, h, *call):
+        """poddb-cli's output of a procedure call on host h."""
+        r = subprocess.run([os.path.join(self.bin, "poddb-cli"), "--conf", self.conf, "--host",
+                            str(h), "call", *call], capture_output=True, text=True)
+        if r.returncode != 0:
+            raise ExpError(f"{' '.join(call)} on host {h}: {r.stderr.strip()}")
+        return r.stdout
+
+
+def kind_seconds(kind, before, after):
+    """The CPU seconds the threads of kind took between two thread_ticks()."""
+    ticks = sum(t - before.get(k, 0) for k, t in after.items() if k.startswith(kind + "#"))
+    return ticks / os.sysconf("SC_CLK_TCK")
+
+
+class Pods:
+    """The private pods of a script: a scratch directory (WORK) for their
+    configs, sockets and logs, regions named after the script and its process
+    (or $PODDB_EXP_TAG), every pod brought down at the end (close, or the end
+    of a with block), also on errors and signals. With keep, WORK is copied
+    there first, but for the pods' durability logs (a few TPC-C runs leave
+    gigabytes of segments and checkpoints)."""
+
+    def __init__(self, name, bindir, keep=None):
+        self.name, self.bin, self.keep = name, bindir, keep
+        self.tag = f"{os.environ.get('PODDB_EXP_TAG') or 'poddb'}-{name}-{os.getpid()}"
+        self.work = tempfile.mkdtemp(prefix=f"poddb-{name}.")
+        self.up_pods = []
+
+    def __enter__(self):
+        for s in (signal.SIGTERM, signal.SIGHUP):
+            signal.signal(s, _on_signal)
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+        return False
+
+    def path(self, name):
+        return os.path.join(self.work, name)
+
+    def config(self, name, cfg):
+        """Write WORK/name.yaml: cfg (a dict as in the YAML) with the region on
+        /dev/shm and the sockets and logs in WORK filled in; returns its path."""
+        cfg = dict(cfg)
+        cfg["region"] = dict(path=f"/dev/shm/{self.tag}-{name}", kind="shm", **cfg["region"])
+        hd = dict(socket=self.path(f"{name}-{{host}}.sock"),
+                  log_dir=self.path(f"{name}-log-{{host}}"))
+        hd.update(cfg.get("host_defaults", {}))
+        cfg["host_defaults"] = hd
+        conf = self.path(f"{name}.yaml")
+        with open(conf, "w") as f:
+            f.write("\n".join(yaml_block(cfg)) + "\n")
+        return conf
+
+    def pod2(self, name, loggers, ycsb_tuples, engine=None, host_defaults=None, tpcc=None):
+        """The config of a 2-host pod, 1 worker per host on CPUs 0 and 1, a
+        4 GiB region with 256 MiB of HWcc, 10 ms epochs, TPC-C with 2
+        warehouses (tpcc: more workloads.tpcc keys), YCSB with ycsb_tuples and
+        skew 0.7; engine and host_defaults: more keys of those sections."""
+        return self.config(name, dict(
+            region=dict(size="4GiB", hwcc_budget="256MiB"),
+            host_defaults=dict(workers=1, loggers=loggers, **(host_defaults or {})),
+            hosts=[dict(cpus="0"), dict(cpus="1")],
+            workloads=dict(tpcc=dict(warehouses=2, **(tpcc or {})),
+                           ycsb=dict(tuples=ycsb_tuples, theta=0.7)),
+            engine=dict(epoch_ms=10, **(engine or {}))))
+
+    def up(self, conf, env=None):
+        """Start the pod of conf (its log directories emptied first; the servers
+        get env in their environment); returns its Pod."""
+        for d in glob.glob(conf[:-len(".yaml")] + "-log-*"):
+            shutil.rmtree(d, ignore_errors=True)
+        self.up_pods.append(conf)  # first: a signal during up still brings it down
+        pod_tool(self.bin, "up", "--conf", conf, env=env)
+        return Pod(conf, self.bin)
+
+    def down(self, pod):
+        """Stop a pod (resumed first if paused)."""
+        pod.paused = False
+        self._down(pod.conf)
+
+    def _down(self, conf):
+        try:  # SIGCONT first: a paused server cannot stop
+            tp = podtool().Pod(conf, self.bin)
+            for h in tp.ids():
+                s = tp.server(h)
+                if s:
+                    os.kill(s[0], signal.SIGCONT)
+        except Exception:  # noqa: BLE001 - whatever it is, still try tools/pod down
+            pass
+        pod_tool(self.bin, "down", "--conf", conf, check=False)
+        if conf in self.up_pods:
+            self.up_pods.remove(conf)
+
+    def close(self):
+        for conf in list(self.up_pods):
+            self._down(conf)
+        if self.keep:
+            os.makedirs(self.keep, exist_ok=True)
+            for e in os.listdir(self.work):
+                if "-log-" in e:
+                    continue
+                src = self.path(e)
+                if os.path.isdir(src):
+                    shutil.copytree(src, os.path.join(self.keep, e), dirs_exist_ok=True)
+                else:
+                    shutil.copy(src, self.keep)
+        shutil.rmtree(self.work, ignore_errors=True)
+        for f in glob.glob(f"/dev/shm/{self.tag}-*"):
+            try:
+                os.unlink(f)
+            except OSError:
+                pass
+
+
+def bench_json(bindir, conf, args, out=None):
+    """poddb-bench --conf conf --json ARGS; its JSON line (a dict). out: a file
+    that gets the JSON line, and out.err its messages. ExpError when it fails,
+    with the last lines of its messages."""
+    r = subprocess.run([os.path.join(bindir, "poddb-bench"), "--conf", conf, "--json", *args],
+                       capture_output=True, text=True)
+    line, j = last_json(r.stdout)
+    if out:
+        with open(out, "w") as f:
+            f.write(r.stdout)
+        with open(out + ".err", "w") as f:
+            f.write(r.stderr)
+    if r.returncode != 0 or j is None:
+        tail = "\n".join(r.stderr.strip().splitlines()[-5:])
+        raise ExpError(f"poddb-bench {' '.join(args)} failed (exit {r.returncode})"
+                       + (f":\n{tail}" if tail else ""))
+    return j
 
 
 # ---- results ------------------------------------------------------------------------------

@@ -1,12 +1,15 @@
 # shellcheck shell=bash
-# Sourced by the scripted measurements on private 2-host pods (targets.sh,
-# ab.sh, moveback.sh): 1 worker per host on CPUs 0 and 1, a 4 GiB region
-# with 256 MiB of HWcc, 10 ms epochs, one region per config. Set ROOT, BIN
-# and NAME (the script's name) first; this sets WORK (a scratch directory),
-# TAG and CONF (the pod the benchmarks talk to) and on exit stops every pod
-# it started and removes WORK and the regions (copying WORK to $KEEP first
-# when KEEP is set, but for the pods' durability logs: a few TPC-C runs
-# leave gigabytes of segments and checkpoints).
+# A library, not a program: sourced (`. pod2.sh`) by the bash scripts that
+# measure on private 2-host pods (ab.sh, ckptcost.sh, crowded.sh,
+# moveback.sh), so it has no options and no --help of its own; explib.py's
+# Pods does the same for the Python tools (targets.py). The pods: 1 worker
+# per host on CPUs 0 and 1, a 4 GiB region with 256 MiB of HWcc, 10 ms
+# epochs, one region per config. Set ROOT, BIN and NAME (the script's name)
+# first; this sets WORK (a scratch directory), TAG and CONF (the pod the
+# benchmarks talk to) and on exit stops every pod it started and removes
+# WORK and the regions (copying WORK to $KEEP first when KEEP is set, but
+# for the pods' durability logs: a few TPC-C runs leave gigabytes of
+# segments and checkpoints).
 
 # need_programs P...: every program in $BIN, or exit 2
 need_programs() {
@@ -112,12 +115,6 @@ thread_ticks() {
             echo "$(sed 's/[0-9]*$//' "$t/comm" 2>/dev/null)#${t##*/} $(sed 's/.*) //' "$t/stat" 2>/dev/null | awk '{print $12 + $13}')"
         done
     done
-}
-# kind_seconds KIND BEFORE AFTER: the CPU seconds the threads of KIND took
-# between two thread_ticks outputs (files)
-kind_seconds() {
-    awk -v k="$1#" -v hz="$(getconf CLK_TCK)" 'NR == FNR {a[$1] = $2; next}
-        index($1, k) == 1 {s += $2 - ($1 in a ? a[$1] : 0)} END {printf "%.2f\n", s / hz}' "$2" "$3"
 }
 
 # up CONF [VAR=VALUE...]: start the pod of CONF (its log directories emptied
