@@ -22,6 +22,9 @@ sum) and the mean reply wait, then the means and B/A.
 
   --pairs N        pairs of runs (default 3)
   --duration S     seconds of each measured run (default 8)
+  --warmup S       seconds of warmup before it (default 1)
+  --tpcc "K: V;.." more keys of workloads.tpcc, ';' between them (smaller
+                   tables for a quick run: "items: 2000;customers_per_district: 60")
   --remote NO/PAY  TPC-C remote percentages (default 10/15)
   -h, --help       this text
 
@@ -30,11 +33,14 @@ each other, not with a neighbour.
 EOF
 }
 
-PAIRS=3 DUR=8 REMOTE=10/15 ARGS=()
+PAIRS=3 DUR=8 WARMUP=1 REMOTE=10/15 ARGS=()
+export TPCC_KEYS=
 while [ $# -gt 0 ]; do
     case $1 in
     --pairs) PAIRS=$2; shift 2 ;;
     --duration) DUR=$2; shift 2 ;;
+    --warmup) WARMUP=$2; shift 2 ;;
+    --tpcc) TPCC_KEYS=$2; shift 2 ;;
     --remote) REMOTE=$2; shift 2 ;;
     -h | --help) usage; exit 0 ;;
     -*) echo "crowded.sh: unknown option $1 (see --help)" >&2; exit 2 ;;
@@ -42,7 +48,7 @@ while [ $# -gt 0 ]; do
     esac
 done
 [ ${#ARGS[@]} = 2 ] || { usage >&2; exit 2; }
-case $PAIRS$DUR in *[!0-9]*) echo "crowded.sh: --pairs and --duration take whole numbers" >&2; exit 2 ;; esac
+case $PAIRS$DUR$WARMUP in *[!0-9]*) echo "crowded.sh: --pairs, --duration and --warmup take whole numbers" >&2; exit 2 ;; esac
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 NAME=crowded
 # shellcheck source=tools/experiments/pod2.sh
@@ -54,7 +60,7 @@ BIN=${TREES[0]}/build/bin
 bench() {
     "$BIN/poddb-bench" --conf "$1" --workload tpcc --duration 1 --warmup 0 -q >/dev/null 2>"$2.err" &&
         "$BIN/poddb-bench" --conf "$1" --workload tpcc --remote "$REMOTE" --duration "$DUR" \
-            --warmup 1 --json -q >"$2" 2>>"$2.err" || { tail -5 "$2.err" >&2; return 1; }
+            --warmup "$WARMUP" --json -q >"$2" 2>>"$2.err" || { tail -5 "$2.err" >&2; return 1; }
 }
 # "committed/s wait_us" of a JSON line
 figures() {

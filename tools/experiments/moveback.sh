@@ -8,10 +8,11 @@ set -euo pipefail
 
 usage() {
     cat <<'EOF'
-usage: tools/experiments/moveback.sh [--rate R] [--idle S] [--duration S] [--mp-runs N] [--bin DIR] [--help]
+usage: tools/experiments/moveback.sh [--rate R] [--idle S] [--duration S] [--mp-runs N]
+                                     [--tuples N] [--bin DIR] [--help]
 
-One pod of 2 hosts x 1 worker (CPUs 0 and 1), YCSB with 1,000,000 tuples,
-95% reads, skew 0.7:
+One pod of 2 hosts x 1 worker (CPUs 0 and 1), YCSB (1,000,000 tuples or
+--tuples), 95% reads, skew 0.7:
   a local-only run (0% multi-partition), N runs at 100% multi-partition,
   S seconds idle, two local-only runs.
 
@@ -20,6 +21,7 @@ One pod of 2 hosts x 1 worker (CPUs 0 and 1), YCSB with 1,000,000 tuples,
   --idle S       seconds idle between the phases (default 60)
   --duration S   seconds per run (default 5, no warmup)
   --mp-runs N    multi-partition runs (default 4)
+  --tuples N     YCSB tuples, both hosts' together (default 1000000)
   --bin DIR      programs (default build/bin)
   -h, --help     this text
 
@@ -33,26 +35,28 @@ RATE=10000
 IDLE=60
 DUR=5
 MP_RUNS=4
+TUPLES=1000000
 while [ $# -gt 0 ]; do
     case $1 in
     --rate) RATE=$2; shift 2 ;;
     --idle) IDLE=$2; shift 2 ;;
     --duration) DUR=$2; shift 2 ;;
     --mp-runs) MP_RUNS=$2; shift 2 ;;
+    --tuples) TUPLES=$2; shift 2 ;;
     --bin) BIN=$2; shift 2 ;;
     -h | --help) usage; exit 0 ;;
     *) echo "moveback.sh: unknown option '$1' (see --help)" >&2; exit 2 ;;
     esac
 done
-for v in "$RATE" "$IDLE" "$DUR" "$MP_RUNS"; do
+for v in "$RATE" "$IDLE" "$DUR" "$MP_RUNS" "$TUPLES"; do
     case $v in '' | *[!0-9]*) echo "moveback.sh: options want whole numbers (got '$v')" >&2; exit 2 ;; esac
 done
 NAME=moveback
 # shellcheck source=tools/experiments/pod2.sh
 . "$ROOT/tools/experiments/pod2.sh"
 need_programs poddb-server poddb-bench poddb-cli
-up "$(make_conf pod 1 1000000 "moveback_rate: $RATE")"
-echo "loading 2 x 1,000,000 tuples" >&2
+up "$(make_conf pod 1 "$TUPLES" "moveback_rate: $RATE")"
+echo "loading $TUPLES tuples" >&2
 "$BIN/poddb-bench" --conf "$CONF" --workload ycsb --duration 1 --warmup 0 -q >/dev/null
 
 in_cxl() {

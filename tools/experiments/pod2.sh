@@ -52,7 +52,9 @@ trap 'exit 2' INT TERM
 # (engine lines like "locking: false"; HOST_LINE, when set, one more line of
 # host_defaults like "huge_pages: true"; CPUS, when set, one host per word
 # pinned to that CPU list, like "0 1 0 1" for 4 hosts on 2 CPUs; WAREHOUSES,
-# the TPC-C warehouses, default 2) and prints its path
+# the TPC-C warehouses, default 2; TPCC_KEYS, more keys of workloads.tpcc
+# with ';' between them, like "items: 2000;customers_per_district: 60") and
+# prints its path
 make_conf() {
     local f=$WORK/$1.yaml
     cat >"$f" <<EOC
@@ -72,7 +74,8 @@ $(for c in ${CPUS:-0 1}; do echo "  - cpus: \"$c\""; done)
 workloads:
   tpcc:
     warehouses: ${WAREHOUSES:-2}
-  ycsb:
+${TPCC_KEYS:+$(tr ';' '\n' <<<"$TPCC_KEYS" | sed 's/^ */    /')
+}  ycsb:
     tuples: $3
     theta: 0.7
 engine:
