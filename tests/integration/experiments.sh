@@ -7,6 +7,8 @@
 # without the durability logs; a --sequence of two runs compared run by run.
 # tools/experiments/ckptcost.sh: one round of requested checkpoints, medians, JSON.
 # tools/experiments/fold-profile.py: synthetic perf script text folded right.
+# tools/experiments/targets.py, moveback.sh, crowded.sh: tiny runs of this build
+# (1 s each, small tables): their lines with figures above 0, no region or pod left.
 source tests/lib.sh
 export PODDB_RUN_DIR=$TMP/run PODDB_EXP_TAG=$TEST_TAG
 BIN_ABS=$(cd "$BIN" && pwd)
@@ -148,3 +150,112 @@ grep -q '^3 worker samples$' "$TMP/fold" && grep -Eq '^ +66\.7% +p_new_order$' "
   ! grep -q 'lock_row\|pod_get_ref.*p_new_order\|p_new_order +pod_get_ref' "$TMP/fold" ||
   fail "fold-profile.py: wrong folding: $(cat "$TMP/fold")"
 pass "fold-profile.py folds worker samples by procedure and call, inlined frames with their function"
+
+# The scripts below use the release build, as a measurement would, and
+# regions named after themselves (pod2.sh) or after $PODDB_EXP_TAG (explib.py).
+# no_pods WHAT REGION_PATTERN: no region matching it and no pid file is left
+no_pods() {
+  local left
+  left=$(ls /dev/shm | grep -E "$2" || true)
+  [ -z "$left" ] || fail "$1 left regions behind: $left"
+  [ -z "$(find "$PODDB_RUN_DIR" -name '*.pid' 2>/dev/null)" ] ||
+    fail "$1 left a pod running: $(find "$PODDB_RUN_DIR" -name '*.pid')"
+}
+
+# tools/experiments/targets.py --tiny: the three TPC-C pods taking turns, the
+# YCSB pod and the move-in bench, 1 s each; the table has every target with
+# a figure above 0, exit status 1 exactly when one is not met; --keep has the
+# configs and JSON lines but no durability log.
+set +e
+tools/experiments/targets.py --tiny --keep "$TMP/tkeep" >"$TMP/tg" 2>"$TMP/tg.err"
+rc=$?
+set -e
+[ $rc = 0 ] || [ $rc = 1 ] || fail "targets.py --tiny exited with $rc: $(cat "$TMP/tg" "$TMP/tg.err")"
+python3 - "$TMP/tg" $rc <<'PY' || fail "targets.py --tiny: $(cat "$TMP/tg")"
+import re, sys
+lines = open(sys.argv[1]).read().splitlines()
+rc = int(sys.argv[2])
+assert re.fullmatch(r"machine: \d+ CPUs, \d+ GiB, .+; hot CRC32C [0-9.]+ GB/s", lines[0]), lines[0]
+assert lines[1] == "pod: 2 hosts x 1 worker on CPUs 0 and 1, internal mode, 1 s runs after 0 s warmup"
+assert lines[2] == "--tiny: short runs and 20000 YCSB tuples: NOT the targets' setting", lines[2]
+head = lines.index("%-62s %-22s %s" % ("target", "measured", "met"))
+targets = [("TPC-C 10/15, logging on: >= 100000 txn/s", r"(\d+)/s"),
+           ("TPC-C 60/90: >= 80% of 10/15", r"(\d+)/s \(([0-9.]+)\)"),
+           ("YCSB 10% multi-partition (50/50, 0.7): >= 150000 txn/s", r"(\d+)/s"),
+           ("YCSB 100% multi-partition: >= 60% of 10%", r"(\d+)/s \(([0-9.]+)\)"),
+           ("move-in round trip median < 10 us", r"([0-9.]+) us"),
+           ("move-in round trip p99 < 100 us", r"([0-9.]+) us"),
+           ("logging costs <= 10% (TPC-C 10/15 on / off)", r"([0-9.]+) of (\d+)/s"),
+           ("locking + logging cost <= 35% (on / both off)", r"([0-9.]+) of (\d+)/s"),
+           ("HWcc bytes per CXL-resident tuple <= 48 (after YCSB)", r"([0-9.]+) B"),
+           ("resident set <= 1.5x data (TPC-C, worst host)", r"([0-9.]+)x")]
+met = []
+for (target, measured), line in zip(targets, lines[head + 1:]):
+    m = re.fullmatch(re.escape(target) + r" +" + measured + r" +(yes|no)", line)
+    assert m, (target, line)
+    assert all(float(v) > 0 for v in m.groups()[:-1]), line
+    met.append(m.groups()[-1])
+assert len(met) == 10 and rc == (1 if "no" in met else 0), (met, rc)
+tail = lines[head + 11:]
+assert tail[0] == "" and re.fullmatch(
+    r"  resident set without the shared region's pages \(RssShmem\): [0-9.]+x", tail[1]), tail
+w = r"mean [0-9.]+ us, [0-9.]+% over 128 us"
+assert re.fullmatch(rf"  reply waits of the 10/15 runs \(medians\): logging on {w}; "
+                    rf"logging off {w}; locking and logging off {w}", tail[2]), tail[2]
+assert re.fullmatch(r"  hot CRC32C before and after the runs: [0-9.]+ and [0-9.]+ GB/s "
+                    r"\(the machine's spell\)", tail[3]), tail[3]
+PY
+grep -Eq '^  \[[0-9., ]+\] tpcc-60-90-bare-1$' "$TMP/tg.err" || fail "targets.py: no progress lines: $(cat "$TMP/tg.err")"
+grep -q '^  loggers: 0$' "$TMP/tkeep/nolog.yaml" && grep -q '^  locking: false$' "$TMP/tkeep/bare.yaml" &&
+  grep -q '^  huge_pages: true$' "$TMP/tkeep/ycsb.yaml" && [ -s "$TMP/tkeep/tpcc-10-15-1.json" ] &&
+  [ -s "$TMP/tkeep/movein-1.txt" ] || fail "targets.py --keep: $(ls "$TMP/tkeep")"
+[ -z "$(ls -d "$TMP"/tkeep/*-log-* 2>/dev/null)" ] || fail "targets.py --keep copied the durability logs"
+no_pods targets.py "^$TEST_TAG-targets-"
+pass "targets.py --tiny: every target with its figure and met or not (exit status 1 when one is not), the runs' notes, no pod left"
+set +e
+tools/experiments/targets.py --repeat 0 >"$TMP/tg" 2>&1
+rc=$?
+set -e
+[ $rc = 2 ] && grep -q 'repeat wants a positive whole number' "$TMP/tg" || fail "targets.py --repeat 0: exit $rc: $(cat "$TMP/tg")"
+pass "targets.py refuses --repeat 0"
+
+# tools/experiments/moveback.sh: one multi-partition run moves host 0's tuples
+# into CXL memory; every run has a throughput, the counts are whole numbers.
+tools/experiments/moveback.sh --duration 1 --idle 1 --mp-runs 1 --tuples 20000 >"$TMP/mb" 2>&1 ||
+  { cat "$TMP/mb" >&2; fail "moveback.sh exited with $?"; }
+python3 - "$TMP/mb" <<'PY' || fail "moveback.sh: $(cat "$TMP/mb")"
+import re, sys
+rows = [l for l in open(sys.argv[1]).read().splitlines() if l != "loading 20000 tuples"]
+assert rows[0] == "moveback_rate 10000, YCSB 95/5, 1 s runs, 2 hosts x 1 worker", rows[0]
+want = [("0% multi-partition, fresh:", "/s"), ("100% multi-partition, run 1:", "/s"),
+        ("host 0's tuples in CXL memory:", ""), ("... after 1 s idle:", ""),
+        ("0% multi-partition, run 1:", "/s"), ("0% multi-partition, run 2:", "/s"),
+        ("host 0's tuples in CXL memory:", "")]
+assert len(rows) == 1 + len(want), rows
+for (label, unit), row in zip(want, rows[1:]):
+    m = re.fullmatch(re.escape(label) + r" +(\d+)" + re.escape(unit), row)
+    assert m, (label, row)
+    assert unit != "/s" or int(m.group(1)) > 0, row
+assert int(rows[3].split()[-1]) > 0, "no tuple of host 0 in CXL memory after the multi-partition run"
+PY
+no_pods moveback.sh '^poddb-moveback-'
+pass "moveback.sh: each run's throughput, host 0's tuples in CXL memory after the multi-partition run, no pod left"
+
+# tools/experiments/crowded.sh: one pair of this build against itself, small
+# TPC-C tables: the 4-host pod and the two pods at once, then the means.
+tools/experiments/crowded.sh --pairs 1 --duration 1 --warmup 0 \
+  --tpcc "items: 2000;customers_per_district: 60" . . >"$TMP/cr" 2>&1 ||
+  { cat "$TMP/cr" >&2; fail "crowded.sh exited with $?"; }
+python3 - "$TMP/cr" <<'PY' || fail "crowded.sh: $(cat "$TMP/cr")"
+import re, sys
+text = open(sys.argv[1]).read()
+assert "TPC-C 10/15, 1 s runs, 1 worker and 1 logger per host, 1 pairs\n" in text, text
+side = r"A (\d+)/s wait ([0-9.]+) us  B (\d+)/s wait ([0-9.]+) us"
+for label, mean in (("4 hosts", "4 hosts on 2 CPUs"), ("2 pods ", "2 pods on 2 CPUs ")):
+    m = re.search(rf"^pair 1 {label}: {side}$", text, re.M)
+    assert m and all(float(v) > 0 for v in m.groups()), label
+    m = re.search(rf"^mean {mean}: {side}  B/A ([0-9.]+), B ahead in [01] of 1$", text, re.M)
+    assert m and all(float(v) > 0 for v in m.groups()), mean
+PY
+no_pods crowded.sh '^poddb-crowded-'
+pass "crowded.sh: a pair on the 4-host pod and on two pods at once, throughput and reply waits above 0, the means, no pod left"
