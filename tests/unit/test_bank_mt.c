@@ -667,18 +667,11 @@ END_TEST
 int main(void)
 {
     Suite *s = suite_create("bank_mt");
-    TCase *single = tcase_create("single");
+    TCase *single = tu_tcase(s, "single", 0);
     tcase_add_test(single, undo_single_thread);
-    suite_add_tcase(s, single);
-    TCase *mt = tcase_create("threads");
-    tcase_set_timeout(mt, 120);
+    TCase *mt = tu_tcase(s, "threads", 120);
     tcase_add_test(mt, bank_64_accounts);
     tcase_add_test(mt, bank_8_accounts_hot);
     tcase_add_test(mt, bank_2_accounts_hottest);
-    suite_add_tcase(s, mt);
-    SRunner *sr = srunner_create(s);
-    srunner_run_all(sr, CK_NORMAL);
-    int nf = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return nf ? EXIT_FAILURE : EXIT_SUCCESS;
+    return tu_run(s);
 }

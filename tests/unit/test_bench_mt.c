@@ -33,6 +33,7 @@
 #include "storage/table.h"
 #include "util/clock.h"
 #include "workloads/common/range.h"
+#include "helpers/testutil.h"
 
 #define NWORKERS 3
 
@@ -565,22 +566,14 @@ END_TEST
 int main(void)
 {
     Suite *s = suite_create("bench");
-    TCase *unit = tcase_create("unit");
+    TCase *unit = tu_tcase(s, "unit", 60);
     tcase_add_test(unit, knobs);
     tcase_add_test(unit, terminals);
     tcase_add_test(unit, results_round_trip);
-    tcase_set_timeout(unit, 60);
-    suite_add_tcase(s, unit);
-    TCase *host = tcase_create("host");
+    TCase *host = tu_tcase(s, "host", 300);
     tcase_add_test(host, host_tpcc);
     tcase_add_test(host, host_ycsb);
     tcase_add_test(host, host_smallbank);
     tcase_add_test(host, host_autoload);
-    tcase_set_timeout(host, 300);
-    suite_add_tcase(s, host);
-    SRunner *sr = srunner_create(s);
-    srunner_run_all(sr, CK_NORMAL);
-    int nf = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return nf ? 1 : 0;
+    return tu_run(s);
 }

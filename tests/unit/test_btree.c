@@ -9,6 +9,7 @@
 #include <time.h>
 
 #include "storage/btree.h"
+#include "helpers/testutil.h"
 
 /* Check records every passing ck_assert (a write per call), far too slow
  * for hundreds of thousands of checks: these call into Check only when the
@@ -1246,8 +1247,7 @@ int main(void)
         return 0;
     }
     Suite *s = suite_create("btree");
-    TCase *tc = tcase_create("core");
-    tcase_set_timeout(tc, 120);
+    TCase *tc = tu_tcase(s, "core", 120);
     tcase_add_loop_test(tc, random_ops_match_reference, 0,
                         sizeof random_configs / sizeof random_configs[0]);
     tcase_add_loop_test(tc, random_ops_other_widths, 0, 6);
@@ -1263,10 +1263,5 @@ int main(void)
     tcase_add_loop_test(tc, nomem_leaves_tree_intact, 0,
                         sizeof random_configs / sizeof random_configs[0]);
     tcase_add_test(tc, offset_refs_survive_moving_the_arena);
-    suite_add_tcase(s, tc);
-    SRunner *sr = srunner_create(s);
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+    return tu_run(s);
 }

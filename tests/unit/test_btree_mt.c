@@ -19,6 +19,7 @@
 #include <string.h>
 
 #include "storage/btree.h"
+#include "helpers/testutil.h"
 
 /* ---- race injection ------------------------------------------------------------
  * The tree calls this (weak) hook at points where another thread's change
@@ -698,14 +699,8 @@ int main(void)
         if (v >= 1 && v <= 1000) scale = (unsigned)v;
     }
     Suite *s = suite_create("btree_mt");
-    TCase *tc = tcase_create("concurrency");
-    tcase_set_timeout(tc, 300);
+    TCase *tc = tu_tcase(s, "concurrency", 300);
     tcase_add_loop_test(tc, churn_with_readers, 0, 4);
     tcase_add_loop_test(tc, interleaved_appends_then_remove_all, 0, 2);
-    suite_add_tcase(s, tc);
-    SRunner *sr = srunner_create(s);
-    srunner_run_all(sr, CK_NORMAL);
-    int n_failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return n_failed ? EXIT_FAILURE : EXIT_SUCCESS;
+    return tu_run(s);
 }

@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "cxl/coherence.h"
+#include "helpers/testutil.h"
 
 #if defined(__x86_64__)
 #include <cpuid.h>
@@ -588,15 +589,13 @@ END_TEST
 static Suite *coherence_suite(void)
 {
     Suite *s = suite_create("coherence");
-    TCase *raw = tcase_create("raw");
-    tcase_set_timeout(raw, 120);
+    TCase *raw = tu_tcase(s, "raw", 120);
     tcase_add_test(raw, test_impl_names);
     tcase_add_test(raw, test_env_selects_impl);
     tcase_add_test(raw, test_raw_ranges_keep_data);
     tcase_add_test(raw, test_nt_copy_matches_memcpy);
-    suite_add_tcase(s, raw);
 
-    TCase *sim = tcase_create("sim");
+    TCase *sim = tu_tcase(s, "sim", 0);
     tcase_add_checked_fixture(sim, setup_sim, teardown);
     tcase_add_test(sim, test_sim_write_invisible_without_writeback);
     tcase_add_test(sim, test_sim_stale_until_flush);
@@ -608,12 +607,10 @@ static Suite *coherence_suite(void)
     tcase_add_test(sim, test_init_errors);
     tcase_add_test(sim, test_sim_large_area_is_lazy);
     tcase_add_test(sim, test_sim_out_of_range_aborts);
-    suite_add_tcase(s, sim);
 
-    TCase *real = tcase_create("real");
+    TCase *real = tu_tcase(s, "real", 0);
     tcase_add_checked_fixture(real, setup_real, teardown);
     tcase_add_test(real, test_real_mode_coherent);
-    suite_add_tcase(s, real);
     return s;
 }
 
@@ -623,9 +620,5 @@ int main(int argc, char **argv)
         printf("%s %s\n", cxl_flush_impl_name(), cxl_writeback_impl_name());
         return 0;
     }
-    SRunner *sr = srunner_create(coherence_suite());
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+    return tu_run(coherence_suite());
 }

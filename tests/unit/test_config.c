@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "conf/config.h"
+#include "helpers/testutil.h"
 
 /* ---- helpers ---------------------------------------------------------------------- */
 
@@ -1370,7 +1371,7 @@ static Suite *config_suite(void)
 {
     Suite *s = suite_create("config");
 
-    TCase *files = tcase_create("files");
+    TCase *files = tu_tcase(s, "files", 0);
     tcase_add_test(files, test_default_pod_file);
     tcase_add_test(files, test_numa_8host_file);
     tcase_add_test(files, test_devdax_file);
@@ -1379,9 +1380,8 @@ static Suite *config_suite(void)
     tcase_add_test(files, test_load_file_with_duplicate_socket);
     tcase_add_test(files, test_load_minimal_file_defaults);
     tcase_add_test(files, test_load_missing_file);
-    suite_add_tcase(s, files);
 
-    TCase *good = tcase_create("good");
+    TCase *good = tu_tcase(s, "good", 0);
     tcase_add_test(good, test_every_key);
     tcase_add_test(good, test_host_defaults_and_placeholder);
     tcase_add_test(good, test_sixteen_hosts_and_empty_sections);
@@ -1392,44 +1392,33 @@ static Suite *config_suite(void)
     tcase_add_test(good, test_size_limits);
     tcase_add_test(good, test_workloads_every_key);
     tcase_add_test(good, test_workloads_defaults);
-    suite_add_tcase(s, good);
 
-    TCase *modules = tcase_create("module paths");
+    TCase *modules = tu_tcase(s, "module paths", 0);
     tcase_add_test(modules, test_module_paths_from_config_dir);
     tcase_add_test(modules, test_module_paths_independent_of_cwd);
     tcase_add_test(modules, test_module_path_too_long);
-    suite_add_tcase(s, modules);
 
-    TCase *digest = tcase_create("digest");
+    TCase *digest = tu_tcase(s, "digest", 0);
     tcase_add_test(digest, test_digest_ignores_text_form);
     tcase_add_test(digest, test_workloads_digest);
     tcase_add_loop_test(digest, test_digest_sees_every_field, 0,
                         (int)(sizeof digest_changes / sizeof digest_changes[0]));
-    suite_add_tcase(s, digest);
 
-    TCase *values = tcase_create("values");
+    TCase *values = tu_tcase(s, "values", 0);
     tcase_add_test(values, test_parse_size);
     tcase_add_test(values, test_parse_cpu_list);
-    suite_add_tcase(s, values);
 
-    TCase *bad = tcase_create("bad");
+    TCase *bad = tu_tcase(s, "bad", 0);
     tcase_add_loop_test(bad, test_bad_config, 0, (int)(sizeof bad_cases / sizeof bad_cases[0]));
     tcase_add_test(bad, test_raw_nul_byte);
-    suite_add_tcase(s, bad);
 
-    TCase *robust = tcase_create("robustness");
-    tcase_set_timeout(robust, 120);
+    TCase *robust = tu_tcase(s, "robustness", 120);
     tcase_add_test(robust, test_truncated_files_never_crash);
     tcase_add_test(robust, test_mutated_files_never_crash);
-    suite_add_tcase(s, robust);
     return s;
 }
 
 int main(void)
 {
-    SRunner *sr = srunner_create(config_suite());
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+    return tu_run(config_suite());
 }

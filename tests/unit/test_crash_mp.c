@@ -41,6 +41,7 @@
 #include "helpers/server_harness.h"
 #include "poddb/client.h"
 #include "util/clock.h"
+#include "helpers/testutil.h"
 
 #define NHOSTS 2
 #define NACCOUNTS 32 /* per host */
@@ -807,15 +808,11 @@ END_TEST
 static Suite *crash_suite(void)
 {
     Suite *s = suite_create("crash");
-    TCase *tc = tcase_create("sigkill");
+    TCase *tc = tu_tcase(s, "sigkill", 300);
     tcase_add_test(tc, crash_and_recover);
-    tcase_set_timeout(tc, 300);
-    suite_add_tcase(s, tc);
-    tc = tcase_create("checkpoint");
+    tc = tu_tcase(s, "checkpoint", 300);
     tcase_add_test(tc, checkpoint_of_remote_writes);
     tcase_add_test(tc, delta_checkpoints_keep_deletes);
-    tcase_set_timeout(tc, 300);
-    suite_add_tcase(s, tc);
     return s;
 }
 
@@ -824,9 +821,5 @@ int main(void)
     sh_init();
     const char *cross = getenv("PODDB_CRASH_CROSS");
     if (cross && !atoi(cross)) g_mix = MIX_OWN;
-    SRunner *sr = srunner_create(crash_suite());
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+    return tu_run(crash_suite());
 }

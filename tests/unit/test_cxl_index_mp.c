@@ -1309,15 +1309,12 @@ END_TEST
 int main(void)
 {
     Suite *s = suite_create("cxl_index_mp");
-    TCase *api = tcase_create("api");
-    tcase_set_timeout(api, 120);
+    TCase *api = tu_tcase(s, "api", 120);
     tcase_add_test(api, api_single_host);
     tcase_add_test(api, xebr_refuses_observer);
     tcase_add_test(api, compaction);
     tcase_add_test(api, hwcc_bytes_per_key);
-    suite_add_tcase(s, api);
-    TCase *mp = tcase_create("processes");
-    tcase_set_timeout(mp, 300);
+    TCase *mp = tu_tcase(s, "processes", 300);
     tcase_add_test(mp, stuck_reader_blocks_reclamation);
     tcase_add_test(mp, stuck_reader_blocks_reclamation_simulated);
     tcase_add_test(mp, stress_2hosts_coherent);
@@ -1326,10 +1323,5 @@ int main(void)
     tcase_add_test(mp, stress_3hosts_simulated);
     tcase_add_test(mp, mixed_3hosts_coherent);
     tcase_add_test(mp, mixed_3hosts_simulated);
-    suite_add_tcase(s, mp);
-    SRunner *sr = srunner_create(s);
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? 1 : 0;
+    return tu_run(s);
 }

@@ -93,13 +93,7 @@ END_TEST
 int main(void)
 {
     Suite *s = suite_create("cxl_index_mt");
-    TCase *t = tcase_create("threads");
-    tcase_set_timeout(t, 120);
+    TCase *t = tu_tcase(s, "threads", 120);
     tcase_add_test(t, owner_threads_and_readers);
-    suite_add_tcase(s, t);
-    SRunner *sr = srunner_create(s);
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? 1 : 0;
+    return tu_run(s);
 }

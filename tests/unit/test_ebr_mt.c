@@ -24,6 +24,7 @@
 #include <unistd.h>
 
 #include "txn/ebr.h"
+#include "helpers/testutil.h"
 
 /* ---- counting free functions ------------------------------------------------- */
 
@@ -498,7 +499,7 @@ END_TEST
 int main(void)
 {
     Suite *s = suite_create("ebr");
-    TCase *tc = tcase_create("single");
+    TCase *tc = tu_tcase(s, "single", 0);
     tcase_add_test(tc, not_freed_inside_own_section);
     tcase_add_test(tc, other_slot_blocks_until_exit);
     tcase_add_test(tc, nested_sections);
@@ -506,15 +507,8 @@ int main(void)
     tcase_add_test(tc, free_fn_reenters);
     tcase_add_test(tc, domain_free_frees_pending);
     tcase_add_test(tc, shared_slots_two_views);
-    suite_add_tcase(s, tc);
-    TCase *mt = tcase_create("threads");
-    tcase_set_timeout(mt, 120);
+    TCase *mt = tu_tcase(s, "threads", 120);
     tcase_add_test(mt, stuck_participant_blocks_drain);
     tcase_add_test(mt, readers_and_writers);
-    suite_add_tcase(s, mt);
-    SRunner *sr = srunner_create(s);
-    srunner_run_all(sr, CK_NORMAL);
-    int nf = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return nf ? EXIT_FAILURE : EXIT_SUCCESS;
+    return tu_run(s);
 }

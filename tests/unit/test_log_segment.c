@@ -43,6 +43,7 @@
 
 #include "log/crc32c.h"
 #include "log/segment.h"
+#include "helpers/testutil.h"
 
 /* ---- helpers ------------------------------------------------------------------ */
 
@@ -1470,8 +1471,7 @@ int main(void)
     const char *sample = getenv("PODDB_LOGDUMP_SAMPLE");
     if (sample && *sample) return write_sample(sample);
     Suite *s = suite_create("log_segment");
-    TCase *t = tcase_create("log_segment");
-    tcase_set_timeout(t, 300);
+    TCase *t = tu_tcase(s, "log_segment", 300);
     tcase_add_test(t, crc32c_vectors);
     tcase_add_test(t, crc32c_hw_equals_sw);
     tcase_add_test(t, segment_names);
@@ -1496,10 +1496,5 @@ int main(void)
     tcase_add_test(t, writer_open_errors);
     tcase_add_test(t, writer_write_error_and_retry);
     tcase_add_test(t, writer_open_write_error_leaves_nothing);
-    suite_add_tcase(s, t);
-    SRunner *sr = srunner_create(s);
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? 1 : 0;
+    return tu_run(s);
 }

@@ -30,6 +30,7 @@
 #include "log/logdir.h"
 #include "log/log_priv.h"
 #include "log/logger.h"
+#include "helpers/testutil.h"
 
 static void nap_us(long us)
 {
@@ -526,23 +527,17 @@ END_TEST
 static Suite *logger_suite(void)
 {
     Suite *s = suite_create("logger");
-    TCase *tc = tcase_create("logger");
+    TCase *tc = tu_tcase(s, "logger", 120);
     tcase_add_test(tc, test_logger_round_trip);
     tcase_add_test(tc, test_durable_waits_for_the_epoch_boundary);
     tcase_add_test(tc, test_recovered_state_equals_logged_state);
     tcase_add_test(tc, test_requested_checkpoints);
     tcase_add_test(tc, test_delete_and_insert_in_one_epoch);
     tcase_add_test(tc, test_checkpoint_policy);
-    tcase_set_timeout(tc, 120);
-    suite_add_tcase(s, tc);
     return s;
 }
 
 int main(void)
 {
-    SRunner *sr = srunner_create(logger_suite());
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+    return tu_run(logger_suite());
 }

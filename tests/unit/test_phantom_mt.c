@@ -1357,22 +1357,14 @@ END_TEST
 int main(void)
 {
     Suite *s = suite_create("phantom_mt");
-    TCase *det = tcase_create("deterministic");
-    tcase_set_timeout(det, 120);
+    TCase *det = tu_tcase(s, "deterministic", 120);
     tcase_add_test(det, deterministic_protected);
     tcase_add_test(det, deterministic_unprotected);
     tcase_add_test(det, insert_into_own_gap_window);
     tcase_add_test(det, gap_appears_while_locking);
-    suite_add_tcase(s, det);
-    TCase *mt = tcase_create("random");
-    tcase_set_timeout(mt, 120);
+    TCase *mt = tu_tcase(s, "random", 120);
     tcase_add_test(mt, random_protected);
     tcase_add_test(mt, random_protected_sparse);
     tcase_add_test(mt, random_unprotected_shows_phantoms);
-    suite_add_tcase(s, mt);
-    SRunner *sr = srunner_create(s);
-    srunner_run_all(sr, CK_NORMAL);
-    int nf = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return nf ? EXIT_FAILURE : EXIT_SUCCESS;
+    return tu_run(s);
 }

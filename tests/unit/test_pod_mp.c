@@ -25,6 +25,7 @@
 
 #include "helpers/pod_harness.h"
 #include "pod/pod.h"
+#include "helpers/testutil.h"
 
 #define NACCT 240
 #define NPARTS 8
@@ -574,25 +575,16 @@ int main(void)
 {
     sh_init();
     Suite *s = suite_create("pod_mp");
-    TCase *tc = tcase_create("pod");
-    tcase_set_timeout(tc, 180);
+    TCase *tc = tu_tcase(s, "pod", 180);
     tcase_add_loop_test(tc, two_hosts, 0, 4);
     tcase_add_loop_test(tc, four_hosts, 0, 4);
-    suite_add_tcase(s, tc);
-    TCase *ts = tcase_create("stats");
+    TCase *ts = tu_tcase(s, "stats", 0);
     tcase_add_test(ts, wait_quantiles);
-    suite_add_tcase(s, ts);
-    TCase *tw = tcase_create("workers");
-    tcase_set_timeout(tw, 180);
+    TCase *tw = tu_tcase(s, "workers", 180);
     tcase_add_test(tw, two_workers);
     tcase_add_test(tw, long_remote_scan);
     tcase_add_loop_test(tw, cold_tuples_move_back, 0, 2);
     tcase_add_loop_test(tw, ablation, 0, 3);
     tcase_add_test(tw, range_writes_recovered);
-    suite_add_tcase(s, tw);
-    SRunner *sr = srunner_create(s);
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? 1 : 0;
+    return tu_run(s);
 }

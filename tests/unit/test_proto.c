@@ -29,6 +29,7 @@
 #include "net/proto.h"
 #include "poddb/client.h"
 #include "poddb/proc.h"
+#include "helpers/testutil.h"
 
 /* ---- helpers -------------------------------------------------------------------- */
 
@@ -1427,8 +1428,7 @@ END_TEST
 int main(void)
 {
     Suite *s = suite_create("proto");
-    TCase *codec = tcase_create("codec");
-    tcase_set_timeout(codec, 60);
+    TCase *codec = tu_tcase(s, "codec", 60);
     tcase_add_test(codec, call_round_trip_by_name);
     tcase_add_test(codec, call_round_trip_by_id);
     tcase_add_test(codec, call_zero_and_many_args);
@@ -1441,9 +1441,7 @@ int main(void)
     tcase_add_test(codec, truncated_frames_at_every_length);
     tcase_add_test(codec, decoding_rejects_malformed_frames);
     tcase_add_test(codec, fuzz_decoders_never_crash);
-    suite_add_tcase(s, codec);
-    TCase *client = tcase_create("client");
-    tcase_set_timeout(client, 60);
+    TCase *client = tu_tcase(s, "client", 60);
     tcase_add_test(client, client_call_unix);
     tcase_add_test(client, client_call_tcp);
     tcase_add_test(client, client_pipelines_with_replies_in_reverse);
@@ -1458,10 +1456,5 @@ int main(void)
     tcase_add_test(client, client_drops_late_reply_of_abandoned_call);
     tcase_add_test(client, client_connect_errors);
     tcase_add_test(client, client_rejects_malformed_replies);
-    suite_add_tcase(s, client);
-    SRunner *sr = srunner_create(s);
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? 1 : 0;
+    return tu_run(s);
 }

@@ -544,18 +544,12 @@ END_TEST
 int main(void)
 {
     Suite *s = suite_create("record");
-    TCase *t = tcase_create("record");
-    tcase_set_timeout(t, 120);
+    TCase *t = tu_tcase(s, "record", 120);
     tcase_add_test(t, ops_touch_only_their_field);
     tcase_add_test(t, lock_rules);
     tcase_add_test(t, latch_bound);
     tcase_add_loop_test(t, row_protocol_one_host, 0, 4);
     tcase_add_test(t, hwcc_bytes_per_record);
     tcase_add_test(t, create_fails_cleanly_when_hwcc_is_full);
-    suite_add_tcase(s, t);
-    SRunner *sr = srunner_create(s);
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? 1 : 0;
+    return tu_run(s);
 }

@@ -658,19 +658,11 @@ END_TEST
 int main(void)
 {
     Suite *s = suite_create("record_mp");
-    TCase *neg = tcase_create("negative control");
-    tcase_set_timeout(neg, 120);
+    TCase *neg = tu_tcase(s, "negative control", 120);
     tcase_add_loop_test(neg, simulator_catches_protocol_bugs, 0, 3);
     tcase_add_loop_test(neg, coherent_machine_hides_them, 0, 3);
-    suite_add_tcase(s, neg);
-    TCase *bank = tcase_create("bank");
-    tcase_set_timeout(bank, 300);
+    TCase *bank = tu_tcase(s, "bank", 300);
     tcase_add_loop_test(bank, bank_2_hosts, 0, 4);
     tcase_add_loop_test(bank, bank_4_hosts, 0, 4);
-    suite_add_tcase(s, bank);
-    SRunner *sr = srunner_create(s);
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? 1 : 0;
+    return tu_run(s);
 }

@@ -276,14 +276,8 @@ END_TEST
 int main(void)
 {
     Suite *s = suite_create("record_mt");
-    TCase *t = tcase_create("record_mt");
-    tcase_set_timeout(t, 120);
+    TCase *t = tu_tcase(s, "record_mt", 120);
     tcase_add_test(t, latch_excludes_and_fields_survive);
     tcase_add_loop_test(t, bank_threads_one_host, 0, 4);
-    suite_add_tcase(s, t);
-    SRunner *sr = srunner_create(s);
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? 1 : 0;
+    return tu_run(s);
 }

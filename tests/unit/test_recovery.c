@@ -35,6 +35,7 @@
 #include "log/durable_file.h"
 #include "log/logdir.h"
 #include "log/route.h"
+#include "helpers/testutil.h"
 
 struct rec {
     uint64_t key;
@@ -950,7 +951,7 @@ END_TEST
 static Suite *recovery_suite(void)
 {
     Suite *s = suite_create("recovery");
-    TCase *tc = tcase_create("recovery");
+    TCase *tc = tu_tcase(s, "recovery", 120);
     tcase_add_test(tc, test_uncommitted_discarded_and_cut);
     tcase_add_test(tc, test_new_life_starts_at_durable_epoch);
     tcase_add_test(tc, test_no_durable_record_discards_everything);
@@ -970,16 +971,10 @@ static Suite *recovery_suite(void)
     tcase_add_test(tc, test_pod_mode_routing);
     tcase_add_test(tc, test_pod_mode_without_history);
     tcase_add_test(tc, test_pod_mode_one_host_torn);
-    tcase_set_timeout(tc, 120);
-    suite_add_tcase(s, tc);
     return s;
 }
 
 int main(void)
 {
-    SRunner *sr = srunner_create(recovery_suite());
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+    return tu_run(recovery_suite());
 }

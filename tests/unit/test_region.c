@@ -313,8 +313,7 @@ END_TEST
 int main(void)
 {
     Suite *s = suite_create("region");
-    TCase *t = tcase_create("region");
-    tcase_set_timeout(t, 60);
+    TCase *t = tu_tcase(s, "region", 60);
     tcase_add_test(t, offsets_round_trip);
     tcase_add_test(t, geometry_fits_and_explains);
     tcase_add_test(t, open_without_create_needs_a_region);
@@ -326,10 +325,5 @@ int main(void)
     tcase_add_test(t, roots_are_published);
     tcase_add_test(t, heartbeat_advances);
     tcase_add_test(t, numa_binding_and_pinning);
-    suite_add_tcase(s, t);
-    SRunner *sr = srunner_create(s);
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? 1 : 0;
+    return tu_run(s);
 }

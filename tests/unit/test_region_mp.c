@@ -244,15 +244,9 @@ END_TEST
 int main(void)
 {
     Suite *s = suite_create("region_mp");
-    TCase *t = tcase_create("two processes");
-    tcase_set_timeout(t, 90);
+    TCase *t = tu_tcase(s, "two processes", 90);
     tcase_add_test(t, two_hosts_simulated_noncoherent);
     tcase_add_test(t, two_hosts_coherent);
     tcase_add_test(t, killed_host_is_dead);
-    suite_add_tcase(s, t);
-    SRunner *sr = srunner_create(s);
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? 1 : 0;
+    return tu_run(s);
 }

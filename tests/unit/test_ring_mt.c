@@ -1109,9 +1109,8 @@ END_TEST
 int main(void)
 {
     Suite *s = suite_create("ring");
-    TCase *one = tcase_create("single process");
+    TCase *one = tu_tcase(s, "single process", 120);
     tcase_add_checked_fixture(one, setup_one, teardown_one);
-    tcase_set_timeout(one, 120);
     tcase_add_test(one, fifo_order);
     tcase_add_test(one, full_ring_says_full);
     tcase_add_test(one, wrap_around);
@@ -1122,10 +1121,8 @@ int main(void)
     tcase_add_test(one, reply_slot_states);
     tcase_add_test(one, threads_on_one_ring_simulated);
     tcase_add_test(one, threads_on_one_ring_coherent);
-    suite_add_tcase(s, one);
 
-    TCase *mp = tcase_create("processes");
-    tcase_set_timeout(mp, 240);
+    TCase *mp = tu_tcase(s, "processes", 240);
     tcase_add_test(mp, all_to_all_2_hosts);
     tcase_add_test(mp, all_to_all_4_hosts);
     tcase_add_test(mp, ping_pong_both_ways);
@@ -1134,11 +1131,6 @@ int main(void)
     tcase_add_test(mp, read_without_flush_is_fresh_coherent);
     tcase_add_test(mp, bounded_waits_napping);
     tcase_add_test(mp, bounded_waits_on_the_doorbell);
-    suite_add_tcase(s, mp);
 
-    SRunner *sr = srunner_create(s);
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? 1 : 0;
+    return tu_run(s);
 }

@@ -15,6 +15,7 @@
 #include <string.h>
 
 #include "storage/row_slab.h"
+#include "helpers/testutil.h"
 
 #if defined(__SANITIZE_ADDRESS__)
 #include <sanitizer/asan_interface.h>
@@ -248,20 +249,13 @@ END_TEST
 int main(void)
 {
     Suite *s = suite_create("row_slab");
-    TCase *tc = tcase_create("single");
+    TCase *tc = tu_tcase(s, "single", 0);
     tcase_add_test(tc, exact_zeroed_disjoint);
     tcase_add_test(tc, bad_block_sizes);
     tcase_add_test(tc, large_slabs_take_huge_chunks);
     tcase_add_test(tc, destroyed_slab_id_reused);
-    suite_add_tcase(s, tc);
-    TCase *mt = tcase_create("threads");
-    tcase_set_timeout(mt, 120);
+    TCase *mt = tu_tcase(s, "threads", 120);
     tcase_add_test(mt, rows_freed_elsewhere_are_reused);
     tcase_add_test(mt, threads_churn);
-    suite_add_tcase(s, mt);
-    SRunner *sr = srunner_create(s);
-    srunner_run_all(sr, CK_NORMAL);
-    int nf = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return nf ? EXIT_FAILURE : EXIT_SUCCESS;
+    return tu_run(s);
 }

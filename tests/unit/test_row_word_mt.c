@@ -15,6 +15,7 @@
 
 #include "pod/pod_int.h"
 #include "txn/lock.h"
+#include "helpers/testutil.h"
 
 enum { ROUNDS = 2000000 };
 static struct pod_row row;
@@ -78,13 +79,7 @@ END_TEST
 int main(void)
 {
     Suite *s = suite_create("row_word");
-    TCase *tc = tcase_create("threads");
-    tcase_set_timeout(tc, 120);
+    TCase *tc = tu_tcase(s, "threads", 120);
     tcase_add_test(tc, lock_and_latch_share_the_word);
-    suite_add_tcase(s, tc);
-    SRunner *sr = srunner_create(s);
-    srunner_run_all(sr, CK_NORMAL);
-    int nf = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return nf ? EXIT_FAILURE : EXIT_SUCCESS;
+    return tu_run(s);
 }

@@ -897,8 +897,7 @@ int main(void)
 {
     sh_init();
     Suite *s = suite_create("security");
-    TCase *region = tcase_create("region");
-    tcase_set_timeout(region, 120);
+    TCase *region = tu_tcase(s, "region", 120);
     tcase_add_test(region, foreign_file_is_never_touched);
     tcase_add_test(region, larger_foreign_file_is_not_cut);
     tcase_add_test(region, empty_file_is_formatted_not_destroyed);
@@ -907,24 +906,15 @@ int main(void)
     tcase_add_test(region, missing_numa_node_creates_nothing);
     tcase_add_test(region, region_of_another_user_is_refused);
     tcase_add_test(region, emfile_does_not_kill_a_host);
-    suite_add_tcase(s, region);
-    TCase *logdir = tcase_create("log_dir");
-    tcase_set_timeout(logdir, 300);
+    TCase *logdir = tu_tcase(s, "log_dir", 300);
     tcase_add_test(logdir, log_dir_claim_names_holder_and_owner);
     tcase_add_test(logdir, second_pod_on_a_live_log_dir_is_refused);
     tcase_add_test(logdir, log_dir_of_another_user_is_refused);
     tcase_add_test(logdir, files_are_private_under_umask_000);
-    suite_add_tcase(s, logdir);
-    TCase *start = tcase_create("start");
-    tcase_set_timeout(start, 300);
+    TCase *start = tu_tcase(s, "start", 300);
     tcase_add_test(start, refused_start_leaves_nothing);
     tcase_add_test(start, late_failure_takes_back_what_it_created);
     tcase_add_test(start, socket_path_that_is_not_a_socket_is_refused);
     tcase_add_test(start, socket_dir_of_another_user_is_refused);
-    suite_add_tcase(s, start);
-    SRunner *sr = srunner_create(s);
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+    return tu_run(s);
 }

@@ -26,6 +26,7 @@
 #include <string.h>
 
 #include "helpers/server_harness.h"
+#include "helpers/testutil.h"
 
 #define NKNOWN 400
 #define NTHREADS 3
@@ -656,13 +657,7 @@ int main(void)
     const char *seed = getenv("PODDB_FUZZ_SEED");
     fuzz_seed = seed && *seed ? strtoull(seed, NULL, 0) : (uint64_t)time(NULL) ^ ((uint64_t)getpid() << 32);
     Suite *s = suite_create("server_fuzz");
-    TCase *tc = tcase_create("storm");
-    tcase_set_timeout(tc, fuzz_seconds + 90);
+    TCase *tc = tu_tcase(s, "storm", fuzz_seconds + 90);
     tcase_add_test(tc, test_fuzz_storm);
-    suite_add_tcase(s, tc);
-    SRunner *sr = srunner_create(s);
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+    return tu_run(s);
 }

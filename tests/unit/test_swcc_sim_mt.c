@@ -21,6 +21,7 @@
 #include <unistd.h>
 
 #include "cxl/coherence.h"
+#include "helpers/testutil.h"
 
 enum {
     NT = 4,                          /* host A threads */
@@ -247,13 +248,7 @@ END_TEST
 int main(void)
 {
     Suite *s = suite_create("swcc_sim_mt");
-    TCase *tc = tcase_create("mt");
-    tcase_set_timeout(tc, 120);
+    TCase *tc = tu_tcase(s, "mt", 120);
     tcase_add_test(tc, test_sim_threads_and_two_hosts);
-    suite_add_tcase(s, tc);
-    SRunner *sr = srunner_create(s);
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+    return tu_run(s);
 }

@@ -12,6 +12,7 @@
 #include "txn/leaf_memo.h"
 #include "txn/lock.h"
 #include "txn/txn.h"
+#include "helpers/testutil.h"
 
 struct acct {
     int64_t balance;
@@ -1121,7 +1122,7 @@ END_TEST
 int main(void)
 {
     Suite *s = suite_create("txn");
-    TCase *on = tcase_create("phantom protection on");
+    TCase *on = tu_tcase(s, "phantom protection on", 0);
     tcase_add_checked_fixture(on, setup_on, teardown);
     tcase_add_test(on, crud_and_read_your_writes);
     tcase_add_test(on, abort_undoes_everything);
@@ -1144,18 +1145,11 @@ int main(void)
     tcase_add_test(on, leaf_memo_is_per_transaction);
     tcase_add_test(on, instant_gap_locks_keep_the_access_index);
     tcase_add_test(on, row_word_lock_keeps_latch_and_valid);
-    suite_add_tcase(s, on);
-    TCase *off = tcase_create("phantom protection off");
+    TCase *off = tu_tcase(s, "phantom protection off", 0);
     tcase_add_checked_fixture(off, setup_off, teardown);
     tcase_add_test(off, phantoms_without_protection);
-    suite_add_tcase(s, off);
-    TCase *nl = tcase_create("benchmark-only mode without locks");
+    TCase *nl = tu_tcase(s, "benchmark-only mode without locks", 0);
     tcase_add_checked_fixture(nl, setup_no_locking, teardown);
     tcase_add_test(nl, no_locking_takes_no_locks);
-    suite_add_tcase(s, nl);
-    SRunner *sr = srunner_create(s);
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? 1 : 0;
+    return tu_run(s);
 }

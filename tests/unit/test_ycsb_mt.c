@@ -288,18 +288,10 @@ END_TEST
 int main(void)
 {
     Suite *s = suite_create("ycsb_mt");
-    TCase *single = tcase_create("single");
-    tcase_set_timeout(single, 60);
+    TCase *single = tu_tcase(s, "single", 60);
     tcase_add_test(single, zipf);
     tcase_add_test(single, gen_shape);
-    suite_add_tcase(s, single);
-    TCase *mt = tcase_create("threads");
-    tcase_set_timeout(mt, 120);
+    TCase *mt = tu_tcase(s, "threads", 120);
     tcase_add_test(mt, mix);
-    suite_add_tcase(s, mt);
-    SRunner *sr = srunner_create(s);
-    srunner_run_all(sr, CK_NORMAL);
-    int nf = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return nf ? EXIT_FAILURE : EXIT_SUCCESS;
+    return tu_run(s);
 }

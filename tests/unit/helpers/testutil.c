@@ -135,3 +135,20 @@ int tu_env_ms(const char *var, int dflt)
     const char *env = getenv(var);
     return env && atoi(env) > 0 ? atoi(env) : dflt;
 }
+
+TCase *tu_tcase(Suite *s, const char *name, double timeout_s)
+{
+    TCase *t = tcase_create(name);
+    if (timeout_s > 0) tcase_set_timeout(t, timeout_s);
+    suite_add_tcase(s, t);
+    return t;
+}
+
+int tu_run(Suite *s)
+{
+    SRunner *sr = srunner_create(s);
+    srunner_run_all(sr, CK_NORMAL);
+    int failed = srunner_ntests_failed(sr);
+    srunner_free(sr);
+    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}

@@ -3,6 +3,7 @@
 #ifndef PODDB_TESTS_TESTUTIL_H
 #define PODDB_TESTS_TESTUTIL_H
 
+#include <check.h>
 #include <stdbool.h>
 #include <stdint.h>
 
@@ -41,5 +42,12 @@ void tu_fail_reset(void);
 uint64_t tu_env_seed(const char *var);
 /* A positive number of milliseconds from var, or dflt. */
 int tu_env_ms(const char *var, int dflt);
+
+/* A test case named name, added to suite s, with a timeout in seconds (0:
+ * Check's default). Its tests and fixtures may be added afterwards. */
+TCase *tu_tcase(Suite *s, const char *name, double timeout_s);
+/* Run every test of s (CK_NORMAL output); the exit status of a test
+ * program: 0 when all passed. */
+int tu_run(Suite *s);
 
 #endif
