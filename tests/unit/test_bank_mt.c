@@ -292,10 +292,7 @@ static struct bank *bank_new(int nworkers, int naccounts)
     struct bank *b = calloc(1, sizeof *b);
     ck_assert_ptr_nonnull(b);
     b->naccounts = naccounts;
-    b->db = pod_db_new(&(struct pod_db_options){.nworkers = nworkers, .host_id = 0, .nhosts = 1,
-                                                .phantom_protection = true},
-                       err, sizeof err);
-    ck_assert_msg(b->db, "pod_db_new: %s", err);
+    b->db = tu_db_new(nworkers);
     static const pod_column cols[] = {
         {"balance", POD_COL_I64, 0, 8},
         {"owner", POD_COL_I64, 8, 8},
@@ -543,11 +540,7 @@ static void bank_body(struct pod_worker *w, void *arg)
     pod_result_free(res);
 }
 
-#if defined(__SANITIZE_THREAD__)
-static int run_ms(void) { return tu_env_ms("BANK_MT_MS", 3000); }
-#else
-static int run_ms(void) { return tu_env_ms("BANK_MT_MS", 1500); }
-#endif
+static int run_ms(void) { return tu_env_ms("BANK_MT_MS", TU_TSAN_OR(1500, 3000)); }
 
 static uint64_t seed(void) { return tu_env_seed("BANK_MT_SEED"); }
 
@@ -566,12 +559,7 @@ static void run_bank(int nworkers, int naccounts, bool hot)
     r->deadline_ns = t0 + (uint64_t)ms * 1000000ull;
     fprintf(stderr, "bank: %d accounts, %d workers, %d ms, seed 0x%" PRIx64 "\n", naccounts,
             nworkers, ms, r->seed);
-    char err[256];
-    ck_assert_msg(pod_workers_start(b->db, NULL, 0, bank_body, r, err, sizeof err) == 0,
-                  "pod_workers_start: %s", err);
-    pod_workers_join(b->db);
-    double secs = (double)(pod_mono_ns() - t0) / 1e9;
-    if (tu_failed()) ck_abort_msg("seed 0x%" PRIx64 ": %s", r->seed, tu_failure());
+    double secs = tu_run_workers(b->db, bank_body, r, r->seed);
 
     /* Sum the workers' own counts; add the admin calls (load, audits). */
     struct wstate tot = {0};

@@ -161,13 +161,7 @@ struct scenario {
     int stress_ms;
 };
 
-#define FAILF(...)                                                                   \
-    do {                                                                             \
-        fprintf(stderr, "host %d: ", host);                                          \
-        fprintf(stderr, __VA_ARGS__);                                                \
-        fputc('\n', stderr);                                                         \
-        return 1;                                                                    \
-    } while (0)
+#define FAILF(...) TU_HOST_FAIL(host, __VA_ARGS__)
 
 /* Host 0 formats and publishes the mailbox; the others attach once it is up. */
 static struct cxl_region *attach_host(const struct pod_config *c, int host, struct mailbox **mb,

@@ -425,16 +425,7 @@ static void *reader_main(void *p)
     return NULL;
 }
 
-static int run_ms(void)
-{
-    const char *env = getenv("EBR_MT_MS");
-    if (env && atoi(env) > 0) return atoi(env);
-#if defined(__SANITIZE_THREAD__)
-    return 2000;
-#else
-    return 1000;
-#endif
-}
+static int run_ms(void) { return tu_env_ms("EBR_MT_MS", TU_TSAN_OR(1000, 2000)); }
 
 START_TEST(readers_and_writers)
 {

@@ -119,14 +119,22 @@ static int p_load(pod_txn *tx, const pod_args *a, pod_result *res, void *ctx)
     return POD_OK;
 }
 
+/* The start of a writing procedure: its attempt counted, the key of its first
+ * argument in key. */
+static struct ph *write_attempt(const pod_args *a, void *ctx, unsigned char key[8])
+{
+    struct ph *h = ctx;
+    __atomic_fetch_add(&h->write_attempts, 1, __ATOMIC_RELAXED);
+    pod_key_u64(key, (uint64_t)arg(a, 0));
+    return h;
+}
+
 /* insert(key, abort_after): POD_OK or POD_EXISTS; abort_after rolls it back. */
 static int p_ins(pod_txn *tx, const pod_args *a, pod_result *res, void *ctx)
 {
-    struct ph *h = ctx;
     (void)res;
-    __atomic_fetch_add(&h->write_attempts, 1, __ATOMIC_RELAXED);
     unsigned char key[8];
-    pod_key_u64(key, (uint64_t)arg(a, 0));
+    struct ph *h = write_attempt(a, ctx, key);
     bool abort_after = arg(a, 1) != 0;
     struct row r = {abort_after ? ABORTED_VAL : val_of((uint64_t)arg(a, 0))};
     int rc = pod_insert(tx, h->t, key, &r);
@@ -138,22 +146,18 @@ static int p_ins(pod_txn *tx, const pod_args *a, pod_result *res, void *ctx)
 /* delete(key): POD_OK or POD_NOT_FOUND. */
 static int p_del(pod_txn *tx, const pod_args *a, pod_result *res, void *ctx)
 {
-    struct ph *h = ctx;
     (void)res;
-    __atomic_fetch_add(&h->write_attempts, 1, __ATOMIC_RELAXED);
     unsigned char key[8];
-    pod_key_u64(key, (uint64_t)arg(a, 0));
+    struct ph *h = write_attempt(a, ctx, key);
     return pod_delete(tx, h->t, key);
 }
 
 /* put(key, val): overwrite. */
 static int p_put(pod_txn *tx, const pod_args *a, pod_result *res, void *ctx)
 {
-    struct ph *h = ctx;
     (void)res;
-    __atomic_fetch_add(&h->write_attempts, 1, __ATOMIC_RELAXED);
     unsigned char key[8];
-    pod_key_u64(key, (uint64_t)arg(a, 0));
+    struct ph *h = write_attempt(a, ctx, key);
     struct row r = {arg(a, 1)};
     return pod_put(tx, h->t, key, &r);
 }
@@ -548,11 +552,7 @@ static void random_body(struct pod_worker *w, void *arg)
     pod_result_free(res);
 }
 
-#if defined(__SANITIZE_THREAD__)
-static int run_ms(void) { return tu_env_ms("PHANTOM_MT_MS", 3000); }
-#else
-static int run_ms(void) { return tu_env_ms("PHANTOM_MT_MS", 1500); }
-#endif
+static int run_ms(void) { return tu_env_ms("PHANTOM_MT_MS", TU_TSAN_OR(1500, 3000)); }
 
 static uint64_t seed(void) { return tu_env_seed("PHANTOM_MT_SEED"); }
 
@@ -575,12 +575,7 @@ static void run_random(bool protect, int stride)
     r->deadline_ns = t0 + (uint64_t)ms * 1000000ull;
     fprintf(stderr, "phantom %s, base keys every %d: %d workers, up to %d ms, seed 0x%" PRIx64
             "\n", protect ? "protected" : "unprotected", stride, nworkers, ms, r->seed);
-    char err[256];
-    ck_assert_msg(pod_workers_start(h->db, NULL, 0, random_body, r, err, sizeof err) == 0,
-                  "pod_workers_start: %s", err);
-    pod_workers_join(h->db);
-    double secs = (double)(pod_mono_ns() - t0) / 1e9;
-    if (tu_failed()) ck_abort_msg("seed 0x%" PRIx64 ": %s", r->seed, tu_failure());
+    double secs = tu_run_workers(h->db, random_body, r, r->seed);
 
     struct rstats tot = {.example_extra = -1};
     for (int i = 0; i < nworkers; i++) {

@@ -34,13 +34,7 @@ struct scenario {
     bool sim;
 };
 
-#define FAILF(...)                                                       \
-    do {                                                                 \
-        fprintf(stderr, "host %d: ", host);                              \
-        fprintf(stderr, __VA_ARGS__);                                    \
-        fputc('\n', stderr);                                             \
-        return 1;                                                        \
-    } while (0)
+#define FAILF(...) TU_HOST_FAIL(host, __VA_ARGS__)
 
 static uint64_t read_u64(struct cxl_region *r, cxl_off off)
 {

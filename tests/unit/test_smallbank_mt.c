@@ -31,27 +31,15 @@ static uint64_t seed(void) { return tu_env_seed("SMALLBANK_MT_SEED"); }
 
 static int run_ms(void) { return tu_env_ms("SMALLBANK_MT_MS", 2000); }
 
-static uint64_t g_progress_calls, g_progress_rows;
-
-static void progress(uint64_t rows, void *arg)
-{
-    (void)arg;
-    g_progress_calls++;
-    g_progress_rows = rows;
-}
-
 static pod_db *sb_db(const struct sb_config *cfg, int nworkers)
 {
     char err[256];
-    pod_db *db = pod_db_new(&(struct pod_db_options){.nworkers = nworkers, .host_id = 0,
-                                                     .nhosts = 1, .phantom_protection = true},
-                            err, sizeof err);
-    ck_assert_msg(db, "pod_db_new: %s", err);
+    pod_db *db = tu_db_new(nworkers);
     ck_assert_msg(sb_register(db, cfg, err, sizeof err) == 0, "sb_register: %s", err);
-    g_progress_calls = g_progress_rows = 0;
-    ck_assert_msg(sb_load(db, progress, NULL, err, sizeof err) == 0, "%s", err);
-    ck_assert_uint_eq(g_progress_rows, cfg->accounts);
-    ck_assert_uint_gt(g_progress_calls, 0);
+    struct tu_progress pr = {0};
+    ck_assert_msg(sb_load(db, tu_progress, &pr, err, sizeof err) == 0, "%s", err);
+    ck_assert_uint_eq(pr.rows, cfg->accounts);
+    ck_assert_uint_gt(pr.calls, 0);
     return db;
 }
 
@@ -234,12 +222,7 @@ START_TEST(mix)
     fprintf(stderr, "smallbank: %" PRIu64 " accounts (%" PRIu64 " hot, %u%%), %u partitions, "
             "%d workers, %d ms, seed 0x%" PRIx64 "\n", cfg.accounts, cfg.hot, cfg.hot_pct,
             cfg.nparts, NWORKERS, ms, r->seed);
-    char err[256];
-    ck_assert_msg(pod_workers_start(db, NULL, 0, mix_body, r, err, sizeof err) == 0,
-                  "pod_workers_start: %s", err);
-    pod_workers_join(db);
-    double secs = (double)(pod_mono_ns() - t0) / 1e9;
-    if (tu_failed()) ck_abort_msg("seed 0x%" PRIx64 ": %s", r->seed, tu_failure());
+    double secs = tu_run_workers(db, mix_body, r, r->seed);
     pod_db_print_stats(db, stderr);
     int64_t net = 0;
     uint64_t all = 0, conflicts = 0;

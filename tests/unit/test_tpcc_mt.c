@@ -43,32 +43,20 @@ static void small_config(struct tpcc_config *c, uint32_t warehouses)
     tpcc_config_scaled(c, warehouses, 1000, 90);
 }
 
-static uint64_t g_progress_calls, g_progress_rows;
-
-static void progress(uint64_t rows, void *arg)
-{
-    (void)arg;
-    /* Serialised by the loader; read after the workers joined. */
-    g_progress_calls++;
-    g_progress_rows = rows;
-}
-
 static pod_db *tpcc_db(const struct tpcc_config *cfg, int nworkers)
 {
     char err[256];
-    pod_db *db = pod_db_new(&(struct pod_db_options){.nworkers = nworkers, .host_id = 0,
-                                                     .nhosts = 1, .phantom_protection = true},
-                            err, sizeof err);
-    ck_assert_msg(db, "pod_db_new: %s", err);
+    pod_db *db = tu_db_new(nworkers);
     ck_assert_msg(tpcc_register(db, cfg, err, sizeof err) == 0, "tpcc_register: %s", err);
-    g_progress_calls = g_progress_rows = 0;
+    struct tu_progress pr = {0};
     uint64_t t0 = pod_mono_ns();
-    ck_assert_msg(tpcc_load(db, cfg, progress, NULL, err, sizeof err) == 0, "tpcc_load: %s", err);
+    ck_assert_msg(tpcc_load(db, cfg, tu_progress, &pr, err, sizeof err) == 0, "tpcc_load: %s",
+                  err);
     fprintf(stderr, "tpcc: loaded %u warehouses, %" PRIu64 " rows in %.2f s (%" PRIu64
-            " progress calls)\n", cfg->warehouses, g_progress_rows,
-            (double)(pod_mono_ns() - t0) / 1e9, g_progress_calls);
-    ck_assert_uint_gt(g_progress_calls, 0);
-    ck_assert_uint_gt(g_progress_rows, 0);
+            " progress calls)\n", cfg->warehouses, pr.rows, (double)(pod_mono_ns() - t0) / 1e9,
+            pr.calls);
+    ck_assert_uint_gt(pr.calls, 0);
+    ck_assert_uint_gt(pr.rows, 0);
     char report[2048];
     ck_assert_msg(tpcc_check(db, cfg, report, sizeof report) == 0, "after load: %s", report);
     return db;
@@ -174,12 +162,7 @@ START_TEST(tpcc_mix)
     fprintf(stderr, "tpcc: %u warehouses, %d workers, %d ms, remote %u/%u, seed 0x%" PRIx64 "\n",
             cfg.warehouses, NWORKERS, ms, cfg.remote_new_order_pct, cfg.remote_payment_pct,
             r->seed);
-    char err[256];
-    ck_assert_msg(pod_workers_start(db, NULL, 0, mix_body, r, err, sizeof err) == 0,
-                  "pod_workers_start: %s", err);
-    pod_workers_join(db);
-    double secs = (double)(pod_mono_ns() - t0) / 1e9;
-    if (tu_failed()) ck_abort_msg("seed 0x%" PRIx64 ": %s", r->seed, tu_failure());
+    double secs = tu_run_workers(db, mix_body, r, r->seed);
 
     pod_db_print_stats(db, stderr);
     struct tally tot[TPCC_NTXNS] = {0};

@@ -181,31 +181,20 @@ static void mix_body(struct pod_worker *w, void *arg)
     pod_result_free(res);
 }
 
-static uint64_t g_progress_calls, g_progress_rows;
-
-static void progress(uint64_t rows, void *arg)
-{
-    (void)arg;
-    g_progress_calls++;
-    g_progress_rows = rows;
-}
-
 START_TEST(mix)
 {
     tu_fail_reset();
     char err[256];
     struct ycsb_config cfg;
     ycsb_config_default(&cfg, 20000, 2);
-    pod_db *db = pod_db_new(&(struct pod_db_options){.nworkers = NWORKERS, .host_id = 0,
-                                                     .nhosts = 1, .phantom_protection = true},
-                            err, sizeof err);
-    ck_assert_msg(db, "pod_db_new: %s", err);
+    pod_db *db = tu_db_new(NWORKERS);
     ck_assert_msg(ycsb_register(db, &cfg, err, sizeof err) == 0, "ycsb_register: %s", err);
+    struct tu_progress pr = {0};
     uint64_t t0 = pod_mono_ns();
-    ck_assert_msg(ycsb_load(db, progress, NULL, err, sizeof err) == 0, "%s", err);
+    ck_assert_msg(ycsb_load(db, tu_progress, &pr, err, sizeof err) == 0, "%s", err);
     fprintf(stderr, "ycsb: loaded %" PRIu64 " tuples in %.2f s (%" PRIu64 " progress calls)\n",
-            g_progress_rows, (double)(pod_mono_ns() - t0) / 1e9, g_progress_calls);
-    ck_assert_uint_eq(g_progress_rows, cfg.tuples);
+            pr.rows, (double)(pod_mono_ns() - t0) / 1e9, pr.calls);
+    ck_assert_uint_eq(pr.rows, cfg.tuples);
     uint64_t rows;
     int64_t sum;
     ck_assert_msg(ycsb_count(db, &rows, &sum, err, sizeof err) == 0, "%s", err);
@@ -236,13 +225,8 @@ START_TEST(mix)
         ycsb_gen_init(&r->gen, &c);
         memset(r->tl, 0, sizeof r->tl);
         r->phase = ph;
-        uint64_t start = pod_mono_ns();
-        r->deadline_ns = start + (uint64_t)ms * 1000000ull;
-        ck_assert_msg(pod_workers_start(db, NULL, 0, mix_body, r, err, sizeof err) == 0,
-                      "pod_workers_start: %s", err);
-        pod_workers_join(db);
-        double secs = (double)(pod_mono_ns() - start) / 1e9;
-        if (tu_failed()) ck_abort_msg("seed 0x%" PRIx64 ": %s", r->seed, tu_failure());
+        r->deadline_ns = pod_mono_ns() + (uint64_t)ms * 1000000ull;
+        double secs = tu_run_workers(db, mix_body, r, r->seed);
         struct tally tot = {0};
         for (int i = 0; i < NWORKERS; i++) {
             tot.calls += r->tl[i].calls;

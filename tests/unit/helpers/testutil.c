@@ -1,5 +1,6 @@
 #include "testutil.h"
 
+#include <inttypes.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -9,6 +10,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "engine/db.h"
+#include "engine/worker.h"
 #include "util/clock.h"
 
 #define MAX_CLEANUP 64
@@ -151,4 +154,44 @@ int tu_run(Suite *s)
     int failed = srunner_ntests_failed(sr);
     srunner_free(sr);
     return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}
+
+void tu_host_msg(int host, const char *fmt, ...)
+{
+    fprintf(stderr, "host %d: ", host);
+    va_list ap;
+    va_start(ap, fmt);
+    vfprintf(stderr, fmt, ap);
+    va_end(ap);
+    fputc('\n', stderr);
+}
+
+pod_db *tu_db_new(int nworkers)
+{
+    char err[256];
+    pod_db *db = pod_db_new(&(struct pod_db_options){.nworkers = nworkers, .host_id = 0,
+                                                     .nhosts = 1, .phantom_protection = true},
+                            err, sizeof err);
+    ck_assert_msg(db, "pod_db_new: %s", err);
+    return db;
+}
+
+void tu_progress(uint64_t rows, void *arg)
+{
+    struct tu_progress *p = arg; /* called by the loader's one thread */
+    p->calls++;
+    p->rows = rows;
+}
+
+double tu_run_workers(pod_db *db, void (*body)(struct pod_worker *w, void *arg), void *arg,
+                      uint64_t seed)
+{
+    char err[256];
+    uint64_t t0 = pod_mono_ns();
+    ck_assert_msg(pod_workers_start(db, NULL, 0, body, arg, err, sizeof err) == 0,
+                  "pod_workers_start: %s", err);
+    pod_workers_join(db);
+    double secs = (double)(pod_mono_ns() - t0) / 1e9;
+    if (tu_failed()) ck_abort_msg("seed 0x%" PRIx64 ": %s", seed, tu_failure());
+    return secs;
 }

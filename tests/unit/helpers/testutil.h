@@ -8,6 +8,9 @@
 #include <stdint.h>
 
 #include "conf/config.h"
+#include "poddb/proc.h"
+
+struct pod_worker;
 
 /* A config for a pod of nhosts hosts (1 worker each) on a unique /dev/shm
  * file. The file is registered for removal at exit (also on test failure). */
@@ -42,6 +45,40 @@ void tu_fail_reset(void);
 uint64_t tu_env_seed(const char *var);
 /* A positive number of milliseconds from var, or dflt. */
 int tu_env_ms(const char *var, int dflt);
+
+/* A multi-threaded test's default run length: ThreadSanitizer runs it several
+ * times slower, so it gets the second figure. */
+#if defined(__SANITIZE_THREAD__)
+#define TU_TSAN_OR(plain, tsan) (tsan)
+#else
+#define TU_TSAN_OR(plain, tsan) (plain)
+#endif
+
+/* In a forked host of a multi-process test: "host H: message" on stderr,
+ * and the child's function returns 1 (its exit status). */
+#define TU_HOST_FAIL(host, ...)                                                              \
+    do {                                                                                     \
+        tu_host_msg(host, __VA_ARGS__);                                                      \
+        return 1;                                                                            \
+    } while (0)
+void tu_host_msg(int host, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/* A database of one host with nworkers workers and phantom protection, as
+ * the workload tests run it; the test fails when it cannot be made. */
+pod_db *tu_db_new(int nworkers);
+
+/* A loader's progress callback (wl_progress_fn, sb_progress_fn), arg a struct
+ * tu_progress: how often it was called and the last row count. */
+struct tu_progress {
+    uint64_t calls, rows;
+};
+void tu_progress(uint64_t rows, void *arg);
+
+/* Run body on every worker of db until all have returned; the test fails
+ * with the first failure they recorded (tu_fail) and the seed of the run.
+ * Returns the seconds they ran. */
+double tu_run_workers(pod_db *db, void (*body)(struct pod_worker *w, void *arg), void *arg,
+                      uint64_t seed);
 
 /* A test case named name, added to suite s, with a timeout in seconds (0:
  * Check's default). Its tests and fixtures may be added afterwards. */
