@@ -193,12 +193,22 @@ static long read_segment(const char *path, uint64_t seed, uint64_t first, struct
     return n;
 }
 
-/* A small segment of 3 blocks (3, 1 and 4 records of small tuples) at path;
- * ends[i] = the file size after block i; counts[i] = records up to block i. */
-static void write_small(const char *dir, uint64_t seed, uint64_t ends[3], long counts[3])
+/* A small segment of 3 blocks (3, 1 and 4 records of small tuples) in a
+ * fresh directory, read back into memory for the tests that damage copies. */
+struct small {
+    const char *dir;
+    char path[512];   /* the segment */
+    uint64_t ends[3]; /* the file size after block i */
+    long counts[3];   /* records up to block i */
+    unsigned char *b; /* the file's len bytes (free it) */
+    size_t len;
+};
+
+static struct small write_small(uint64_t seed)
 {
+    struct small s = {.dir = make_tmp()};
     pod_err err = {{0}};
-    struct seg_writer *w = seg_writer_open(dir, 1, 0, 1, 7, &err);
+    struct seg_writer *w = seg_writer_open(s.dir, 1, 0, 1, 7, &err);
     ck_assert_msg(w != NULL, "%s", err.msg);
     const int per_block[3] = {3, 1, 4};
     read_big = false;
@@ -210,11 +220,14 @@ static void write_small(const char *dir, uint64_t seed, uint64_t ends[3], long c
             ck_assert_int_eq(seg_writer_append(w, &g.rec, &err), 0);
         }
         ck_assert_int_eq(seg_writer_flush_block(w, &err), 0);
-        ends[b] = seg_writer_size(w);
-        counts[b] = (long)i;
+        s.ends[b] = seg_writer_size(w);
+        s.counts[b] = (long)i;
     }
     ck_assert_int_eq(seg_writer_close(w, &err), 0);
     free(g.tuple);
+    seg_path(s.path, sizeof s.path, s.dir, 1, 0, 1);
+    s.b = read_all(s.path, &s.len);
+    return s;
 }
 
 /* ---- CRC-32C ------------------------------------------------------------------- */
@@ -402,19 +415,13 @@ END_TEST
 
 START_TEST(truncation_at_every_offset)
 {
-    const char *dir = make_tmp();
-    uint64_t ends[3];
-    long counts[3];
-    write_small(dir, 11, ends, counts);
-    char path[512], cut[600];
-    seg_path(path, sizeof path, dir, 1, 0, 1);
-    snprintf(cut, sizeof cut, "%s/cut.log", dir);
-    size_t len;
-    unsigned char *b = read_all(path, &len);
-    ck_assert_uint_eq(len, ends[2]);
+    struct small s = write_small(11);
+    char cut[600];
+    snprintf(cut, sizeof cut, "%s/cut.log", s.dir);
+    ck_assert_uint_eq(s.len, s.ends[2]);
     int torn = 0, clean = 0;
-    for (size_t c = 0; c <= len; c++) {
-        write_all(cut, b, c);
+    for (size_t c = 0; c <= s.len; c++) {
+        write_all(cut, s.b, c);
         struct seg_tail_status tail;
         pod_err err = {{0}};
         long n = read_segment(cut, 11, 0, &tail, NULL, &err);
@@ -427,9 +434,9 @@ START_TEST(truncation_at_every_offset)
         long want = 0;
         uint64_t good = SEG_HEADER_SIZE;
         for (int k = 0; k < 3; k++)
-            if (ends[k] <= c) {
-                want = counts[k];
-                good = ends[k];
+            if (s.ends[k] <= c) {
+                want = s.counts[k];
+                good = s.ends[k];
             }
         ck_assert_msg(n == want, "cut at %zu: %ld records, want %ld", c, n, want);
         ck_assert_uint_eq(tail.offset, good);
@@ -443,27 +450,21 @@ START_TEST(truncation_at_every_offset)
         }
     }
     ck_assert_int_eq(clean, 4);
-    ck_assert_int_eq(torn, (int)len - (int)SEG_HEADER_SIZE + 1 - 4);
-    free(b);
+    ck_assert_int_eq(torn, (int)s.len - (int)SEG_HEADER_SIZE + 1 - 4);
+    free(s.b);
 }
 END_TEST
 
 START_TEST(bit_flip_at_every_offset)
 {
-    const char *dir = make_tmp();
-    uint64_t ends[3];
-    long counts[3];
-    write_small(dir, 12, ends, counts);
-    char path[512], bad[600];
-    seg_path(path, sizeof path, dir, 1, 0, 1);
-    snprintf(bad, sizeof bad, "%s/bad.log", dir);
-    size_t len;
-    unsigned char *b = read_all(path, &len);
+    struct small s = write_small(12);
+    char bad[600];
+    snprintf(bad, sizeof bad, "%s/bad.log", s.dir);
     int corrupt = 0;
-    for (size_t o = 0; o < len; o++) {
-        b[o] ^= (unsigned char)(1u << (o % 8));
-        write_all(bad, b, len);
-        b[o] ^= (unsigned char)(1u << (o % 8));
+    for (size_t o = 0; o < s.len; o++) {
+        s.b[o] ^= (unsigned char)(1u << (o % 8));
+        write_all(bad, s.b, s.len);
+        s.b[o] ^= (unsigned char)(1u << (o % 8));
         struct seg_tail_status tail;
         pod_err err = {{0}};
         long n = read_segment(bad, 12, 0, &tail, NULL, &err);
@@ -474,9 +475,9 @@ START_TEST(bit_flip_at_every_offset)
             continue;
         }
         int blk = 0;
-        while (o >= ends[blk]) blk++;
-        uint64_t start = blk ? ends[blk - 1] : SEG_HEADER_SIZE;
-        long want = blk ? counts[blk - 1] : 0;
+        while (o >= s.ends[blk]) blk++;
+        uint64_t start = blk ? s.ends[blk - 1] : SEG_HEADER_SIZE;
+        long want = blk ? s.counts[blk - 1] : 0;
         ck_assert_msg(n == want, "byte %zu (block %d): %ld records, want %ld", o, blk, n, want);
         ck_assert_uint_eq(tail.offset, start);
         ck_assert_msg(tail.kind == SEG_TAIL_CORRUPT || tail.kind == SEG_TAIL_TORN,
@@ -489,29 +490,22 @@ START_TEST(bit_flip_at_every_offset)
         }
     }
     ck_assert_int_gt(corrupt, 0);
-    free(b);
+    free(s.b);
 }
 END_TEST
 
 /* A damaged middle block hides the blocks after it, but not those before. */
 START_TEST(corrupt_middle_block_keeps_earlier_records)
 {
-    const char *dir = make_tmp();
-    uint64_t ends[3];
-    long counts[3];
-    write_small(dir, 13, ends, counts);
-    char path[512];
-    seg_path(path, sizeof path, dir, 1, 0, 1);
-    size_t len;
-    unsigned char *b = read_all(path, &len);
-    b[ends[0] + SEG_BLOCK_HEADER_SIZE + 25] ^= 0x10; /* in block 2's payload */
-    write_all(path, b, len);
+    struct small s = write_small(13);
+    s.b[s.ends[0] + SEG_BLOCK_HEADER_SIZE + 25] ^= 0x10; /* in block 2's payload */
+    write_all(s.path, s.b, s.len);
     struct seg_tail_status tail;
-    ck_assert_int_eq(read_segment(path, 13, 0, &tail, NULL, NULL), counts[0]);
+    ck_assert_int_eq(read_segment(s.path, 13, 0, &tail, NULL, NULL), s.counts[0]);
     ck_assert_int_eq(tail.kind, SEG_TAIL_CORRUPT);
-    ck_assert_uint_eq(tail.offset, ends[0]);
+    ck_assert_uint_eq(tail.offset, s.ends[0]);
     ck_assert_ptr_nonnull(strstr(tail.reason, "block CRC mismatch"));
-    free(b);
+    free(s.b);
 }
 END_TEST
 
@@ -519,43 +513,30 @@ END_TEST
  * damage): the block's records are all withheld, CORRUPT at that block. */
 START_TEST(bad_record_in_valid_block)
 {
-    const char *dir = make_tmp();
-    uint64_t ends[3];
-    long counts[3];
-    write_small(dir, 16, ends, counts);
-    char path[512];
-    seg_path(path, sizeof path, dir, 1, 0, 1);
-    size_t len;
-    unsigned char *b = read_all(path, &len);
-    unsigned char *blk = b + ends[0]; /* block 2 (one record) */
+    struct small s = write_small(16);
+    unsigned char *blk = s.b + s.ends[0]; /* block 2 (one record) */
     uint32_t plen = (uint32_t)blk[4] | (uint32_t)blk[5] << 8 | (uint32_t)blk[6] << 16 |
                     (uint32_t)blk[7] << 24;
     blk[SEG_BLOCK_HEADER_SIZE + plen - 6] ^= 0x01; /* last byte before the record CRC */
     uint32_t c = crc32c(crc32c(0, blk, 28), blk + SEG_BLOCK_HEADER_SIZE, plen);
     put32le_t(blk + 28, c);
-    write_all(path, b, len);
+    write_all(s.path, s.b, s.len);
     struct seg_tail_status tail;
-    ck_assert_int_eq(read_segment(path, 16, 0, &tail, NULL, NULL), counts[0]);
+    ck_assert_int_eq(read_segment(s.path, 16, 0, &tail, NULL, NULL), s.counts[0]);
     ck_assert_int_eq(tail.kind, SEG_TAIL_CORRUPT);
-    ck_assert_uint_eq(tail.offset, ends[0]);
+    ck_assert_uint_eq(tail.offset, s.ends[0]);
     ck_assert_msg(strstr(tail.reason, "record CRC mismatch in record 0 of 1"), "%s", tail.reason);
-    free(b);
+    free(s.b);
 }
 END_TEST
 
 START_TEST(garbage_after_last_block)
 {
-    const char *dir = make_tmp();
-    uint64_t ends[3];
-    long counts[3];
-    write_small(dir, 14, ends, counts);
-    char path[512], g[600];
-    seg_path(path, sizeof path, dir, 1, 0, 1);
-    snprintf(g, sizeof g, "%s/g.log", dir);
-    size_t len;
-    unsigned char *b = read_all(path, &len);
-    unsigned char *x = malloc(len + 8192);
-    memcpy(x, b, len);
+    struct small s = write_small(14);
+    char g[600];
+    snprintf(g, sizeof g, "%s/g.log", s.dir);
+    unsigned char *x = malloc(s.len + 8192);
+    memcpy(x, s.b, s.len);
     rng_state = 5;
     struct {
         size_t n;
@@ -570,43 +551,43 @@ START_TEST(garbage_after_last_block)
     };
     for (size_t c = 0; c < sizeof cases / sizeof *cases; c++) {
         for (size_t i = 0; i < cases[c].n; i++)
-            x[len + i] = cases[c].fill < 0 ? (unsigned char)(rnd() | 1) : (unsigned char)cases[c].fill;
-        write_all(g, x, len + cases[c].n);
+            x[s.len + i] = cases[c].fill < 0 ? (unsigned char)(rnd() | 1) : (unsigned char)cases[c].fill;
+        write_all(g, x, s.len + cases[c].n);
         struct seg_tail_status tail;
-        ck_assert_int_eq(read_segment(g, 14, 0, &tail, NULL, NULL), counts[2]);
+        ck_assert_int_eq(read_segment(g, 14, 0, &tail, NULL, NULL), s.counts[2]);
         ck_assert_int_eq(tail.kind, cases[c].want);
-        ck_assert_uint_eq(tail.offset, len);
+        ck_assert_uint_eq(tail.offset, s.len);
         ck_assert_msg(strstr(tail.reason, cases[c].reason), "case %zu: %s", c, tail.reason);
     }
     /* Zeros from the last block to the page's end (a direct writer's sync):
      * a clean end. */
-    size_t pad = (4096 - len % 4096) % 4096;
+    size_t pad = (4096 - s.len % 4096) % 4096;
     if (pad) {
-        memset(x + len, 0, pad);
-        write_all(g, x, len + pad);
+        memset(x + s.len, 0, pad);
+        write_all(g, x, s.len + pad);
         struct seg_tail_status ptail;
-        ck_assert_int_eq(read_segment(g, 14, 0, &ptail, NULL, NULL), counts[2]);
+        ck_assert_int_eq(read_segment(g, 14, 0, &ptail, NULL, NULL), s.counts[2]);
         ck_assert_int_eq(ptail.kind, SEG_TAIL_CLEAN);
-        ck_assert_uint_eq(ptail.offset, len);
+        ck_assert_uint_eq(ptail.offset, s.len);
         ck_assert_msg(strstr(ptail.reason, "padding"), "%s", ptail.reason);
     }
     /* A copy of the first block appended with its last byte missing: torn. */
-    size_t b1 = ends[0] - SEG_HEADER_SIZE;
-    memcpy(x + len, b + SEG_HEADER_SIZE, b1 - 1);
-    write_all(g, x, len + b1 - 1);
+    size_t b1 = s.ends[0] - SEG_HEADER_SIZE;
+    memcpy(x + s.len, s.b + SEG_HEADER_SIZE, b1 - 1);
+    write_all(g, x, s.len + b1 - 1);
     struct seg_tail_status tail;
-    ck_assert_int_eq(read_segment(g, 14, 0, &tail, NULL, NULL), counts[2]);
+    ck_assert_int_eq(read_segment(g, 14, 0, &tail, NULL, NULL), s.counts[2]);
     ck_assert_int_eq(tail.kind, SEG_TAIL_TORN);
     ck_assert_ptr_nonnull(strstr(tail.reason, "incomplete block"));
     /* A block with an absurd length: corrupt, not torn. */
-    memcpy(x + len, b + SEG_HEADER_SIZE, SEG_BLOCK_HEADER_SIZE);
-    x[len + 7] = 0x7f;
-    write_all(g, x, len + SEG_BLOCK_HEADER_SIZE);
-    ck_assert_int_eq(read_segment(g, 14, 0, &tail, NULL, NULL), counts[2]);
+    memcpy(x + s.len, s.b + SEG_HEADER_SIZE, SEG_BLOCK_HEADER_SIZE);
+    x[s.len + 7] = 0x7f;
+    write_all(g, x, s.len + SEG_BLOCK_HEADER_SIZE);
+    ck_assert_int_eq(read_segment(g, 14, 0, &tail, NULL, NULL), s.counts[2]);
     ck_assert_int_eq(tail.kind, SEG_TAIL_CORRUPT);
     ck_assert_ptr_nonnull(strstr(tail.reason, "exceeds the limit"));
     free(x);
-    free(b);
+    free(s.b);
 }
 END_TEST
 
@@ -629,50 +610,44 @@ static void set_version(int fd, uint32_t v)
 
 START_TEST(bad_headers)
 {
-    const char *dir = make_tmp();
-    uint64_t ends[3];
-    long counts[3];
-    write_small(dir, 15, ends, counts);
-    char path[512], h[600];
-    seg_path(path, sizeof path, dir, 1, 0, 1);
-    snprintf(h, sizeof h, "%s/h.log", dir);
-    size_t len;
-    unsigned char *b = read_all(path, &len);
+    struct small s = write_small(15);
+    char h[600];
+    snprintf(h, sizeof h, "%s/h.log", s.dir);
     pod_err err = {{0}};
 
-    write_all(h, b, 0);
+    write_all(h, s.b, 0);
     ck_assert_ptr_null(seg_reader_open(h, &err));
     ck_assert_ptr_nonnull(strstr(err.msg, "shorter than the 64-byte header"));
 
-    memcpy(b, "PODDBLOX", 8);
-    write_all(h, b, len);
+    memcpy(s.b, "PODDBLOX", 8);
+    write_all(h, s.b, s.len);
     ck_assert_ptr_null(seg_reader_open(h, &err));
     ck_assert_ptr_nonnull(strstr(err.msg, "bad magic"));
-    memcpy(b, SEG_MAGIC, 8);
+    memcpy(s.b, SEG_MAGIC, 8);
 
-    b[20] ^= 1; /* logger id, CRC now wrong */
-    write_all(h, b, len);
+    s.b[20] ^= 1; /* logger id, CRC now wrong */
+    write_all(h, s.b, s.len);
     ck_assert_ptr_null(seg_reader_open(h, &err));
     ck_assert_ptr_nonnull(strstr(err.msg, "damaged header"));
-    b[20] ^= 1;
+    s.b[20] ^= 1;
 
-    put32le(b + 8, SEG_VERSION + 1); /* a future version, CRC fixed up */
-    put32le(b + 60, crc32c(0, b, 60));
-    write_all(h, b, len);
+    put32le(s.b + 8, SEG_VERSION + 1); /* a future version, CRC fixed up */
+    put32le(s.b + 60, crc32c(0, s.b, 60));
+    write_all(h, s.b, s.len);
     ck_assert_ptr_null(seg_reader_open(h, &err));
     char want[32];
     snprintf(want, sizeof want, "format version %u", SEG_VERSION + 1);
     ck_assert_msg(strstr(err.msg, want) != NULL, "%s", err.msg);
 
-    snprintf(h, sizeof h, "%s/missing.log", dir);
+    snprintf(h, sizeof h, "%s/missing.log", s.dir);
     ck_assert_ptr_null(seg_reader_open(h, &err));
     ck_assert_ptr_nonnull(strstr(err.msg, "No such file"));
     ck_assert_ptr_nonnull(strstr(err.msg, "missing.log"));
 
-    ck_assert_ptr_null(seg_reader_open(dir, &err));
+    ck_assert_ptr_null(seg_reader_open(s.dir, &err));
     ck_assert_msg(strstr(err.msg, "not a regular file") || strstr(err.msg, "directory"), "%s",
                   err.msg);
-    free(b);
+    free(s.b);
 }
 END_TEST
 
