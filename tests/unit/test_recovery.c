@@ -163,10 +163,7 @@ START_TEST(test_uncommitted_discarded_and_cut)
     ck_assert_msg(recover(&f, dir, 1, &st, &err, NULL) == 0, "%s", err.msg);
     ck_assert(st.ran);
     ck_assert_uint_eq(st.durable_epoch, 10);
-    ck_assert_int_eq(lf_value(&f, 1), 11);
-    ck_assert_int_eq(lf_value(&f, 2), 22);
-    ck_assert_int_eq(lf_value(&f, 3), INT64_MIN);
-    ck_assert_int_eq(lf_value(&f, 4), 44);
+    lf_expect(&f, {1, 11}, {2, 22}, {3, LF_ABSENT}, {4, 44});
     ck_assert_uint_eq(lf_row(&f, 2)->epoch_version, log_ev_make(9, 3));
     ck_assert_uint_eq(st.records_discarded, 2);
     ck_assert_uint_eq(st.truncated_files, 1);
@@ -178,9 +175,7 @@ START_TEST(test_uncommitted_discarded_and_cut)
     ck_assert_msg(recover(&f, dir, 2, &st, &err, NULL) == 0, "%s", err.msg);
     ck_assert_uint_eq(st.records_discarded, 0);
     ck_assert_uint_eq(st.truncated_files, 0);
-    ck_assert_int_eq(lf_value(&f, 1), 11);
-    ck_assert_int_eq(lf_value(&f, 3), INT64_MIN);
-    ck_assert_int_eq(lf_value(&f, 4), 44);
+    lf_expect(&f, {1, 11}, {3, LF_ABSENT}, {4, 44});
     lf_close(&f);
 }
 END_TEST
@@ -218,7 +213,7 @@ START_TEST(test_no_durable_record_discards_everything)
     pod_err err;
     ck_assert_msg(recover(&f, dir, 1, &st, &err, NULL) == 0, "%s", err.msg);
     ck_assert_uint_eq(st.records_discarded, 2);
-    ck_assert_int_eq(lf_value(&f, 1), INT64_MIN);
+    lf_expect(&f, {1, LF_ABSENT});
     ck_assert_uint_eq(file_size(dir, "seg-0-0-0000000000.log"), SEG_HEADER_SIZE);
     lf_close(&f);
 }
@@ -280,12 +275,12 @@ START_TEST(test_marks_end_history)
     struct log_host *lh = NULL;
     ck_assert_msg(recover(&f, dir, 1, &st, &err, &lh) == 0, "%s", err.msg);
     ck_assert_uint_eq(st.durable_epoch, 11);
-    ck_assert_int_eq(lf_value(&f, 1), 11);
-    ck_assert_int_eq(lf_value(&f, 2), 22); /* epochs 9 and 10: above the record, below the marks */
-    ck_assert_int_eq(lf_value(&f, 3), 33);
-    ck_assert_int_eq(lf_value(&f, 5), 55);
-    ck_assert_int_eq(lf_value(&f, 4), INT64_MIN);
-    ck_assert_int_eq(lf_value(&f, 6), INT64_MIN);
+    lf_expect(&f, {1, 11},
+                  {2, 22},         /* epochs 9 and 10: above the record, below the marks */
+                  {3, 33},
+                  {5, 55},
+                  {4, LF_ABSENT},
+                  {6, LF_ABSENT});
     ck_assert_uint_eq(st.records_discarded, 2);
     ck_assert_uint_eq(st.truncated_files, 2);
     struct durable_record dr;
@@ -299,10 +294,10 @@ START_TEST(test_marks_end_history)
     ck_assert_msg(recover(&f, dir, 2, &st, &err, NULL) == 0, "%s", err.msg);
     ck_assert_uint_ge(st.durable_epoch, 13); /* the new life's clean stop may have raised it */
     ck_assert_uint_eq(st.records_discarded, 0);
-    ck_assert_int_eq(lf_value(&f, 2), 22);
-    ck_assert_int_eq(lf_value(&f, 3), 33); /* from the copy the cut made */
-    ck_assert_int_eq(lf_value(&f, 4), INT64_MIN);
-    ck_assert_int_eq(lf_value(&f, 6), INT64_MIN);
+    lf_expect(&f, {2, 22},
+                  {3, 33},         /* from the copy the cut made */
+                  {4, LF_ABSENT},
+                  {6, LF_ABSENT});
     lf_close(&f);
 }
 END_TEST
@@ -320,8 +315,7 @@ START_TEST(test_marks_need_every_logger)
     pod_err err;
     ck_assert_msg(recover(&f, dir, 1, &st, &err, NULL) == 0, "%s", err.msg);
     ck_assert_uint_eq(st.durable_epoch, 6);
-    ck_assert_int_eq(lf_value(&f, 1), 11);
-    ck_assert_int_eq(lf_value(&f, 2), INT64_MIN);
+    lf_expect(&f, {1, 11}, {2, LF_ABSENT});
     lf_close(&f);
 }
 END_TEST
@@ -350,12 +344,9 @@ START_TEST(test_highest_ev_wins)
     struct log_recovery_stats st;
     pod_err err;
     ck_assert_msg(recover(&f, dir, 2, &st, &err, NULL) == 0, "%s", err.msg);
-    ck_assert_int_eq(lf_value(&f, 1), 100);
-    ck_assert_int_eq(lf_value(&f, 2), INT64_MIN);
+    lf_expect(&f, {1, 100}, {2, LF_ABSENT});
     ck_assert_ptr_null(lf_row(&f, 2)); /* tombstones are removed from the index */
-    ck_assert_int_eq(lf_value(&f, 3), INT64_MIN);
-    ck_assert_int_eq(lf_value(&f, 4), 447);
-    ck_assert_int_eq(lf_value(&f, 5), 555);
+    lf_expect(&f, {3, LF_ABSENT}, {4, 447}, {5, 555});
     ck_assert_uint_eq(st.records_read, 12);
     ck_assert_uint_eq(st.tombstones_removed, 2);
     lf_close(&f);
@@ -394,13 +385,13 @@ START_TEST(test_patches_replay_along_their_chain)
         struct log_recovery_stats st;
         pod_err err;
         ck_assert_msg(recover(&f, dir, workers, &st, &err, NULL) == 0, "%s", err.msg);
-        ck_assert_int_eq(lf_value(&f, 1), 12);
+        lf_expect(&f, {1, 12});
         ck_assert_uint_eq(lf_row(&f, 1)->epoch_version, log_ev_make(6, 0));
-        ck_assert_int_eq(lf_value(&f, 2), 30);
-        ck_assert_int_eq(lf_value(&f, 3), INT64_MIN);
-        ck_assert_int_eq(lf_value(&f, 4), 40); /* kept at the last version it had */
-        ck_assert_int_eq(lf_value(&f, 5), 50);
-        ck_assert_int_eq(lf_value(&f, 6), INT64_MIN);
+        lf_expect(&f, {2, 30},
+                      {3, LF_ABSENT},
+                      {4, 40},         /* kept at the last version it had */
+                      {5, 50},
+                      {6, LF_ABSENT});
         /* The rest of the tuple (the serial field) is the whole value's. */
         ck_assert_int_eq(((const struct lf_tuple *)lf_row(&f, 1)->tuple)->serial, 1);
         ck_assert_uint_eq(st.patches_lost, 2); /* key 4's and key 6's */
@@ -429,7 +420,7 @@ START_TEST(test_patch_onto_checkpoint)
     struct lf f;
     struct log_recovery_stats st;
     ck_assert_msg(recover(&f, dir, 2, &st, &err, NULL) == 0, "%s", err.msg);
-    ck_assert_int_eq(lf_value(&f, 1), 102);
+    lf_expect(&f, {1, 102});
     ck_assert_uint_eq(st.records_before_checkpoint, 1);
     ck_assert_uint_eq(st.patches_lost, 0);
     lf_close(&f);
@@ -461,9 +452,7 @@ START_TEST(test_torn_tail_keeps_what_is_before)
     ck_assert_msg(recover(&f, dir, 1, &st, &err, NULL) == 0, "%s", err.msg);
     ck_assert_uint_eq(st.torn_tails, 1);
     ck_assert_uint_eq(st.corrupt_tails, 0);
-    ck_assert_int_eq(lf_value(&f, 1), 1);
-    ck_assert_int_eq(lf_value(&f, 2), 2);
-    ck_assert_int_eq(lf_value(&f, 3), INT64_MIN);
+    lf_expect(&f, {1, 1}, {2, 2}, {3, LF_ABSENT});
     lf_close(&f);
 }
 END_TEST
@@ -494,10 +483,10 @@ START_TEST(test_corrupt_record_ends_that_file)
     pod_err err;
     ck_assert_msg(recover(&f, dir, 1, &st, &err, NULL) == 0, "%s", err.msg);
     ck_assert_uint_eq(st.corrupt_tails, 1);
-    ck_assert_int_eq(lf_value(&f, 1), 1);          /* before the damage: kept */
-    ck_assert_int_eq(lf_value(&f, 2), INT64_MIN);  /* the damaged block */
-    ck_assert_int_eq(lf_value(&f, 3), INT64_MIN);  /* after it in that file */
-    ck_assert_int_eq(lf_value(&f, 4), 4);          /* other files are read */
+    lf_expect(&f, {1, 1},          /* before the damage: kept */
+                  {2, LF_ABSENT},  /* the damaged block */
+                  {3, LF_ABSENT},  /* after it in that file */
+                  {4, 4});         /* other files are read */
     lf_close(&f);
 }
 END_TEST
@@ -527,11 +516,7 @@ START_TEST(test_checkpoint_and_log_tail)
     ck_assert_msg(recover(&f, dir, 2, &st, &err, NULL) == 0, "%s", err.msg);
     ck_assert_uint_eq(st.checkpoint_epoch, 20);
     ck_assert_uint_eq(st.records_before_checkpoint, 2);
-    ck_assert_int_eq(lf_value(&f, 1), 11);
-    ck_assert_int_eq(lf_value(&f, 2), 2);
-    ck_assert_int_eq(lf_value(&f, 3), INT64_MIN);
-    ck_assert_int_eq(lf_value(&f, 4), 44);
-    ck_assert_int_eq(lf_value(&f, 9), INT64_MIN);
+    lf_expect(&f, {1, 11}, {2, 2}, {3, LF_ABSENT}, {4, 44}, {9, LF_ABSENT});
     lf_close(&f);
 }
 END_TEST
@@ -565,12 +550,8 @@ START_TEST(test_delta_checkpoint_chain)
     ck_assert_msg(recover(&f, dir, 2, &st, &err, NULL) == 0, "%s", err.msg);
     ck_assert_uint_eq(st.checkpoint_epoch, 40);
     ck_assert_uint_eq(st.records_before_checkpoint, 1);
-    ck_assert_int_eq(lf_value(&f, 1), 100);
-    ck_assert_int_eq(lf_value(&f, 2), INT64_MIN);
-    ck_assert_int_eq(lf_value(&f, 3), INT64_MIN);
-    ck_assert_int_eq(lf_value(&f, 5), 50);
-    ck_assert_int_eq(lf_value(&f, 6), INT64_MIN);
-    ck_assert_int_eq(lf_value(&f, 7), INT64_MIN);
+    lf_expect(&f, {1, 100}, {2, LF_ABSENT}, {3, LF_ABSENT}, {5, 50}, {6, LF_ABSENT},
+                  {7, LF_ABSENT});
     lf_close(&f);
 
     /* logdir_ckpt_chain names seq 2, 3, 4 */

@@ -224,6 +224,27 @@ static inline int64_t lf_value(const struct lf *f, uint64_t key)
     return ((const struct lf_tuple *)r->tuple)->value;
 }
 
+#define LF_ABSENT INT64_MIN /* lf_value of a key without a committed row */
+
+/* What lf_expect checks: key's value (LF_ABSENT: no committed row). */
+struct lf_kv {
+    uint64_t key;
+    int64_t value;
+};
+
+/* lf_expect(f, {key, value}, ...): each key has its value; a failure names the key. */
+#define lf_expect(f, ...)                                                                   \
+    lf_expect_n(f, (const struct lf_kv[]){__VA_ARGS__},                                    \
+                sizeof((const struct lf_kv[]){__VA_ARGS__}) / sizeof(struct lf_kv))
+static inline void lf_expect_n(const struct lf *f, const struct lf_kv *want, size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        int64_t v = lf_value(f, want[i].key);
+        ck_assert_msg(v == want[i].value, "key %" PRIu64 ": %" PRId64 ", want %" PRId64,
+                      want[i].key, v, want[i].value);
+    }
+}
+
 /* Run a procedure on the admin worker. */
 static inline int lf_call(struct lf *f, int proc, int64_t a0, int64_t a1)
 {
