@@ -1319,9 +1319,22 @@ static void gather_backward(const bt_tree *t, const search_key *from, bool exclu
     }
 }
 
-static void copy_key_out(const bt_tree *t, void *key_out, const uint64_t *slot)
+/* Where a search starts: key's search key in cursor, or NULL (the tree's
+ * end) without a key. */
+static const search_key *start_at(const bt_tree *t, search_key *cursor, const void *key)
 {
-    if (key_out) memcpy(key_out, slot, t->key_width);
+    if (!key) return NULL;
+    search_key_set(t, cursor, key);
+    return cursor;
+}
+
+/* The entry a search found: its key (into key_out) and value, when wanted. */
+static bt_status found(const bt_tree *t, void *key_out, uint64_t *value, const uint64_t *key,
+                       uint64_t v)
+{
+    if (key_out) memcpy(key_out, key, t->key_width);
+    if (value) *value = v;
+    return BT_OK;
 }
 
 bt_status bt_next(const bt_tree *t, const void *key, bool inclusive, void *key_out,
@@ -1330,25 +1343,20 @@ bt_status bt_next(const bt_tree *t, const void *key, bool inclusive, void *key_o
     return bt_next_at(t, key, inclusive, key_out, value, NULL);
 }
 
+/* bt_prev_at is the mirror image of this search (right to left); the two are
+ * kept apart because only this one remembers the leaf it passed on its way
+ * (hint_set_right). */
 bt_status bt_next_at(const bt_tree *t, const void *key, bool inclusive, void *key_out,
                      uint64_t *value, bt_hint *hint)
 {
     if (!tree_usable(t)) return BT_INVALID;
     search_key cursor;
-    const search_key *from = NULL;
-    if (key) {
-        search_key_set(t, &cursor, key);
-        from = &cursor;
-    }
+    const search_key *from = start_at(t, &cursor, key);
     bool exclusive = !inclusive;
     uint64_t key_buf[KEY_WORDS_MAX], val;
     enum hint_answer a = hint ? hint_next(t, hint, from, exclusive, key_buf, &val) : HINT_UNKNOWN;
     if (a == HINT_END) return BT_NOT_FOUND;
-    if (a == HINT_FOUND) {
-        copy_key_out(t, key_out, key_buf);
-        if (value) *value = val;
-        return BT_OK;
-    }
+    if (a == HINT_FOUND) return found(t, key_out, value, key_buf, val);
     batch b = {.keys = key_buf, .vals = &val};
     char *passed = NULL; /* the one leaf passed without an entry (hops 1) */
     uint64_t passed_v = 0;
@@ -1361,9 +1369,7 @@ bt_status bt_next_at(const bt_tree *t, const void *key, bool inclusive, void *ke
              * scan's next step need no descent. */
             if (hops == 1) hint_set_right(t, hint, passed, passed_v, b.leaf, b.leaf_v, false);
             else hint_set(t, hint, b.leaf, b.leaf_v);
-            copy_key_out(t, key_out, key_buf);
-            if (value) *value = val;
-            return BT_OK;
+            return found(t, key_out, value, key_buf, val);
         }
         if (!b.f.has_high) {
             hint_set_right(t, hint, b.leaf, b.leaf_v, NULL, 0, true);
@@ -1383,31 +1389,24 @@ bt_status bt_prev(const bt_tree *t, const void *key, bool inclusive, void *key_o
     return bt_prev_at(t, key, inclusive, key_out, value, NULL);
 }
 
+/* The mirror image of bt_next_at (right to left); kept apart because only the
+ * forward search remembers the leaf it passed on its way (hint_set_right). */
 bt_status bt_prev_at(const bt_tree *t, const void *key, bool inclusive, void *key_out,
                      uint64_t *value, bt_hint *hint)
 {
     if (!tree_usable(t)) return BT_INVALID;
     search_key cursor;
-    const search_key *from = NULL;
-    if (key) {
-        search_key_set(t, &cursor, key);
-        from = &cursor;
-    }
+    const search_key *from = start_at(t, &cursor, key);
     bool exclusive = !inclusive;
     uint64_t key_buf[KEY_WORDS_MAX], val;
-    if (hint_prev(t, hint, from, exclusive, key_buf, &val)) {
-        copy_key_out(t, key_out, key_buf);
-        if (value) *value = val;
-        return BT_OK;
-    }
+    if (hint_prev(t, hint, from, exclusive, key_buf, &val))
+        return found(t, key_out, value, key_buf, val);
     batch b = {.keys = key_buf, .vals = &val};
     for (;;) {
         gather_backward(t, from, exclusive, 1, &b);
         if (b.n == 1) {
             hint_set(t, hint, b.leaf, b.leaf_v);
-            copy_key_out(t, key_out, key_buf);
-            if (value) *value = val;
-            return BT_OK;
+            return found(t, key_out, value, key_buf, val);
         }
         if (!b.f.has_low) return BT_NOT_FOUND;
         search_key_from_words(t, &cursor, b.f.low); /* every key < low is further left */
@@ -1427,11 +1426,7 @@ static bt_status scan(const bt_tree *t, const void *start, bool inclusive, bt_vi
 {
     if (!tree_usable(t) || !fn) return BT_INVALID;
     search_key cursor;
-    const search_key *from = NULL;
-    if (start) {
-        search_key_set(t, &cursor, start);
-        from = &cursor;
-    }
+    const search_key *from = start_at(t, &cursor, start);
     bool exclusive = !inclusive;
     uint64_t buf[t->leaf_cap * (t->key_words + 1)];
     batch b = {.keys = buf, .vals = buf + (size_t)t->leaf_cap * t->key_words};
