@@ -385,49 +385,45 @@ const bt_tree *cxl_index_tree(const struct cxl_index *ix)
 
 /* ---- reads ------------------------------------------------------------------------ */
 
+/* The reads run inside the worker's section of the cross-host EBR domain, so
+ * that no node they pass is freed under them (a GNU statement expression:
+ * the value of call). */
+#define IN_SECTION(ix, worker, call)                                                          \
+    ({                                                                                        \
+        xebr_enter((ix)->x, worker);                                                          \
+        bt_status st_ = (call);                                                               \
+        xebr_exit((ix)->x, worker);                                                           \
+        st_;                                                                                  \
+    })
+
 bt_status cxl_index_lookup(const struct cxl_index *ix, int worker, const void *key,
                            uint64_t *value)
 {
-    xebr_enter(ix->x, worker);
-    bt_status st = bt_lookup(&ix->t, key, value);
-    xebr_exit(ix->x, worker);
-    return st;
+    return IN_SECTION(ix, worker, bt_lookup(&ix->t, key, value));
 }
 
 bt_status cxl_index_next(const struct cxl_index *ix, int worker, const void *key, bool inclusive,
                          void *key_out, uint64_t *value)
 {
-    xebr_enter(ix->x, worker);
-    bt_status st = bt_next(&ix->t, key, inclusive, key_out, value);
-    xebr_exit(ix->x, worker);
-    return st;
+    return IN_SECTION(ix, worker, bt_next(&ix->t, key, inclusive, key_out, value));
 }
 
 bt_status cxl_index_prev(const struct cxl_index *ix, int worker, const void *key, bool inclusive,
                          void *key_out, uint64_t *value)
 {
-    xebr_enter(ix->x, worker);
-    bt_status st = bt_prev(&ix->t, key, inclusive, key_out, value);
-    xebr_exit(ix->x, worker);
-    return st;
+    return IN_SECTION(ix, worker, bt_prev(&ix->t, key, inclusive, key_out, value));
 }
 
 bt_status cxl_index_scan_forward(const struct cxl_index *ix, int worker, const void *start,
                                  bool inclusive, bt_visit_fn fn, void *arg)
 {
-    xebr_enter(ix->x, worker);
-    bt_status st = bt_scan_forward(&ix->t, start, inclusive, fn, arg);
-    xebr_exit(ix->x, worker);
-    return st;
+    return IN_SECTION(ix, worker, bt_scan_forward(&ix->t, start, inclusive, fn, arg));
 }
 
 bt_status cxl_index_scan_backward(const struct cxl_index *ix, int worker, const void *start,
                                   bool inclusive, bt_visit_fn fn, void *arg)
 {
-    xebr_enter(ix->x, worker);
-    bt_status st = bt_scan_backward(&ix->t, start, inclusive, fn, arg);
-    xebr_exit(ix->x, worker);
-    return st;
+    return IN_SECTION(ix, worker, bt_scan_backward(&ix->t, start, inclusive, fn, arg));
 }
 
 /* ---- writes (owner) ------------------------------------------------------------------ */
