@@ -131,6 +131,16 @@ static void kv_row(pod_result *res, int *row, const char *k, const char *fmt, ..
     pod_result_str(res, v);
 }
 
+static void kv_u64(pod_result *res, int *row, const char *k, uint64_t v)
+{
+    kv_row(res, row, k, "%llu", (unsigned long long)v);
+}
+
+static void kv_bool(pod_result *res, int *row, const char *k, bool v)
+{
+    kv_row(res, row, k, "%s", v ? "true" : "false");
+}
+
 /* sys.config -> rows [key, value] of the effective configuration. */
 static int sys_config(pod_txn *tx, const pod_args *a, pod_result *res, void *ctx)
 {
@@ -145,13 +155,11 @@ static int sys_config(pod_txn *tx, const pod_args *a, pod_result *res, void *ctx
     kv_row(res, &row, "digest", "%016llx", (unsigned long long)pod_config_digest(c));
     kv_row(res, &row, "region.path", "%s", c->region.path);
     kv_row(res, &row, "region.kind", "%s", pod_region_kind_name(c->region.kind));
-    kv_row(res, &row, "region.size", "%llu", (unsigned long long)c->region.size);
-    kv_row(res, &row, "region.hwcc_budget", "%llu", (unsigned long long)c->region.hwcc_budget);
+    kv_u64(res, &row, "region.size", c->region.size);
+    kv_u64(res, &row, "region.hwcc_budget", c->region.hwcc_budget);
     kv_row(res, &row, "region.numa_node", "%d", c->region.numa_node);
-    kv_row(res, &row, "region.simulate_noncoherent", "%s",
-           c->region.simulate_noncoherent ? "true" : "false");
-    kv_row(res, &row, "region.allow_overcommit", "%s",
-           c->region.allow_overcommit ? "true" : "false");
+    kv_bool(res, &row, "region.simulate_noncoherent", c->region.simulate_noncoherent);
+    kv_bool(res, &row, "region.allow_overcommit", c->region.allow_overcommit);
     kv_row(res, &row, "hosts", "%d", c->nhosts);
     kv_row(res, &row, "host", "%d", si->host);
     const struct pod_host_conf *h = &c->hosts[si->host];
@@ -160,23 +168,21 @@ static int sys_config(pod_txn *tx, const pod_args *a, pod_result *res, void *ctx
     kv_row(res, &row, "host.cpus", "%s", h->ncpus ? h->cpu_list : "(not pinned)");
     kv_row(res, &row, "host.socket", "%s", h->socket_path);
     kv_row(res, &row, "host.tcp_port", "%d", h->tcp_port);
-    kv_row(res, &row, "host.huge_pages", "%s", h->huge_pages ? "true" : "false");
+    kv_bool(res, &row, "host.huge_pages", h->huge_pages);
     kv_row(res, &row, "host.log_dir", "%s", h->log_dir);
     kv_row(res, &row, "engine.epoch_ms", "%d", c->engine.epoch_ms);
     kv_row(res, &row, "engine.moveout_threshold", "%g", c->engine.moveout_threshold);
     kv_row(res, &row, "engine.moveback_rate", "%u", c->engine.moveback_rate);
     kv_row(res, &row, "engine.coherence", "%s", pod_coherence_name(c->engine.coherence));
-    kv_row(res, &row, "engine.phantom_protection", "%s",
-           c->engine.phantom_protection ? "true" : "false");
-    kv_row(res, &row, "engine.checkpoint_after", "%llu",
-           (unsigned long long)c->engine.checkpoint_after);
+    kv_bool(res, &row, "engine.phantom_protection", c->engine.phantom_protection);
+    kv_u64(res, &row, "engine.checkpoint_after", c->engine.checkpoint_after);
     kv_row(res, &row, "engine.reply_before_durable", "%s",
            c->engine.reply_before_durable ? "true (NOT durable)" : "false");
     /* pod ablation knobs (docs/pod.md) */
     kv_row(res, &row, "engine.eviction", "%s", pod_eviction_name(c->engine.eviction));
-    kv_row(res, &row, "engine.shortcut_pointers", "%s", c->engine.shortcut_pointers ? "true" : "false");
-    kv_row(res, &row, "engine.dirty_tracking", "%s", c->engine.dirty_tracking ? "true" : "false");
-    kv_row(res, &row, "engine.locking", "%s", c->engine.locking ? "true" : "false");
+    kv_bool(res, &row, "engine.shortcut_pointers", c->engine.shortcut_pointers);
+    kv_bool(res, &row, "engine.dirty_tracking", c->engine.dirty_tracking);
+    kv_bool(res, &row, "engine.locking", c->engine.locking);
     kv_row(res, &row, "engine.max_retries", "%u", c->engine.max_retries);
     kv_row(res, &row, "engine.retry_timeout_ms", "%u", c->engine.retry_timeout_ms);
     kv_row(res, &row, "engine.slow_call_ms", "%u", c->engine.slow_call_ms);
@@ -198,63 +204,55 @@ static int sys_log(pod_txn *tx, const pod_args *a, pod_result *res, void *ctx)
     if (lh) {
         struct log_host_stats st;
         log_host_get_stats(lh, &st);
-        kv_row(res, &row, "global_epoch", "%llu", (unsigned long long)st.global_epoch);
-        kv_row(res, &row, "pod_durable_epoch", "%llu", (unsigned long long)st.pod_durable_epoch);
-        kv_row(res, &row, "persisted_epoch", "%llu", (unsigned long long)st.persisted_epoch);
-        kv_row(res, &row, "persisted_by_file", "%llu", (unsigned long long)st.persisted_by_file);
-        kv_row(res, &row, "persisted_by_marks", "%llu",
-               (unsigned long long)st.persisted_by_marks);
-        kv_row(res, &row, "persisted_empty", "%llu", (unsigned long long)st.persisted_empty);
+        kv_u64(res, &row, "global_epoch", st.global_epoch);
+        kv_u64(res, &row, "pod_durable_epoch", st.pod_durable_epoch);
+        kv_u64(res, &row, "persisted_epoch", st.persisted_epoch);
+        kv_u64(res, &row, "persisted_by_file", st.persisted_by_file);
+        kv_u64(res, &row, "persisted_by_marks", st.persisted_by_marks);
+        kv_u64(res, &row, "persisted_empty", st.persisted_empty);
         kv_row(res, &row, "dir_lost", "%s", st.dir_lost ? st.dir_lost_why : "no");
         kv_row(res, &row, "dir_lost_host", "%d", st.dir_lost_host);
-        kv_row(res, &row, "records", "%llu", (unsigned long long)st.records);
-        kv_row(res, &row, "bytes", "%llu", (unsigned long long)st.bytes);
-        kv_row(res, &row, "blocks", "%llu", (unsigned long long)st.blocks);
-        kv_row(res, &row, "syncs", "%llu", (unsigned long long)st.syncs);
+        kv_u64(res, &row, "records", st.records);
+        kv_u64(res, &row, "bytes", st.bytes);
+        kv_u64(res, &row, "blocks", st.blocks);
+        kv_u64(res, &row, "syncs", st.syncs);
         kv_row(res, &row, "sync_us_avg", "%.1f",
                st.syncs ? (double)st.sync_ns / (double)st.syncs / 1000.0 : 0.0);
         kv_row(res, &row, "sync_us_max", "%.1f", (double)st.sync_ns_max / 1000.0);
-        kv_row(res, &row, "segments", "%llu", (unsigned long long)st.segments);
-        kv_row(res, &row, "direct_segments", "%llu", (unsigned long long)st.direct_segments);
-        kv_row(res, &row, "write_errors", "%llu", (unsigned long long)st.write_errors);
-        kv_row(res, &row, "checkpoints", "%llu", (unsigned long long)st.checkpoints);
-        kv_row(res, &row, "checkpoint_epoch", "%llu", (unsigned long long)st.checkpoint_epoch);
-        kv_row(res, &row, "checkpoint_deltas", "%llu",
-               (unsigned long long)st.checkpoint_deltas);
-        kv_row(res, &row, "segments_removed", "%llu", (unsigned long long)st.segments_removed);
-        kv_row(res, &row, "checkpoint_failures", "%llu",
-               (unsigned long long)st.checkpoint_failures);
+        kv_u64(res, &row, "segments", st.segments);
+        kv_u64(res, &row, "direct_segments", st.direct_segments);
+        kv_u64(res, &row, "write_errors", st.write_errors);
+        kv_u64(res, &row, "checkpoints", st.checkpoints);
+        kv_u64(res, &row, "checkpoint_epoch", st.checkpoint_epoch);
+        kv_u64(res, &row, "checkpoint_deltas", st.checkpoint_deltas);
+        kv_u64(res, &row, "segments_removed", st.segments_removed);
+        kv_u64(res, &row, "checkpoint_failures", st.checkpoint_failures);
         kv_row(res, &row, "checkpoint_running", "%d", st.checkpoint_running ? 1 : 0);
         if (st.checkpoints) {
             const struct checkpoint_summary *c = &st.last_checkpoint;
             kv_row(res, &row, "last_checkpoint.kind", "%s", c->delta ? "delta" : "full");
-            kv_row(res, &row, "last_checkpoint.rows", "%llu", (unsigned long long)c->rows);
-            kv_row(res, &row, "last_checkpoint.unchanged", "%llu",
-                   (unsigned long long)c->unchanged);
-            kv_row(res, &row, "last_checkpoint.deleted_keys", "%llu",
-                   (unsigned long long)c->deleted);
-            kv_row(res, &row, "last_checkpoint.bytes", "%llu", (unsigned long long)c->bytes);
+            kv_u64(res, &row, "last_checkpoint.rows", c->rows);
+            kv_u64(res, &row, "last_checkpoint.unchanged", c->unchanged);
+            kv_u64(res, &row, "last_checkpoint.deleted_keys", c->deleted);
+            kv_u64(res, &row, "last_checkpoint.bytes", c->bytes);
             kv_row(res, &row, "last_checkpoint.seconds", "%.3f", (double)c->ns / 1e9);
             kv_row(res, &row, "last_checkpoint.cpu_seconds", "%.3f", (double)c->cpu_ns / 1e9);
         }
     }
     if (si && si->recovery.ran) {
         const struct log_recovery_stats *r = &si->recovery;
-        kv_row(res, &row, "recovery.durable_epoch", "%llu", (unsigned long long)r->durable_epoch);
-        kv_row(res, &row, "recovery.checkpoint_epoch", "%llu",
-               (unsigned long long)r->checkpoint_epoch);
-        kv_row(res, &row, "recovery.records_read", "%llu", (unsigned long long)r->records_read);
-        kv_row(res, &row, "recovery.records_applied", "%llu",
-               (unsigned long long)r->records_applied);
-        kv_row(res, &row, "recovery.records_discarded", "%llu",
-               (unsigned long long)r->records_discarded);
-        kv_row(res, &row, "recovery.rows", "%llu", (unsigned long long)r->rows);
+        kv_u64(res, &row, "recovery.durable_epoch", r->durable_epoch);
+        kv_u64(res, &row, "recovery.checkpoint_epoch", r->checkpoint_epoch);
+        kv_u64(res, &row, "recovery.records_read", r->records_read);
+        kv_u64(res, &row, "recovery.records_applied", r->records_applied);
+        kv_u64(res, &row, "recovery.records_discarded", r->records_discarded);
+        kv_u64(res, &row, "recovery.rows", r->rows);
         kv_row(res, &row, "recovery.seconds", "%.3f", r->seconds);
         kv_row(res, &row, "recovery.records_per_s", "%.0f",
                r->seconds > 0 ? (double)r->records_read / r->seconds : 0.0);
-        kv_row(res, &row, "recovery.torn_tails", "%llu", (unsigned long long)r->torn_tails);
-        kv_row(res, &row, "recovery.corrupt_tails", "%llu", (unsigned long long)r->corrupt_tails);
-        kv_row(res, &row, "recovery.patches_lost", "%llu", (unsigned long long)r->patches_lost);
+        kv_u64(res, &row, "recovery.torn_tails", r->torn_tails);
+        kv_u64(res, &row, "recovery.corrupt_tails", r->corrupt_tails);
+        kv_u64(res, &row, "recovery.patches_lost", r->patches_lost);
     }
     return POD_OK;
 }
@@ -343,30 +341,28 @@ static int sys_pod(pod_txn *tx, const pod_args *a, pod_result *res, void *ctx)
     const struct cxl_usage *u = &pc.hwcc;
     const struct cxl_index_usage *iu = &pc.index;
     int row = 0;
-    kv_row(res, &row, "moved_in", "%llu", (unsigned long long)st->moved_in);
-    kv_row(res, &row, "moved_out", "%llu", (unsigned long long)st->moved_out);
-    kv_row(res, &row, "moved_batched", "%llu", (unsigned long long)st->moved_batched);
-    kv_row(res, &row, "resident", "%llu", (unsigned long long)iu->keys);
-    kv_row(res, &row, "msgs_sent", "%llu", (unsigned long long)st->msgs_sent);
-    kv_row(res, &row, "msgs_served", "%llu", (unsigned long long)st->msgs_served);
-    kv_row(res, &row, "waits", "%llu", (unsigned long long)st->waits);
+    kv_u64(res, &row, "moved_in", st->moved_in);
+    kv_u64(res, &row, "moved_out", st->moved_out);
+    kv_u64(res, &row, "moved_batched", st->moved_batched);
+    kv_u64(res, &row, "resident", iu->keys);
+    kv_u64(res, &row, "msgs_sent", st->msgs_sent);
+    kv_u64(res, &row, "msgs_served", st->msgs_served);
+    kv_u64(res, &row, "waits", st->waits);
     kv_row(res, &row, "wait_us_avg", "%.1f",
            st->waits ? (double)st->wait_ns / 1e3 / (double)st->waits : 0.0);
-    kv_row(res, &row, "wait_us_p50", "%llu", (unsigned long long)pod_wait_quantile_us(st, 0.5));
-    kv_row(res, &row, "wait_us_p99", "%llu", (unsigned long long)pod_wait_quantile_us(st, 0.99));
-    kv_row(res, &row, "waits_over_128us", "%llu",
-           (unsigned long long)pod_waits_at_least(st, 128));
-    kv_row(res, &row, "remote_reads", "%llu", (unsigned long long)st->remote_reads);
-    kv_row(res, &row, "remote_writes", "%llu", (unsigned long long)st->remote_writes);
-    kv_row(res, &row, "busy_replies", "%llu", (unsigned long long)st->busy_replies);
-    kv_row(res, &row, "nomem_replies", "%llu", (unsigned long long)st->nomem_replies);
-    kv_row(res, &row, "moveout_runs", "%llu", (unsigned long long)st->moveout_runs);
-    kv_row(res, &row, "compactions", "%llu", (unsigned long long)st->compactions);
-    kv_row(res, &row, "hwcc_used", "%llu", (unsigned long long)u->used);
-    kv_row(res, &row, "hwcc_quota", "%llu", (unsigned long long)u->quota);
-    kv_row(res, &row, "hwcc_index_bytes", "%llu", (unsigned long long)iu->hwcc_bytes);
-    kv_row(res, &row, "hwcc_record_bytes", "%llu",
-           (unsigned long long)(iu->keys * sizeof(cxl_record)));
+    kv_u64(res, &row, "wait_us_p50", pod_wait_quantile_us(st, 0.5));
+    kv_u64(res, &row, "wait_us_p99", pod_wait_quantile_us(st, 0.99));
+    kv_u64(res, &row, "waits_over_128us", pod_waits_at_least(st, 128));
+    kv_u64(res, &row, "remote_reads", st->remote_reads);
+    kv_u64(res, &row, "remote_writes", st->remote_writes);
+    kv_u64(res, &row, "busy_replies", st->busy_replies);
+    kv_u64(res, &row, "nomem_replies", st->nomem_replies);
+    kv_u64(res, &row, "moveout_runs", st->moveout_runs);
+    kv_u64(res, &row, "compactions", st->compactions);
+    kv_u64(res, &row, "hwcc_used", u->used);
+    kv_u64(res, &row, "hwcc_quota", u->quota);
+    kv_u64(res, &row, "hwcc_index_bytes", iu->hwcc_bytes);
+    kv_u64(res, &row, "hwcc_record_bytes", (iu->keys * sizeof(cxl_record)));
     return POD_OK;
 }
 
