@@ -313,63 +313,45 @@ static inline void line_part(const struct cxl_swcc *s, size_t i, const void *p, 
 }
 
 /* Read and write copy line by line under the line's lock, so they are atomic with
- * respect to fills, write-backs and other reads/writes of this host's threads. */
-static void sim_read(struct cxl_swcc *s, void *dst, const void *src, size_t len)
-{
-    if (len == 0) return;
-    struct span sp = sim_span(s, "read", src, len);
-    struct cxl_swcc_sim *sim = s->sim;
-    size_t src_off = (size_t)((const char *)src - s->base);
-    for (size_t i = sp.first; i <= sp.last; i++) {
-        size_t off, n;
-        bool whole;
-        line_part(s, i, src, len, &off, &n, &whole);
-        pthread_mutex_t *m = line_lock(sim, i);
-        pthread_mutex_lock(m);
-        line_fill(s, i);
-        memcpy((char *)dst + (off - src_off), sim->shadow + off, n);
-        pthread_mutex_unlock(m);
-    }
-}
+ * respect to fills, write-backs and other reads/writes of this host's threads;
+ * one loop does all three copies, what differs is what each does to a line. */
+enum sim_copy_kind { SIM_READ, SIM_WRITE, SIM_NT_WRITE };
 
-static void sim_write(struct cxl_swcc *s, void *dst, const void *src, size_t len)
+static void sim_copy(struct cxl_swcc *s, enum sim_copy_kind k, void *dst, const void *src,
+                     size_t len)
 {
     if (len == 0) return;
-    struct span sp = sim_span(s, "write", dst, len);
+    static const char *const what[] = {"read", "write", "nt_write"};
+    const void *p = k == SIM_READ ? src : dst; /* the side in the region */
+    struct span sp = sim_span(s, what[k], p, len);
     struct cxl_swcc_sim *sim = s->sim;
-    size_t dst_off = (size_t)((char *)dst - s->base);
+    size_t p_off = (size_t)((const char *)p - s->base);
     for (size_t i = sp.first; i <= sp.last; i++) {
         size_t off, n;
         bool whole;
-        line_part(s, i, dst, len, &off, &n, &whole);
+        line_part(s, i, p, len, &off, &n, &whole);
         pthread_mutex_t *m = line_lock(sim, i);
         pthread_mutex_lock(m);
-        if (!whole) line_fill(s, i); /* a fully overwritten line needs no fill */
-        memcpy(sim->shadow + off, (const char *)src + (off - dst_off), n);
-        bit_set(sim->valid, i);
-        bit_set(sim->dirty, i);
-        pthread_mutex_unlock(m);
-    }
-}
-
-static void sim_nt_write(struct cxl_swcc *s, void *dst, const void *src, size_t len)
-{
-    if (len == 0) return;
-    struct span sp = sim_span(s, "nt_write", dst, len);
-    struct cxl_swcc_sim *sim = s->sim;
-    size_t dst_off = (size_t)((char *)dst - s->base);
-    for (size_t i = sp.first; i <= sp.last; i++) {
-        size_t off, n;
-        bool whole;
-        line_part(s, i, dst, len, &off, &n, &whole);
-        pthread_mutex_t *m = line_lock(sim, i);
-        pthread_mutex_lock(m);
-        /* As on hardware, a dirty cached line is written back before the
-         * non-temporal bytes land; a fully overwritten one is just discarded. */
-        if (!whole) line_writeback(s, i);
-        memcpy(s->base + off, (const char *)src + (off - dst_off), n);
-        bit_clear(sim->dirty, i);
-        bit_clear(sim->valid, i);
+        switch (k) {
+        case SIM_READ:
+            line_fill(s, i);
+            memcpy((char *)dst + (off - p_off), sim->shadow + off, n);
+            break;
+        case SIM_WRITE:
+            if (!whole) line_fill(s, i); /* a fully overwritten line needs no fill */
+            memcpy(sim->shadow + off, (const char *)src + (off - p_off), n);
+            bit_set(sim->valid, i);
+            bit_set(sim->dirty, i);
+            break;
+        case SIM_NT_WRITE:
+            /* As on hardware, a dirty cached line is written back before the
+             * non-temporal bytes land; a fully overwritten one is just discarded. */
+            if (!whole) line_writeback(s, i);
+            memcpy(s->base + off, (const char *)src + (off - p_off), n);
+            bit_clear(sim->dirty, i);
+            bit_clear(sim->valid, i);
+            break;
+        }
         pthread_mutex_unlock(m);
     }
 }
@@ -378,13 +360,13 @@ static void sim_nt_write(struct cxl_swcc *s, void *dst, const void *src, size_t 
 
 void cxl_swcc_read(struct cxl_swcc *s, void *dst, const void *src, size_t len)
 {
-    if (s->sim) sim_read(s, dst, src, len);
+    if (s->sim) sim_copy(s, SIM_READ, dst, src, len);
     else memcpy(dst, src, len);
 }
 
 void cxl_swcc_write(struct cxl_swcc *s, void *dst, const void *src, size_t len)
 {
-    if (s->sim) sim_write(s, dst, src, len);
+    if (s->sim) sim_copy(s, SIM_WRITE, dst, src, len);
     else memcpy(dst, src, len);
 }
 
@@ -412,7 +394,7 @@ void cxl_swcc_writeback(struct cxl_swcc *s, const void *p, size_t len)
 
 void cxl_swcc_nt_write(struct cxl_swcc *s, void *dst, const void *src, size_t len)
 {
-    if (s->sim) sim_nt_write(s, dst, src, len);
+    if (s->sim) sim_copy(s, SIM_NT_WRITE, dst, src, len);
     else if (s->pmem_memcpy) s->pmem_memcpy(dst, src, len, PMEM2_F_MEM_NONTEMPORAL);
     else cxl_nt_copy(dst, src, len);
 }
