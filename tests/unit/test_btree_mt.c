@@ -47,35 +47,18 @@ void bt_race_point(enum bt_race_where where)
 /* ---- shared test state ---------------------------------------------------------- */
 
 static bt_tree tree;
-static int stop_flag;  /* set on the first failure or when writers are done; atomic */
-static int failed;     /* atomic */
-static char failure[512];
-static pthread_mutex_t failure_lock = PTHREAD_MUTEX_INITIALIZER;
+static int stop_flag; /* set when the writers are done; atomic */
 static unsigned scale = 1;
 
-static bool flag_failure(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-static bool flag_failure(const char *fmt, ...)
-{
-    pthread_mutex_lock(&failure_lock);
-    if (!__atomic_load_n(&failed, __ATOMIC_RELAXED)) {
-        va_list ap;
-        va_start(ap, fmt);
-        vsnprintf(failure, sizeof failure, fmt, ap);
-        va_end(ap);
-        __atomic_store_n(&failed, 1, __ATOMIC_RELEASE);
-    }
-    pthread_mutex_unlock(&failure_lock);
-    return false;
-}
+/* A thread's failure (the first one is kept: tu_fail); false, for the
+ * checks that return it. */
+#define flag_failure(...) (tu_fail(__VA_ARGS__), false)
 
-static bool stopping(void)
-{
-    return __atomic_load_n(&stop_flag, __ATOMIC_ACQUIRE) || __atomic_load_n(&failed, __ATOMIC_ACQUIRE);
-}
+static bool stopping(void) { return __atomic_load_n(&stop_flag, __ATOMIC_ACQUIRE) || tu_failed(); }
 
 static void check_no_failure(void)
 {
-    if (__atomic_load_n(&failed, __ATOMIC_ACQUIRE)) ck_abort_msg("%s", failure);
+    if (tu_failed()) ck_abort_msg("%s", tu_failure());
 }
 
 typedef struct rng {
@@ -424,7 +407,7 @@ static void *reader_main(void *arg)
     reader *rd = arg;
     rng r = {0xabcdefull + (uint64_t)rd->index * 104729};
     /* At least some work even if the writers finish first. */
-    while (!__atomic_load_n(&failed, __ATOMIC_ACQUIRE) && (!stopping() || rd->ops < 200)) {
+    while (!tu_failed() && (!stopping() || rd->ops < 200)) {
         unsigned what = rng_below(&r, 10);
         bool ok = what < 3   ? reader_lookup(&r)
                   : what < 5 ? reader_scan(&r, true)
@@ -443,7 +426,7 @@ static void tree_setup(bt_local_space *ls, bt_header *hdr, unsigned node_size, b
 {
     __atomic_store_n(&inject_races, races, __ATOMIC_RELAXED);
     __atomic_store_n(&stop_flag, 0, __ATOMIC_RELAXED);
-    __atomic_store_n(&failed, 0, __ATOMIC_RELAXED);
+    tu_fail_reset();
     bt_local_space_init(ls);
     ck_assert_int_eq(bt_create(&tree, hdr, &ls->space,
                                &(bt_config){.key_width = 8, .node_size = node_size}),
@@ -548,7 +531,7 @@ static void *inserter_main(void *arg)
         key_of(id, k);
         bt_status st = bt_insert(&tree, k, value_of(id));
         if (st != BT_OK) {
-            flag_failure("inserter %d: insert of %llu gave %s", in->index, (unsigned long long)id,
+            tu_fail("inserter %d: insert of %llu gave %s", in->index, (unsigned long long)id,
                  bt_status_name(st));
             return NULL;
         }
@@ -571,7 +554,7 @@ static void *remover_main(void *arg)
         uint64_t v = 0;
         bt_status st = bt_remove(&tree, k, &v);
         if (st != BT_OK || v != value_of(ids[i])) {
-            flag_failure("remover %d: remove of %llu gave %s", in->index, (unsigned long long)ids[i],
+            tu_fail("remover %d: remove of %llu gave %s", in->index, (unsigned long long)ids[i],
                  bt_status_name(st));
             break;
         }
@@ -626,21 +609,21 @@ static void *ordered_reader_main(void *arg)
         }
         bt_status st = bt_scan_forward(&tree, NULL, true, ordered_visit, &c);
         if (st != BT_OK) {
-            flag_failure("scan gave %s", bt_status_name(st));
+            tu_fail("scan gave %s", bt_status_name(st));
             break;
         }
         if (c.bad) {
-            flag_failure("%s", c.why);
+            tu_fail("%s", c.why);
             break;
         }
         for (int i = 0; i < INSERTERS; i++) {
             if (c.next_required[i] < c.published[i]) {
-                flag_failure("scan ended before published key %llu", (unsigned long long)c.next_required[i]);
+                tu_fail("scan ended before published key %llu", (unsigned long long)c.next_required[i]);
                 return NULL;
             }
         }
         rd->ops++;
-        if (__atomic_load_n(&failed, __ATOMIC_ACQUIRE)) break;
+        if (tu_failed()) break;
     }
     return NULL;
 }

@@ -295,29 +295,9 @@ struct obj {
 static struct ebr_domain *dom;
 static struct obj *current; /* atomic */
 static int stop_flag;       /* atomic */
-static int failed;          /* atomic */
-static char failure[256];
-static pthread_mutex_t failure_lock = PTHREAD_MUTEX_INITIALIZER;
 static uint64_t total_frees; /* atomic */
 
-static void flag_failure(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-static void flag_failure(const char *fmt, ...)
-{
-    pthread_mutex_lock(&failure_lock);
-    if (!__atomic_load_n(&failed, __ATOMIC_RELAXED)) {
-        va_list ap;
-        va_start(ap, fmt);
-        vsnprintf(failure, sizeof failure, fmt, ap);
-        va_end(ap);
-        __atomic_store_n(&failed, 1, __ATOMIC_RELEASE);
-    }
-    pthread_mutex_unlock(&failure_lock);
-}
-
-static bool stopping(void)
-{
-    return __atomic_load_n(&stop_flag, __ATOMIC_ACQUIRE) || __atomic_load_n(&failed, __ATOMIC_ACQUIRE);
-}
+static bool stopping(void) { return __atomic_load_n(&stop_flag, __ATOMIC_ACQUIRE) || tu_failed(); }
 
 static struct obj *obj_new(uint64_t seq)
 {
@@ -342,7 +322,7 @@ static void obj_free(void *ctx, void *p)
 {
     struct obj *o = p;
     struct writer *w = ctx;
-    if (o->magic != MAGIC_ALIVE) flag_failure("double free of object %llu", (unsigned long long)o->seq);
+    if (o->magic != MAGIC_ALIVE) tu_fail("double free of object %llu", (unsigned long long)o->seq);
     o->magic = MAGIC_DEAD; /* poison: a reader still inside would see it */
     free(o);
     w->frees++;
@@ -352,13 +332,13 @@ static void obj_free(void *ctx, void *p)
 static bool check_obj(const struct obj *o, const char *who)
 {
     if (o->magic != MAGIC_ALIVE) {
-        flag_failure("%s: object %llu read after free (magic %#llx)", who,
+        tu_fail("%s: object %llu read after free (magic %#llx)", who,
                      (unsigned long long)o->seq, (unsigned long long)o->magic);
         return false;
     }
     for (int i = 0; i < NPAY; i++)
         if (o->pay[i] != o->seq * 31 + (uint64_t)i) {
-            flag_failure("%s: object %llu payload %d corrupt", who, (unsigned long long)o->seq, i);
+            tu_fail("%s: object %llu payload %d corrupt", who, (unsigned long long)o->seq, i);
             return false;
         }
     return true;
@@ -450,7 +430,7 @@ START_TEST(readers_and_writers)
     __atomic_store_n(&stop_flag, 1, __ATOMIC_RELEASE);
     for (int i = 0; i < NWRITERS; i++) pthread_join(w[i].thread, NULL);
     for (int i = 0; i < NREADERS; i++) pthread_join(r[i].thread, NULL);
-    if (__atomic_load_n(&failed, __ATOMIC_ACQUIRE)) ck_abort_msg("%s", failure);
+    if (tu_failed()) ck_abort_msg("%s", tu_failure());
 
     uint64_t retired = 0, reads = 0;
     for (int i = 0; i < NWRITERS; i++) {
