@@ -251,12 +251,18 @@ static void fail_once(struct worker *w, const char *fmt, ...)
     va_end(ap);
 }
 
-static bool fc_open(struct fconn *c)
+/* A new connection of worker w, counted; false when it cannot connect (a
+ * failure of the test when must: the modes that expect a working server). */
+static bool fc_open(struct worker *w, struct fconn *c, bool must)
 {
     memset(c, 0, sizeof *c);
     c->fd = sh_raw_connect(S.sock);
-    if (c->fd < 0) return false;
+    if (c->fd < 0) {
+        if (must) fail_once(w, "connect: %s", strerror(errno));
+        return false;
+    }
     fcntl(c->fd, F_SETFL, fcntl(c->fd, F_GETFL) | O_NONBLOCK);
+    w->conns++;
     return true;
 }
 
@@ -343,11 +349,7 @@ static void mode_short(struct worker *w)
 {
     uint64_t *r = &w->rng;
     struct fconn c;
-    if (!fc_open(&c)) {
-        fail_once(w, "connect: %s", strerror(errno));
-        return;
-    }
-    w->conns++;
+    if (!fc_open(w, &c, true)) return;
     struct pod_buf b = {0};
     int nf = 1 + (int)rn(r, 4);
     for (int i = 0; i < nf; i++) {
@@ -370,8 +372,7 @@ static void mode_garbage(struct worker *w)
 {
     uint64_t *r = &w->rng;
     struct fconn c;
-    if (!fc_open(&c)) return;
-    w->conns++;
+    if (!fc_open(w, &c, false)) return;
     uint32_t n = 1 + rn(r, chance(r, 80) ? 64 : 8192);
     unsigned char *p = malloc(n);
     for (uint32_t i = 0; i < n; i++) p[i] = (unsigned char)rnd(r);
@@ -387,8 +388,7 @@ static void mode_burst(struct worker *w)
 {
     uint64_t *r = &w->rng;
     struct fconn c;
-    if (!fc_open(&c)) return;
-    w->conns++;
+    if (!fc_open(w, &c, false)) return;
     struct pod_buf b = {0};
     int nf = 20 + (int)rn(r, 150);
     for (int i = 0; i < nf; i++) {
@@ -411,11 +411,7 @@ static void mode_session(struct worker *w)
 {
     uint64_t *r = &w->rng;
     struct fconn c;
-    if (!fc_open(&c)) {
-        fail_once(w, "connect: %s", strerror(errno));
-        return;
-    }
-    w->conns++;
+    if (!fc_open(w, &c, true)) return;
     uint64_t sent = 0, id_sum = 0;
     uint64_t until = sh_now_ms() + 20 + rn(r, 150);
     struct pod_buf b = {0};
@@ -481,8 +477,7 @@ static void mode_partial(struct worker *w)
 {
     uint64_t *r = &w->rng;
     struct fconn c;
-    if (!fc_open(&c)) return;
-    w->conns++;
+    if (!fc_open(w, &c, false)) return;
     struct pod_buf b = {0};
     gen_call(r, &b, 77);
     w->frames++;
