@@ -845,6 +845,9 @@ static int visit(struct scan_state *s, struct access *a, const void *key)
     return (!go_on || (s->limit && s->count >= s->limit)) ? 1 : 0;
 }
 
+/* scan_backward is its mirror image; the two stay apart because their phantom
+ * protection differs (forward: each step's next row read again after its
+ * lock; backward: the gap above hi locked before the first step). */
 static int scan_forward(struct scan_state *s)
 {
     struct pod_txn *tx = s->tx;
@@ -897,6 +900,8 @@ static struct pod_row *prev_row(pod_table *t, uint32_t part, const void *key, bo
     return st == BT_OK ? (struct pod_row *)(uintptr_t)v : NULL;
 }
 
+/* The mirror image of scan_forward, kept apart because the phantom protection
+ * differs: here the gap above hi is locked before the first step. */
 static int scan_backward(struct scan_state *s)
 {
     struct pod_txn *tx = s->tx;

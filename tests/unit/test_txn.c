@@ -279,15 +279,22 @@ START_TEST(tuple_ranges_in_place)
 }
 END_TEST
 
-START_TEST(no_wait_conflicts)
+/* The start of no_wait_conflicts and no_locking_takes_no_locks: the even keys
+ * 0..10 loaded, A and B begun, A has read key 2 (in k, a) for update. */
+static void a_reads_2_for_update(unsigned char k[8], struct acct *a)
 {
     load_even(0, 10);
-    unsigned char k[8];
-    struct acct a;
     txn_begin(A);
     txn_begin(B);
     key(k, 2);
-    ck_assert_int_eq(pod_get_for_update(A, T, k, &a), POD_OK);
+    ck_assert_int_eq(pod_get_for_update(A, T, k, a), POD_OK);
+}
+
+START_TEST(no_wait_conflicts)
+{
+    unsigned char k[8];
+    struct acct a;
+    a_reads_2_for_update(k, &a);
     ck_assert_int_eq(pod_get(B, T, k, &a), POD_CONFLICT);
     ck_assert_int_eq(txn_abort_cause(B), POD_CAUSE_READ_LOCK);
     key(k, 4); /* the conflict is sticky: the attempt is doomed */
@@ -315,13 +322,9 @@ END_TEST
 START_TEST(no_locking_takes_no_locks)
 {
     ck_assert(!db->opt.phantom_protection); /* no locks, so no gap locks either */
-    load_even(0, 10);
     unsigned char k[8];
     struct acct a;
-    txn_begin(A);
-    txn_begin(B);
-    key(k, 2);
-    ck_assert_int_eq(pod_get_for_update(A, T, k, &a), POD_OK);
+    a_reads_2_for_update(k, &a);
     ck_assert_int_eq(pod_get(B, T, k, &a), POD_OK);
     a.balance = 7;
     ck_assert_int_eq(pod_put(B, T, k, &a), POD_OK);
