@@ -50,6 +50,29 @@ struct opts {
 static int g_rc; /* exit status so far */
 static bool g_damage;
 
+/* A line of --json output: an object that starts with "type" and "path". */
+static void json_line_begin(struct json_writer *w, const char *type, const char *path)
+{
+    json_init(w, stdout);
+    json_obj_begin(w);
+    json_kv_str(w, "type", type);
+    json_kv_str(w, "path", path);
+}
+
+static void json_line_end(struct json_writer *w)
+{
+    json_obj_end(w);
+    fputc('\n', stdout);
+}
+
+/* key: v when has, else key: null. */
+static void json_kv_u64_if(struct json_writer *w, const char *key, bool has, uint64_t v)
+{
+    json_key(w, key);
+    if (has) json_u64(w, v);
+    else json_null(w);
+}
+
 static bool printable(const unsigned char *k, size_t n)
 {
     for (size_t i = 0; i < n; i++)
@@ -85,10 +108,7 @@ static void print_record(const struct opts *o, const char *path, uint64_t idx,
     bool pr = r->key_len > 0 && printable(k, r->key_len);
     if (o->json) {
         struct json_writer w;
-        json_init(&w, stdout);
-        json_obj_begin(&w);
-        json_kv_str(&w, "type", "record");
-        json_kv_str(&w, "path", path);
+        json_line_begin(&w, "record", path);
         json_kv_u64(&w, "index", idx);
         json_kv_u64(&w, "table", r->table_id);
         json_kv_str(&w, "kind", kind_name(r->kind));
@@ -109,8 +129,7 @@ static void print_record(const struct opts *o, const char *path, uint64_t idx,
             json_kv_u64(&w, "patch_offset", pa.offset);
             json_kv_u64(&w, "patch_len", pa.len);
         }
-        json_obj_end(&w);
-        fputc('\n', stdout);
+        json_line_end(&w);
     } else {
         printf("  #%-6" PRIu64 " table %-4" PRIu32 " %-6s key ", idx, r->table_id,
                kind_name(r->kind));
@@ -135,14 +154,10 @@ static void print_bad_header(const struct opts *o, const char *path, const char 
 {
     if (o->json) {
         struct json_writer w;
-        json_init(&w, stdout);
-        json_obj_begin(&w);
-        json_kv_str(&w, "type", "segment");
-        json_kv_str(&w, "path", path);
+        json_line_begin(&w, "segment", path);
         json_kv_bool(&w, "bad_header", true);
         json_kv_str(&w, "error", msg);
-        json_obj_end(&w);
-        fputc('\n', stdout);
+        json_line_end(&w);
     } else {
         printf("%s  BAD HEADER: %s\n", path, msg);
     }
@@ -164,10 +179,7 @@ static void print_segment(const struct opts *o, const char *path, const struct s
                      (nh != h->host || !ckpt || ns != h->seq));
     if (o->json) {
         struct json_writer w;
-        json_init(&w, stdout);
-        json_obj_begin(&w);
-        json_kv_str(&w, "type", "segment");
-        json_kv_str(&w, "path", path);
+        json_line_begin(&w, "segment", path);
         json_kv_u64(&w, "host", h->host);
         json_kv_bool(&w, "checkpoint", ckpt);
         json_kv_bool(&w, "delta", (h->ckpt_flags & SEG_CKPT_DELTA) != 0);
@@ -181,22 +193,15 @@ static void print_segment(const struct opts *o, const char *path, const struct s
         json_kv_u64(&w, "good_bytes", st->good_bytes);
         json_kv_u64(&w, "blocks", st->blocks);
         json_kv_u64(&w, "records", st->records);
-        json_key(&w, "epoch_lo");
-        if (st->blocks) json_u64(&w, st->epoch_lo);
-        else json_null(&w);
-        json_key(&w, "epoch_hi");
-        if (st->blocks) json_u64(&w, st->epoch_hi);
-        else json_null(&w);
+        json_kv_u64_if(&w, "epoch_lo", st->blocks, st->epoch_lo);
+        json_kv_u64_if(&w, "epoch_hi", st->blocks, st->epoch_hi);
         json_kv_u64(&w, "marks", st->marks);
-        json_key(&w, "last_mark");
-        if (st->marks) json_u64(&w, st->mark_through);
-        else json_null(&w);
+        json_kv_u64_if(&w, "last_mark", st->marks, st->mark_through);
         json_kv_str(&w, "tail", seg_tail_name(t->kind));
         json_kv_u64(&w, "tail_offset", t->offset);
         json_kv_str(&w, "tail_reason", t->reason);
         json_kv_bool(&w, "name_mismatch", mismatch);
-        json_obj_end(&w);
-        fputc('\n', stdout);
+        json_line_end(&w);
         return;
     }
     if (ckpt) {
@@ -247,10 +252,7 @@ static void dump_durable(const struct opts *o, const char *path)
     if (bad) g_damage = true;
     if (o->json) {
         struct json_writer w;
-        json_init(&w, stdout);
-        json_obj_begin(&w);
-        json_kv_str(&w, "type", "durable");
-        json_kv_str(&w, "path", path);
+        json_line_begin(&w, "durable", path);
         if (bad) {
             json_kv_bool(&w, "damaged", true);
             json_kv_str(&w, "error", err.msg);
@@ -261,8 +263,7 @@ static void dump_durable(const struct opts *o, const char *path)
             json_kv_u64(&w, "valid_slots", (uint64_t)rec.valid_slots);
             json_kv_u64(&w, "hosts_mask", rec.hosts);
         }
-        json_obj_end(&w);
-        fputc('\n', stdout);
+        json_line_end(&w);
     } else if (bad) {
         printf("%s  DAMAGED: %s\n", path, err.msg);
     } else {
