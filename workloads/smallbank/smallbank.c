@@ -378,39 +378,10 @@ int sb_load(pod_db *db, sb_progress_fn progress, void *progress_arg, char *err, 
                           progress, progress_arg, "smallbank.load", err, errlen);
 }
 
-int sb_audit(pod_db *db, int64_t *total, char *err, size_t errlen)
-{
-    struct smallbank *s = sb_get(db);
-    if (!s) {
-        snprintf(err, errlen, "sb_audit: sb_register first");
-        return -1;
-    }
-    pod_result *res = pod_result_new();
-    if (!res) {
-        snprintf(err, errlen, "out of memory");
-        return -1;
-    }
-    pod_args args = {0, NULL};
-    char msg[200];
-    int rc = wl_call(db, NULL, s->proc_audit, &args, res, msg, sizeof msg);
-    pod_value t, n;
-    int ret = 0;
-    if (rc < 0 || pod_result_get(res, 0, 0, &t) || pod_result_get(res, 0, 1, &n)) {
-        snprintf(err, errlen, "smallbank.audit: %s: %s", pod_status_name(rc), msg);
-        ret = -1;
-    } else if ((uint64_t)n.u.i64 != 2 * s->cfg.accounts) {
-        snprintf(err, errlen, "smallbank.audit: %" PRId64 " balance rows, expected %" PRIu64,
-                 n.u.i64, 2 * s->cfg.accounts);
-        ret = -1;
-    } else {
-        *total = t.u.i64;
-    }
-    pod_result_free(res);
-    return ret;
-}
-
-int sb_audit_partition(pod_db *db, struct pod_worker *wk, uint32_t p, int64_t *total,
-                       uint64_t *rows, char *err, size_t errlen)
+/* smallbank.audit (p < 0) or smallbank.audit_partition(p): the balances'
+ * total and the rows summed. */
+static int audit_call(pod_db *db, struct pod_worker *wk, int64_t p, int64_t *total,
+                      uint64_t *rows, char *err, size_t errlen)
 {
     struct smallbank *s = sb_get(db);
     if (!s) {
@@ -423,13 +394,18 @@ int sb_audit_partition(pod_db *db, struct pod_worker *wk, uint32_t p, int64_t *t
         return -1;
     }
     pod_value v[1] = {pod_v_i64(p)};
-    pod_args args = {1, v};
+    pod_args args = {p < 0 ? 0 : 1, v};
     char msg[200];
-    int rc = wl_call(db, wk, s->proc_audit_partition, &args, res, msg, sizeof msg);
+    int rc = wl_call(db, wk, p < 0 ? s->proc_audit : s->proc_audit_partition, &args, res, msg,
+                     sizeof msg);
     pod_value t, n;
     int ret = 0;
     if (rc < 0 || pod_result_get(res, 0, 0, &t) || pod_result_get(res, 0, 1, &n)) {
-        snprintf(err, errlen, "smallbank.audit_partition(%u): %s: %s", p, pod_status_name(rc), msg);
+        if (p < 0)
+            snprintf(err, errlen, "smallbank.audit: %s: %s", pod_status_name(rc), msg);
+        else
+            snprintf(err, errlen, "smallbank.audit_partition(%" PRId64 "): %s: %s", p,
+                     pod_status_name(rc), msg);
         ret = -1;
     } else {
         *total = t.u.i64;
@@ -437,6 +413,27 @@ int sb_audit_partition(pod_db *db, struct pod_worker *wk, uint32_t p, int64_t *t
     }
     pod_result_free(res);
     return ret;
+}
+
+int sb_audit(pod_db *db, int64_t *total, char *err, size_t errlen)
+{
+    uint64_t rows;
+    int64_t t;
+    if (audit_call(db, NULL, -1, &t, &rows, err, errlen) != 0) return -1;
+    uint64_t want = 2 * sb_get(db)->cfg.accounts;
+    if (rows != want) {
+        snprintf(err, errlen, "smallbank.audit: %" PRId64 " balance rows, expected %" PRIu64,
+                 (int64_t)rows, want);
+        return -1;
+    }
+    *total = t;
+    return 0;
+}
+
+int sb_audit_partition(pod_db *db, struct pod_worker *wk, uint32_t p, int64_t *total,
+                       uint64_t *rows, char *err, size_t errlen)
+{
+    return audit_call(db, wk, p, total, rows, err, errlen);
 }
 
 /* ---- input generation ---------------------------------------------------------------------------- */
