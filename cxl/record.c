@@ -63,64 +63,54 @@ static void latch_release_update(cxl_record *rec, uint64_t clear, uint64_t set)
 
 /* ---- 2PL lock ------------------------------------------------------------- */
 
+/* The CAS loop of the lock changes (a GNU statement expression): false,
+ * changing nothing, when refuse holds of the word's current value old; else
+ * the word becomes next (an expression of old) with the given ordering. */
+#define LOCK_CHANGE(rec, refuse, next, order)                                                 \
+    ({                                                                                        \
+        cxl_record old = __atomic_load_n(rec, __ATOMIC_RELAXED);                              \
+        bool changed_ = true;                                                                 \
+        do {                                                                                  \
+            if (refuse) {                                                                     \
+                changed_ = false;                                                             \
+                break;                                                                        \
+            }                                                                                 \
+        } while (!__atomic_compare_exchange_n(rec, &old, (next), true, order,                 \
+                                              __ATOMIC_RELAXED));                             \
+        changed_;                                                                             \
+    })
+
 bool rec_try_read_lock(cxl_record *rec)
 {
-    cxl_record old = __atomic_load_n(rec, __ATOMIC_RELAXED);
-    do {
-        if ((old & REC_LOCK_W) || (old & REC_LOCK_R_MASK) == REC_LOCK_R_MASK) return false;
-    } while (!__atomic_compare_exchange_n(rec, &old, old + REC_LOCK_R_ONE, true,
-                                          __ATOMIC_ACQUIRE, __ATOMIC_RELAXED));
-    return true;
+    return LOCK_CHANGE(rec, (old & REC_LOCK_W) || (old & REC_LOCK_R_MASK) == REC_LOCK_R_MASK,
+                       old + REC_LOCK_R_ONE, __ATOMIC_ACQUIRE);
 }
 
 bool rec_try_write_lock(cxl_record *rec)
 {
-    cxl_record old = __atomic_load_n(rec, __ATOMIC_RELAXED);
-    do {
-        if (old & REC_LOCK_MASK) return false;
-    } while (!__atomic_compare_exchange_n(rec, &old, old | REC_LOCK_W, true, __ATOMIC_ACQUIRE,
-                                          __ATOMIC_RELAXED));
-    return true;
+    return LOCK_CHANGE(rec, old & REC_LOCK_MASK, old | REC_LOCK_W, __ATOMIC_ACQUIRE);
 }
 
 bool rec_try_upgrade(cxl_record *rec)
 {
-    cxl_record old = __atomic_load_n(rec, __ATOMIC_RELAXED);
-    do {
-        if ((old & REC_LOCK_MASK) != REC_LOCK_R_ONE) return false;
-    } while (!__atomic_compare_exchange_n(rec, &old, (old & ~REC_LOCK_R_MASK) | REC_LOCK_W, true,
-                                          __ATOMIC_ACQUIRE, __ATOMIC_RELAXED));
-    return true;
+    return LOCK_CHANGE(rec, (old & REC_LOCK_MASK) != REC_LOCK_R_ONE,
+                       (old & ~REC_LOCK_R_MASK) | REC_LOCK_W, __ATOMIC_ACQUIRE);
 }
 
 bool rec_release_read(cxl_record *rec)
 {
-    cxl_record old = __atomic_load_n(rec, __ATOMIC_RELAXED);
-    do {
-        if (!(old & REC_LOCK_R_MASK)) return false;
-    } while (!__atomic_compare_exchange_n(rec, &old, old - REC_LOCK_R_ONE, true,
-                                          __ATOMIC_RELEASE, __ATOMIC_RELAXED));
-    return true;
+    return LOCK_CHANGE(rec, !(old & REC_LOCK_R_MASK), old - REC_LOCK_R_ONE, __ATOMIC_RELEASE);
 }
 
 bool rec_release_write(cxl_record *rec)
 {
-    cxl_record old = __atomic_load_n(rec, __ATOMIC_RELAXED);
-    do {
-        if (!(old & REC_LOCK_W)) return false;
-    } while (!__atomic_compare_exchange_n(rec, &old, old & ~REC_LOCK_W, true, __ATOMIC_RELEASE,
-                                          __ATOMIC_RELAXED));
-    return true;
+    return LOCK_CHANGE(rec, !(old & REC_LOCK_W), old & ~REC_LOCK_W, __ATOMIC_RELEASE);
 }
 
 bool rec_downgrade(cxl_record *rec)
 {
-    cxl_record old = __atomic_load_n(rec, __ATOMIC_RELAXED);
-    do {
-        if (!(old & REC_LOCK_W)) return false;
-    } while (!__atomic_compare_exchange_n(rec, &old, (old & ~REC_LOCK_W) + REC_LOCK_R_ONE, true,
-                                          __ATOMIC_RELEASE, __ATOMIC_RELAXED));
-    return true;
+    return LOCK_CHANGE(rec, !(old & REC_LOCK_W), (old & ~REC_LOCK_W) + REC_LOCK_R_ONE,
+                       __ATOMIC_RELEASE);
 }
 
 bool rec_init_lock(cxl_record *rec, bool write, unsigned readers)
