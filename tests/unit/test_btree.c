@@ -443,19 +443,26 @@ static void random_op(const bt_tree *t, ref_map *m, unsigned domain, bool growin
     }
 }
 
+/* An empty tree of cfg in local memory, and its reference map for cap keys. */
+static void tree_and_map(const tree_config *cfg, bt_local_space *ls, bt_header *hdr, bt_tree *t,
+                         ref_map *m, size_t cap)
+{
+    bt_local_space_init(ls);
+    CHECK_EQ(bt_create(t, hdr, &ls->space,
+                       &(bt_config){.key_width = cfg->kw, .node_size = cfg->node_size}),
+             BT_OK);
+    ref_init(m, cfg->kw, cap);
+}
+
 static void run_random(const tree_config *cfg, unsigned domain, unsigned ops, uint64_t seed)
 {
     rng_seed(seed);
     g_hint = (bt_hint){0};
     bt_local_space ls;
-    bt_local_space_init(&ls);
     bt_header hdr;
     bt_tree t;
-    CHECK_EQ(bt_create(&t, &hdr, &ls.space,
-                               &(bt_config){.key_width = cfg->kw, .node_size = cfg->node_size}),
-                     BT_OK);
     ref_map m;
-    ref_init(&m, cfg->kw, domain);
+    tree_and_map(cfg, &ls, &hdr, &t, &m, domain);
     const unsigned phase = 4000;
     unsigned max_height = 0;
     for (unsigned i = 0; i < ops; i++) {
@@ -561,14 +568,10 @@ START_TEST(ordered_loads_delete_all_reinsert)
     const tree_config *cfg = &ordered_configs[_i];
     const uint64_t n = 6000;
     bt_local_space ls;
-    bt_local_space_init(&ls);
     bt_header hdr;
     bt_tree t;
-    CHECK_EQ(bt_create(&t, &hdr, &ls.space,
-                               &(bt_config){.key_width = cfg->kw, .node_size = cfg->node_size}),
-                     BT_OK);
     ref_map m;
-    ref_init(&m, cfg->kw, n);
+    tree_and_map(cfg, &ls, &hdr, &t, &m, n);
     check_empty(&t, cfg->kw);
 
     insert_ids(&t, &m, 1, n, +1);
