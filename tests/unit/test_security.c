@@ -854,16 +854,24 @@ END_TEST
  * another user's, or one that group or others may write without the sticky
  * bit, is refused (another user could put a socket of theirs at the path
  * while the server is down); a sticky one like /tmp is fine. */
+/* A directory parent/name with mode (the umask aside), and the path of a
+ * socket in it. */
+static void socket_dir(char *dir, size_t dlen, char *sock, size_t slen, const char *parent,
+                       const char *name, mode_t mode)
+{
+    snprintf(dir, dlen, "%s/%s", parent, name);
+    ck_assert_int_eq(mkdir(dir, mode & 0777), 0);
+    ck_assert_int_eq(chmod(dir, mode), 0);
+    snprintf(sock, slen, "%s/pod.sock", dir);
+}
+
 START_TEST(socket_dir_of_another_user_is_refused)
 {
     struct sh_server s;
     char dir[SH_PATH - 48], sock[SH_PATH];
     ck_assert_int_eq(sh_prepare(&s, 1, 0, NULL), 0);
 
-    snprintf(dir, sizeof dir, "%s/theirs", s.dir);
-    ck_assert_int_eq(mkdir(dir, 0755), 0);
-    ck_assert_int_eq(chmod(dir, 0755), 0);
-    snprintf(sock, sizeof sock, "%s/pod.sock", dir);
+    socket_dir(dir, sizeof dir, sock, sizeof sock, s.dir, "theirs", 0755);
     if (chown_or_skip(dir, OTHER_UID, "socket_dir_of_another_user_is_refused")) {
         struct sh_server t;
         ck_assert_int_eq(sh_prepare(&t, 1, 0, sock), 0);
@@ -872,20 +880,14 @@ START_TEST(socket_dir_of_another_user_is_refused)
         expect_nothing_left(&t, false);
     }
 
-    snprintf(dir, sizeof dir, "%s/shared", s.dir);
-    ck_assert_int_eq(mkdir(dir, 0775), 0);
-    ck_assert_int_eq(chmod(dir, 0775), 0);
-    snprintf(sock, sizeof sock, "%s/pod.sock", dir);
+    socket_dir(dir, sizeof dir, sock, sizeof sock, s.dir, "shared", 0775);
     struct sh_server g;
     ck_assert_int_eq(sh_prepare(&g, 1, 0, sock), 0);
     const char *shared[] = {"socket", dir, "0775", "writable"};
     expect_refused(&g, shared, 4);
     expect_nothing_left(&g, false);
 
-    snprintf(dir, sizeof dir, "%s/tmp", s.dir);
-    ck_assert_int_eq(mkdir(dir, 0777), 0);
-    ck_assert_int_eq(chmod(dir, 01777), 0);
-    snprintf(sock, sizeof sock, "%s/pod.sock", dir);
+    socket_dir(dir, sizeof dir, sock, sizeof sock, s.dir, "tmp", 01777);
     struct sh_server t;
     ck_assert_int_eq(sh_prepare(&t, 1, 0, sock), 0);
     start_ok(&t);
