@@ -48,14 +48,7 @@
 /* ---- helpers ------------------------------------------------------------------ */
 
 static uint64_t rng_state;
-static uint64_t rnd(void)
-{
-    /* splitmix64 */
-    uint64_t z = (rng_state += 0x9E3779B97F4A7C15ull);
-    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-    return z ^ (z >> 31);
-}
+static uint64_t rnd(void) { return tu_rand(&rng_state); }
 
 static int rm_cb(const char *p, const struct stat *sb, int flag, struct FTW *f)
 {

@@ -22,17 +22,6 @@
 
 #define MiB (1ull << 20)
 
-static uint64_t rnd(uint64_t *s)
-{
-    uint64_t x = *s += 0x9e3779b97f4a7c15ull;
-    x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
-    x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
-    return x ^ (x >> 31);
-}
-
-static const enum pod_coherence VARIANTS[] = {POD_COH_FULL, POD_COH_NON_TEMPORAL,
-                                              POD_COH_NO_SHARED_READER, POD_COH_HWCC_ONLY};
-
 /* ---- record word operations against a model ------------------------------ */
 
 enum op { RL, WL, UP, RR, RW, LA, LR, FS, FC, SRO, NOPS };
@@ -41,14 +30,14 @@ enum op { RL, WL, UP, RR, RW, LA, LR, FS, FC, SRO, NOPS };
  * reader counts near 0, 1 and 127 are frequent. */
 static cxl_record random_word(uint64_t *s)
 {
-    cxl_record w = rnd(s);
-    switch (rnd(s) % 4) {
+    cxl_record w = tu_rand(s);
+    switch (tu_rand(s) % 4) {
     case 0: w &= ~REC_LOCK_MASK; break;
     case 1: w = (w & ~REC_LOCK_MASK) | REC_LOCK_R_ONE; break;
     case 2: w = (w & ~REC_LOCK_MASK) | REC_LOCK_R_MASK; break;
     default: break;
     }
-    if (rnd(s) % 2) w &= ~REC_LATCH;
+    if (tu_rand(s) % 2) w &= ~REC_LATCH;
     return w;
 }
 
@@ -58,7 +47,7 @@ START_TEST(ops_touch_only_their_field)
     unsigned ok_count[NOPS] = {0}, fail_count[NOPS] = {0};
     for (int it = 0; it < 200000; it++) {
         cxl_record w = random_word(&s), rec = w, want = w;
-        enum op op = (enum op)(rnd(&s) % NOPS);
+        enum op op = (enum op)(tu_rand(&s) % NOPS);
         unsigned readers = rec_readers(w);
         bool got = false, exp = false;
         uint64_t f = 0;
@@ -102,19 +91,19 @@ START_TEST(ops_touch_only_their_field)
         case FS:
         case FC: {
             /* a non-empty set of flags plus garbage bits that must be ignored */
-            do f = rnd(&s) & REC_FLAG_MASK;
+            do f = tu_rand(&s) & REC_FLAG_MASK;
             while (!f);
             uint64_t fm = f;
-            f |= rnd(&s) & ~REC_FLAG_MASK;
+            f |= tu_rand(&s) & ~REC_FLAG_MASK;
             exp = (w & fm) == fm;
             want = op == FS ? w | fm : w & ~fm;
             got = op == FS ? rec_flag_set(&rec, f) : rec_flag_clear(&rec, f);
             break;
         }
         case SRO: {
-            off = (rnd(&s) & REC_ROW_MASK) << 6;
-            if (rnd(&s) % 8 == 0) off |= 1 + rnd(&s) % 63; /* unaligned */
-            if (rnd(&s) % 16 == 0) off |= 1ull << 42;       /* too far */
+            off = (tu_rand(&s) & REC_ROW_MASK) << 6;
+            if (tu_rand(&s) % 8 == 0) off |= 1 + tu_rand(&s) % 63; /* unaligned */
+            if (tu_rand(&s) % 16 == 0) off |= 1ull << 42;       /* too far */
             exp = (w & REC_LATCH) && !(off & 63) && off < (1ull << 42);
             if (exp) want = (w & ~REC_ROW_MASK) | (off >> 6);
             got = rec_set_row_off(&rec, off);
@@ -271,7 +260,7 @@ static int64_t read_val(struct cxl_region *r, enum pod_coherence v, cxl_record *
 
 START_TEST(row_protocol_one_host)
 {
-    enum pod_coherence v = VARIANTS[_i];
+    enum pod_coherence v = tu_variants[_i];
     struct pod_config c;
     struct cxl_region *r = open1(&c, true, 8 * MiB);
     const bool swcc = v != POD_COH_HWCC_ONLY;
@@ -478,7 +467,7 @@ START_TEST(hwcc_bytes_per_record)
     struct tup t;
     tup_make(&t, 1);
     for (int vi = 0; vi < 4; vi++) {
-        enum pod_coherence v = VARIANTS[vi];
+        enum pod_coherence v = tu_variants[vi];
         struct cxl_usage u0, u1;
         cxl_usage_get(r, 0, CXL_HWCC, &u0);
         for (int i = 0; i < N; i++) {

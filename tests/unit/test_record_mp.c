@@ -61,17 +61,6 @@ static bool acct_ok(const struct acct *a, uint64_t ev)
     return true;
 }
 
-static uint64_t rnd(uint64_t *s)
-{
-    uint64_t x = *s += 0x9e3779b97f4a7c15ull;
-    x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
-    x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
-    return x ^ (x >> 31);
-}
-
-static const enum pod_coherence VARIANTS[] = {POD_COH_FULL, POD_COH_NON_TEMPORAL,
-                                              POD_COH_NO_SHARED_READER, POD_COH_HWCC_ONLY};
-
 /* ---- shared control block (host 0's HWcc slice, root slot 0) ------------- */
 
 enum { N_CNT = 8 };
@@ -143,7 +132,7 @@ static double now_ms(void)
 static void backoff(uint64_t *seed, int tries)
 {
     int k = tries < 10 ? tries : 10;
-    uint64_t spins = rnd(seed) % (16ull << k);
+    uint64_t spins = tu_rand(seed) % (16ull << k);
     for (uint64_t i = 0; i < spins; i++) {
 #if defined(__x86_64__) || defined(__i386__)
         __builtin_ia32_pause();
@@ -225,8 +214,8 @@ static int check_bank(struct bank *b, uint64_t *seed, int max_tries, uint64_t *e
 /* One transfer. 0 committed, -1 aborted on a lock conflict, 1 wrong answer. */
 static int transfer(struct bank *b, uint64_t *seed, char *msg, size_t msglen)
 {
-    int x = (int)(rnd(seed) % (uint64_t)b->n), y;
-    do y = (int)(rnd(seed) % (uint64_t)b->n);
+    int x = (int)(tu_rand(seed) % (uint64_t)b->n), y;
+    do y = (int)(tu_rand(seed) % (uint64_t)b->n);
     while (y == x);
     cxl_record *rx = b->rec[x], *ry = b->rec[y];
     if (!rec_try_write_lock(rx)) return -1;
@@ -254,7 +243,7 @@ static int transfer(struct bank *b, uint64_t *seed, char *msg, size_t msglen)
                  (unsigned long long)ey, (unsigned long long)ay.ev);
         return 1;
     }
-    int64_t amt = (int64_t)(rnd(seed) % 100);
+    int64_t amt = (int64_t)(tu_rand(seed) % 100);
     acct_make(&ax, ax.bal - amt, ex + 1);
     acct_make(&ay, ay.bal + amt, ey + 1);
     rc1 = rec_row_write(b->r, v, rx, &ax, TSIZE, 1, ex + 1);
@@ -432,9 +421,9 @@ static void run_bank(int nhosts, enum pod_coherence v, int transfers)
 }
 
 /* _i: variant in the low 2 bits, 2 or 4 hosts. */
-START_TEST(bank_2_hosts) { run_bank(2, VARIANTS[_i], 5000); }
+START_TEST(bank_2_hosts) { run_bank(2, tu_variants[_i], 5000); }
 END_TEST
-START_TEST(bank_4_hosts) { run_bank(4, VARIANTS[_i], 2500); }
+START_TEST(bank_4_hosts) { run_bank(4, tu_variants[_i], 2500); }
 END_TEST
 
 /* ---- negative control and per-operation counts ----------------------------- */
@@ -649,10 +638,10 @@ static void run_negative(enum pod_coherence v, bool sim)
 }
 
 /* FULL, NON_TEMPORAL, NO_SHARED_READER; HWCC_ONLY has no flush to skip. */
-START_TEST(simulator_catches_protocol_bugs) { run_negative(VARIANTS[_i], true); }
+START_TEST(simulator_catches_protocol_bugs) { run_negative(tu_variants[_i], true); }
 END_TEST
 
-START_TEST(coherent_machine_hides_them) { run_negative(VARIANTS[_i], false); }
+START_TEST(coherent_machine_hides_them) { run_negative(tu_variants[_i], false); }
 END_TEST
 
 int main(void)

@@ -25,14 +25,6 @@
 #define MiB (1ull << 20)
 #define NT 4
 
-static uint64_t rnd(uint64_t *s)
-{
-    uint64_t x = *s += 0x9e3779b97f4a7c15ull;
-    x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
-    x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
-    return x ^ (x >> 31);
-}
-
 static double now_ms(void)
 {
     struct timespec ts;
@@ -67,7 +59,7 @@ static void *field_worker(void *arg)
     long n = 0;
     while (!__atomic_load_n(&g_stop, __ATOMIC_ACQUIRE) || n < 1000) {
         n++;
-        int k = (int)(rnd(&seed) % 5) + 1, got = 0;
+        int k = (int)(tu_rand(&seed) % 5) + 1, got = 0;
         while (got < k && rec_try_read_lock(&g_word)) got++;
         ck_assert_uint_ge(rec_readers(rec_load(&g_word)), (unsigned)got);
         rec_flag_set(&g_word, flag);
@@ -178,8 +170,8 @@ static void *bank_worker(void *arg)
             for (int i = 0; i < got; i++) ck_assert(rec_release_read(B.rec[i]));
             continue;
         }
-        int x = (int)(rnd(&seed) % NACCT), y;
-        do y = (int)(rnd(&seed) % NACCT);
+        int x = (int)(tu_rand(&seed) % NACCT), y;
+        do y = (int)(tu_rand(&seed) % NACCT);
         while (y == x);
         /* x: read lock then upgrade; y: write lock */
         if (!rec_try_read_lock(B.rec[x])) continue;
@@ -198,7 +190,7 @@ static void *bank_worker(void *arg)
         }
         ck_assert_int_eq(rec_row_read(B.r, v, B.rec[y], &ay, TSIZE, NULL, &ey), REC_OK);
         ck_assert(acct_ok(&ax, ex) && acct_ok(&ay, ey));
-        int64_t amt = (int64_t)(rnd(&seed) % 50);
+        int64_t amt = (int64_t)(tu_rand(&seed) % 50);
         acct_make(&ax, ax.bal - amt, ex + 1);
         acct_make(&ay, ay.bal + amt, ey + 1);
         ck_assert_int_eq(rec_row_write(B.r, v, B.rec[x], &ax, TSIZE, 1, ex + 1), REC_OK);
@@ -216,15 +208,12 @@ static void *flag_worker(void *arg)
     (void)arg;
     uint64_t seed = 99;
     while (!__atomic_load_n(&B.stop, __ATOMIC_ACQUIRE)) {
-        cxl_record *rec = B.rec[rnd(&seed) % NACCT];
-        if (rnd(&seed) & 1) rec_flag_set(rec, REC_CLOCK | REC_HAS_NEXT);
+        cxl_record *rec = B.rec[tu_rand(&seed) % NACCT];
+        if (tu_rand(&seed) & 1) rec_flag_set(rec, REC_CLOCK | REC_HAS_NEXT);
         else rec_flag_clear(rec, REC_CLOCK | REC_HAS_NEXT);
     }
     return NULL;
 }
-
-static const enum pod_coherence VARIANTS[] = {POD_COH_FULL, POD_COH_NON_TEMPORAL,
-                                              POD_COH_NO_SHARED_READER, POD_COH_HWCC_ONLY};
 
 START_TEST(bank_threads_one_host)
 {
@@ -234,7 +223,7 @@ START_TEST(bank_threads_one_host)
     memset(&B, 0, sizeof B);
     B.r = cxl_region_open(&c, 0, CXL_OPEN_CREATE, &err);
     ck_assert_msg(B.r != NULL, "%s", err.msg);
-    B.v = VARIANTS[_i];
+    B.v = tu_variants[_i];
     const char *ms = getenv("RECORD_MT_MS");
     B.ms = ms ? atof(ms) : 400;
     for (int i = 0; i < NACCT; i++) {

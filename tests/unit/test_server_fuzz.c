@@ -39,15 +39,7 @@ static uint64_t fuzz_seed;
 
 /* ---- randomness --------------------------------------------------------------- */
 
-static uint64_t rnd(uint64_t *s)
-{
-    /* splitmix64 */
-    uint64_t z = (*s += 0x9e3779b97f4a7c15ull);
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-    return z ^ (z >> 31);
-}
-static uint32_t rn(uint64_t *s, uint32_t n) { return n ? (uint32_t)(rnd(s) % n) : 0; }
+static uint32_t rn(uint64_t *s, uint32_t n) { return n ? (uint32_t)(tu_rand(s) % n) : 0; }
 static bool chance(uint64_t *s, int percent) { return rn(s, 100) < (uint32_t)percent; }
 
 /* ---- the known keys ------------------------------------------------------------- */
@@ -91,7 +83,7 @@ static pod_value gen_bytes(uint64_t *r, struct gen *g, int kind)
         return pod_v_bytes(p, n);
     case 2: /* value, sometimes too long for kv (1024) */
         n = chance(r, 5) ? 1000 + rn(r, 200) : rn(r, 64);
-        for (uint32_t i = 0; i < n; i++) p[i] = (unsigned char)rnd(r);
+        for (uint32_t i = 0; i < n; i++) p[i] = (unsigned char)tu_rand(r);
         return pod_v_bytes(p, n);
     default: { /* an operation name for kv.multi */
         return pod_v_str(ops[rn(r, 5)]);
@@ -103,8 +95,8 @@ static pod_value gen_value(uint64_t *r, struct gen *g, int kind_hint)
 {
     switch (rn(r, 10)) {
     case 0: return (pod_value){POD_T_NULL, 0, {0}};
-    case 1: return pod_v_i64(chance(r, 50) ? (int64_t)rn(r, 20) - 2 : (int64_t)rnd(r));
-    case 2: return pod_v_f64((double)(int64_t)rnd(r) / 1e9);
+    case 1: return pod_v_i64(chance(r, 50) ? (int64_t)rn(r, 20) - 2 : (int64_t)tu_rand(r));
+    case 2: return pod_v_f64((double)(int64_t)tu_rand(r) / 1e9);
     default: return gen_bytes(r, g, kind_hint);
     }
 }
@@ -118,7 +110,7 @@ static void gen_call(uint64_t *r, struct pod_buf *b, uint64_t id)
     const char *name = NULL;
     uint32_t proc_id = 0;
     if (chance(r, 10)) {
-        proc_id = chance(r, 80) ? rn(r, 14) : (uint32_t)rnd(r); /* by id */
+        proc_id = chance(r, 80) ? rn(r, 14) : (uint32_t)tu_rand(r); /* by id */
     } else {
         name = proc_names[rn(r, NPROC_NAMES)];
     }
@@ -135,7 +127,7 @@ static void gen_call(uint64_t *r, struct pod_buf *b, uint64_t id)
         args[n++] = gen_value(r, &g, 0);
         args[n++] = chance(r, 50) ? (pod_value){POD_T_NULL, 0, {0}} : gen_value(r, &g, 1);
         args[n++] = chance(r, 50) ? (pod_value){POD_T_NULL, 0, {0}} : gen_value(r, &g, 1);
-        if (chance(r, 70)) args[n++] = pod_v_i64(chance(r, 80) ? (int64_t)rn(r, 30) : (int64_t)rnd(r));
+        if (chance(r, 70)) args[n++] = pod_v_i64(chance(r, 80) ? (int64_t)rn(r, 30) : (int64_t)tu_rand(r));
         if (chance(r, 50)) args[n++] = chance(r, 80) ? pod_v_i64(rn(r, 2)) : gen_value(r, &g, 1);
     } else {
         int want = !strcmp(nm, "kv.put") || !strcmp(nm, "kv.insert") ? 3
@@ -174,7 +166,7 @@ static void mutate_framed(uint64_t *r, struct pod_buf *b, size_t off)
             }
             break;
         case 2: /* a random byte */
-            f[4 + rn(r, (uint32_t)(len - 4))] = (unsigned char)rnd(r);
+            f[4 + rn(r, (uint32_t)(len - 4))] = (unsigned char)tu_rand(r);
             break;
         case 3: /* truncate */
             if (len > 5) len = 5 + rn(r, (uint32_t)(len - 5));
@@ -184,20 +176,20 @@ static void mutate_framed(uint64_t *r, struct pod_buf *b, size_t off)
             b->len = off + len; /* reserve past what the frame is now */
             if (pod_buf_reserve(b, add) != 0) break;
             f = b->p + off;
-            for (uint32_t k = 0; k < add; k++) f[len + k] = (unsigned char)rnd(r);
+            for (uint32_t k = 0; k < add; k++) f[len + k] = (unsigned char)tu_rand(r);
             len += add;
             break;
         }
         case 5: /* a random 16- or 32-bit count somewhere in the body (nargs, name_len, lengths) */
             if (len >= 20) {
                 size_t pos = 16 + rn(r, (uint32_t)(len - 19));
-                uint32_t v = chance(r, 50) ? 0xffffffffu - rn(r, 4) : (uint32_t)rnd(r);
+                uint32_t v = chance(r, 50) ? 0xffffffffu - rn(r, 4) : (uint32_t)tu_rand(r);
                 if (chance(r, 50)) pod_proto_put_u16(f + pos, (uint16_t)v);
                 else pod_proto_put_u32(f + pos, v);
             }
             break;
         case 6: /* header fields: kind, flags, reserved */
-            f[4 + rn(r, 4)] = (unsigned char)(chance(r, 50) ? rn(r, 4) : rnd(r));
+            f[4 + rn(r, 4)] = (unsigned char)(chance(r, 50) ? rn(r, 4) : tu_rand(r));
             break;
         default: /* a value type byte somewhere */
             if (len > 18) f[18 + rn(r, (uint32_t)(len - 18))] = (unsigned char)rn(r, 6);
@@ -216,7 +208,7 @@ static void mutate_unframed(uint64_t *r, struct pod_buf *b, size_t off)
     switch (rn(r, 5)) {
     case 0: pod_proto_put_u32(f, 0); break;
     case 1: pod_proto_put_u32(f, POD_PROTO_MAX_FRAME + 1 + rn(r, 1000)); break;
-    case 2: pod_proto_put_u32(f, (uint32_t)rnd(r)); break;
+    case 2: pod_proto_put_u32(f, (uint32_t)tu_rand(r)); break;
     case 3: pod_proto_put_u32(f, len + 1 + rn(r, 64)); break; /* waits for more */
     default: pod_proto_put_u32(f, len > 1 ? len - 1 - rn(r, len - 1) : 1); break;
     }
@@ -354,7 +346,7 @@ static void mode_short(struct worker *w)
     int nf = 1 + (int)rn(r, 4);
     for (int i = 0; i < nf; i++) {
         size_t off = b.len;
-        gen_call(r, &b, rnd(r));
+        gen_call(r, &b, tu_rand(r));
         if (b.len == off) continue;
         if (chance(r, 70)) mutate_framed(r, &b, off);
         else if (chance(r, 40)) mutate_unframed(r, &b, off);
@@ -375,7 +367,7 @@ static void mode_garbage(struct worker *w)
     if (!fc_open(w, &c, false)) return;
     uint32_t n = 1 + rn(r, chance(r, 80) ? 64 : 8192);
     unsigned char *p = malloc(n);
-    for (uint32_t i = 0; i < n; i++) p[i] = (unsigned char)rnd(r);
+    for (uint32_t i = 0; i < n; i++) p[i] = (unsigned char)tu_rand(r);
     if (chance(r, 50) && n >= 4) pod_proto_put_u32(p, rn(r, n)); /* a plausible length */
     fc_send(w, &c, p, n, 1000);
     fc_drain(w, &c, (int)rn(r, 20));
@@ -420,7 +412,7 @@ static void mode_session(struct worker *w)
         int nf = 1 + (int)rn(r, 8);
         for (int i = 0; i < nf; i++) {
             size_t off = b.len;
-            gen_call(r, &b, 1 + rnd(r) % 1000000);
+            gen_call(r, &b, 1 + tu_rand(r) % 1000000);
             if (b.len == off) continue;
             if (chance(r, 60)) mutate_framed(r, &b, off);
             size_t flen = b.len - off;

@@ -14,6 +14,9 @@
 #include "engine/worker.h"
 #include "util/clock.h"
 
+const enum pod_coherence tu_variants[TU_NVARIANTS] = {
+    POD_COH_FULL, POD_COH_NON_TEMPORAL, POD_COH_NO_SHARED_READER, POD_COH_HWCC_ONLY};
+
 #define MAX_CLEANUP 64
 static char cleanup_paths[MAX_CLEANUP][POD_PATH_MAX];
 static int ncleanup;

@@ -80,6 +80,20 @@ void tu_progress(uint64_t rows, void *arg);
 double tu_run_workers(pod_db *db, void (*body)(struct pod_worker *w, void *arg), void *arg,
                       uint64_t seed);
 
+/* splitmix64: the tests' reproducible random numbers (a seed always gives the
+ * same sequence). */
+static inline uint64_t tu_rand(uint64_t *s)
+{
+    uint64_t z = (*s += 0x9e3779b97f4a7c15ull);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    return z ^ (z >> 31);
+}
+
+/* The four coherence variants (engine.coherence) the record tests run in. */
+#define TU_NVARIANTS 4
+extern const enum pod_coherence tu_variants[TU_NVARIANTS];
+
 /* A test case named name, added to suite s, with a timeout in seconds (0:
  * Check's default). Its tests and fixtures may be added afterwards. */
 TCase *tu_tcase(Suite *s, const char *name, double timeout_s);
