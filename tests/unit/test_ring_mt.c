@@ -598,6 +598,18 @@ static void run_hosts(struct pod_run *pr, int (*fn)(void *))
     }
 }
 
+/* A new pod of nhosts hosts on a region of size (8 MiB of HWcc, simulated
+ * coherence), fn run by each of its hosts. */
+static void run_pod(int nhosts, uint64_t size, int (*fn)(void *))
+{
+    struct pod_run *pr = calloc(1, sizeof *pr);
+    ck_assert_ptr_nonnull(pr);
+    pr->nhosts = nhosts;
+    tu_make_config(&pr->c, nhosts, size, 8 * MiB, true);
+    run_hosts(pr, fn);
+    free(pr);
+}
+
 /* ---- everyone sends to everyone -------------------------------------------- */
 
 enum { A2A_SLOTS = 64 };
@@ -641,21 +653,13 @@ static int all_to_all_host(void *arg)
 
 START_TEST(all_to_all_2_hosts)
 {
-    struct pod_run *pr = calloc(1, sizeof *pr);
-    pr->nhosts = 2;
-    tu_make_config(&pr->c, 2, 1 * GiB, 8 * MiB, true);
-    run_hosts(pr, all_to_all_host);
-    free(pr);
+    run_pod(2, 1 * GiB, all_to_all_host);
 }
 END_TEST
 
 START_TEST(all_to_all_4_hosts)
 {
-    struct pod_run *pr = calloc(1, sizeof *pr);
-    pr->nhosts = 4;
-    tu_make_config(&pr->c, 4, 2 * GiB, 8 * MiB, true);
-    run_hosts(pr, all_to_all_host);
-    free(pr);
+    run_pod(4, 2 * GiB, all_to_all_host);
 }
 END_TEST
 
@@ -793,11 +797,7 @@ static int ping_pong_host(void *arg)
 
 START_TEST(ping_pong_both_ways)
 {
-    struct pod_run *pr = calloc(1, sizeof *pr);
-    pr->nhosts = 2;
-    tu_make_config(&pr->c, 2, 1 * GiB, 8 * MiB, true);
-    run_hosts(pr, ping_pong_host);
-    free(pr);
+    run_pod(2, 1 * GiB, ping_pong_host);
 }
 END_TEST
 
@@ -859,11 +859,7 @@ static int deadlock_host(void *arg)
 
 START_TEST(waiting_without_serving_times_out)
 {
-    struct pod_run *pr = calloc(1, sizeof *pr);
-    pr->nhosts = 2;
-    tu_make_config(&pr->c, 2, 1 * GiB, 8 * MiB, true);
-    run_hosts(pr, deadlock_host);
-    free(pr);
+    run_pod(2, 1 * GiB, deadlock_host);
 }
 END_TEST
 
