@@ -998,6 +998,17 @@ static __thread int tls_stall_at, tls_points;
 static __thread bool tls_counting; /* count race points only */
 static uint64_t win_stalled, win_resume, win_a_done; /* atomic */
 
+/* The second worker of a race: wait (up to 5 s) until the first one stalls
+ * at its race point or has finished (*done); whether it stalled. */
+static bool first_stalled(const uint64_t *done)
+{
+    uint64_t end = pod_mono_ns() + 5000000000ull;
+    while (!__atomic_load_n(&win_stalled, __ATOMIC_ACQUIRE) &&
+           !__atomic_load_n(done, __ATOMIC_ACQUIRE) && pod_mono_ns() < end)
+        sched_yield();
+    return __atomic_load_n(&win_stalled, __ATOMIC_ACQUIRE);
+}
+
 void bt_race_point(enum bt_race_where where)
 {
     /* Never stall while holding node locks: B's scan would spin on them. */
@@ -1071,11 +1082,7 @@ static void win_body(struct pod_worker *w, void *arg)
     } else {
         /* Go when A is stalled; if A never stalls (fewer race points than
          * stall_at), there is nothing to test. */
-        uint64_t end = pod_mono_ns() + 5000000000ull;
-        while (!__atomic_load_n(&win_stalled, __ATOMIC_ACQUIRE) &&
-               !__atomic_load_n(&win_a_done, __ATOMIC_ACQUIRE) && pod_mono_ns() < end)
-            sched_yield();
-        if (!__atomic_load_n(&win_stalled, __ATOMIC_ACQUIRE)) {
+        if (!first_stalled(&win_a_done)) {
             v->b_skipped = 1;
         } else {
             v->b_rc = pod_call(w, v->h->proc[P_WIN_B], &(pod_args){0, NULL}, res, msg, sizeof msg);
@@ -1248,11 +1255,7 @@ static void gap_body(struct pod_worker *w, void *arg)
         }
         __atomic_store_n(&gap_first_done, 1, __ATOMIC_RELEASE);
     } else {
-        uint64_t end = pod_mono_ns() + 5000000000ull;
-        while (!__atomic_load_n(&win_stalled, __ATOMIC_ACQUIRE) &&
-               !__atomic_load_n(&gap_first_done, __ATOMIC_ACQUIRE) && pod_mono_ns() < end)
-            sched_yield();
-        if (!__atomic_load_n(&win_stalled, __ATOMIC_ACQUIRE)) {
+        if (!first_stalled(&gap_first_done)) {
             g->w_skipped = 1; /* the first look has fewer race points than stall_at */
         } else {
             g->w1_rc = gap_insert(w, g->h, g->g + g->c->w1, res);
