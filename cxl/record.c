@@ -181,24 +181,30 @@ static struct cxl_swcc_row *row_of(struct cxl_region *r, enum pod_coherence v, c
     return cxl_ptr(r, off);
 }
 
-/* Take the latch of a row operation, counting a timeout. */
-static bool op_latch(cxl_record *rec, cxl_record *w)
+/* Take the latch of a row operation (a timeout counted) and find the record's
+ * row: 0 with the latch held, *w the record's word and *row its row;
+ * REC_BUSY, or REC_EINVAL (the latch released) when the record names no row. */
+static int op_latch(struct cxl_region *r, enum pod_coherence v, cxl_record *rec, cxl_record *w,
+                    struct cxl_swcc_row **row)
 {
-    if (latch_acquire_word(rec, REC_LATCH_SPINS, w)) return true;
-    tls_stats.latch_timeouts++;
-    return false;
+    if (!latch_acquire_word(rec, REC_LATCH_SPINS, w)) {
+        tls_stats.latch_timeouts++;
+        return REC_BUSY;
+    }
+    if (!(*row = row_of(r, v, *w))) {
+        rec_latch_release(rec);
+        return REC_EINVAL;
+    }
+    return 0;
 }
 
 int rec_row_read(struct cxl_region *r, enum pod_coherence v, cxl_record *rec, void *tuple_out,
                  uint32_t tuple_size, uint32_t *valid, uint64_t *epoch_version)
 {
     cxl_record w;
-    if (!op_latch(rec, &w)) return REC_BUSY;
-    struct cxl_swcc_row *row = row_of(r, v, w);
-    if (!row) {
-        rec_latch_release(rec);
-        return REC_EINVAL;
-    }
+    struct cxl_swcc_row *row;
+    int rc = op_latch(r, v, rec, &w, &row);
+    if (rc) return rc;
     struct cxl_swcc_row hdr;
     size_t len = REC_ROW_HEADER + (size_t)tuple_size;
     if (v == POD_COH_HWCC_ONLY) {
@@ -294,12 +300,9 @@ int rec_row_write_range(struct cxl_region *r, enum pod_coherence v, cxl_record *
 {
     if (bytes && (off > tuple_size || len > tuple_size - off)) return REC_EINVAL;
     cxl_record w;
-    if (!op_latch(rec, &w)) return REC_BUSY;
-    struct cxl_swcc_row *row = row_of(r, v, w);
-    if (!row) {
-        rec_latch_release(rec);
-        return REC_EINVAL;
-    }
+    struct cxl_swcc_row *row;
+    int rc = op_latch(r, v, rec, &w, &row);
+    if (rc) return rc;
     struct cxl_swcc_row hdr = {.valid = valid, .tuple_size = tuple_size,
                                .epoch_version = epoch_version};
     row_store(r, v, w, row, &hdr, bytes, off, len);
