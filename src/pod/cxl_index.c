@@ -231,6 +231,23 @@ static unsigned default_node_size(unsigned key_width)
     return (CXL_INDEX_DEFAULT_NODE_SIZE - 24) / (stride + 8) >= 8 ? CXL_INDEX_DEFAULT_NODE_SIZE : 0;
 }
 
+/* The handle of owner's index on this host (writable by the owner only), its
+ * header still to be set; NULL when out of memory. */
+static struct cxl_index *index_new(struct cxl_region *r, struct xebr *x, int owner,
+                                   pod_err *err)
+{
+    struct cxl_index *ix = calloc(1, sizeof *ix);
+    if (!ix) {
+        pod_err_set(err, "cxl index: out of memory");
+        return NULL;
+    }
+    ix->r = r;
+    ix->x = x;
+    ix->owner = owner;
+    ix->writable = r->host == owner;
+    return ix;
+}
+
 struct cxl_index *cxl_index_create(struct cxl_region *r, struct xebr *x, uint32_t table_id,
                                    uint32_t part, unsigned key_width, unsigned node_size,
                                    pod_err *err)
@@ -250,15 +267,8 @@ struct cxl_index *cxl_index_create(struct cxl_region *r, struct xebr *x, uint32_
     }
     if (node_size == 0) node_size = default_node_size(key_width);
     uint64_t id = dir_id(table_id, part);
-    struct cxl_index *ix = calloc(1, sizeof *ix);
-    if (!ix) {
-        pod_err_set(err, "cxl index: out of memory");
-        return NULL;
-    }
-    ix->r = r;
-    ix->x = x;
-    ix->owner = r->host;
-    ix->writable = true;
+    struct cxl_index *ix = index_new(r, x, r->host, err);
+    if (!ix) return NULL;
 
     pthread_mutex_lock(&dir_mu);
     if (dir_find(r, r->host, id) != CXL_NULL) {
@@ -335,16 +345,9 @@ struct cxl_index *cxl_index_open(struct cxl_region *r, struct xebr *x, int owner
                     table_id, part, owner_host, (unsigned long long)hoff);
         return NULL;
     }
-    struct cxl_index *ix = calloc(1, sizeof *ix);
-    if (!ix) {
-        pod_err_set(err, "cxl index: out of memory");
-        return NULL;
-    }
-    ix->r = r;
-    ix->x = x;
+    struct cxl_index *ix = index_new(r, x, owner_host, err);
+    if (!ix) return NULL;
     ix->h = h;
-    ix->owner = owner_host;
-    ix->writable = r->host == owner_host;
     bt_space space;
     set_space(ix, &space);
     if (bt_attach(&ix->t, &h->bt, &space) != BT_OK) {
