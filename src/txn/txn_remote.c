@@ -285,6 +285,19 @@ static int ask_owner(struct pod_txn *tx, pod_table *t, uint32_t part, int type,
     return reply_status(tx, owner_of(t, part), rs, &e, POD_CAUSE_REMOTE_BUSY);
 }
 
+/* Lock the record of key (want) and load its tuple: POD_OK (*a its access),
+ * RESTART (lock or load met a move: the caller looks the key up again), or a
+ * negative status. */
+static int lock_and_load(struct pod_txn *tx, pod_table *t, uint32_t part,
+                         struct pod_part_cxl *pc, cxl_record *rec, const void *key, uint8_t want,
+                         struct access **a)
+{
+    int rc = lock_rec(tx, t, part, pc, rec, key, want, POD_CAUSE_READ_LOCK, a);
+    if (rc) return rc;
+    if ((rc = load(tx, *a)) == RESTART) txn_unlock_fresh(tx, *a);
+    return rc;
+}
+
 /* With key missing from the CXL index: lock the gap where it would be, if
  * the index knows the gap is complete. POD_OK (locked: key is absent), RESTART
  * (ask the owner), or a negative status. */
@@ -324,13 +337,8 @@ int remote_find(struct pod_txn *tx, pod_table *t, uint32_t part, const void *key
                 *res = REMOTE_MISSING; /* our own delete */
                 return POD_OK;
             }
-            int rc = lock_rec(tx, t, part, pc, rec, key, want, POD_CAUSE_READ_LOCK, &a);
+            int rc = lock_and_load(tx, t, part, pc, rec, key, want, &a);
             if (rc == RESTART) continue;
-            if (rc) return rc;
-            if ((rc = load(tx, a)) == RESTART) {
-                txn_unlock_fresh(tx, a);
-                continue;
-            }
             if (rc) return rc;
             *res = REMOTE_FOUND;
             *acc = a;
@@ -388,13 +396,8 @@ int remote_insert(struct pod_txn *tx, pod_table *t, uint32_t part, const void *k
                 return POD_OK;
             }
             /* Present: a shared lock makes "exists" hold until commit. */
-            int rc = lock_rec(tx, t, part, pc, rec, key, HELD_READ, POD_CAUSE_READ_LOCK, &a);
+            int rc = lock_and_load(tx, t, part, pc, rec, key, HELD_READ, &a);
             if (rc == RESTART) continue;
-            if (rc) return rc;
-            if ((rc = load(tx, a)) == RESTART) {
-                txn_unlock_fresh(tx, a);
-                continue;
-            }
             return rc ? rc : POD_EXISTS;
         }
         if (++requests > MAX_REQUESTS) break;
@@ -497,6 +500,10 @@ static int rvisit(struct rscan *s, cxl_record *rec, const void *key)
     return (!go_on || (s->limit && s->count >= s->limit)) ? STOP : POD_OK;
 }
 
+/* rscan_backward is its mirror image; the two stay apart because the gaps
+ * they must find complete lie on opposite sides of a key (forward: the gap
+ * below the next key, locked with it; backward: the gap above, whose upper
+ * key is locked first). */
 static int rscan_forward(struct rscan *s)
 {
     struct pod_txn *tx = s->tx;
@@ -555,6 +562,8 @@ static int rscan_forward(struct rscan *s)
     return txn_conflict(tx, POD_CAUSE_NEXT_KEY);
 }
 
+/* The mirror image of rscan_forward, kept apart because the gap it needs
+ * complete lies above each key, covered by the key above's lock. */
 static int rscan_backward(struct rscan *s)
 {
     struct pod_txn *tx = s->tx;
