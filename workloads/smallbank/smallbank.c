@@ -215,25 +215,36 @@ static bool audit_visit(void *arg, const void *key, const void *tuple)
     return true;
 }
 
-/* smallbank.audit(): one scan per table and partition (scans stay in a partition). */
+/* Add table t's rows in partition p to acc: one scan (scans stay in a
+ * partition). */
+static int audit_scan(pod_txn *tx, const struct smallbank *s, int t, uint32_t p,
+                      struct audit_acc *acc)
+{
+    uint64_t first = sb_part_first(p, s->cfg.accounts, s->cfg.nparts);
+    uint64_t end = sb_part_first(p + 1, s->cfg.accounts, s->cfg.nparts);
+    if (end <= first) return POD_OK;
+    unsigned char lo[SB_KEY_SIZE], hi[SB_KEY_SIZE];
+    pod_key_u64(lo, first);
+    pod_key_u64(hi, end - 1);
+    return pod_scan(tx, s->t[t], lo, hi, 0, 0, audit_visit, acc);
+}
+
+static int audit_result(pod_result *res, const struct audit_acc *acc)
+{
+    pod_result_i64(res, acc->total);
+    pod_result_i64(res, (int64_t)acc->rows);
+    return POD_OK;
+}
+
+/* smallbank.audit(): both tables, every partition. */
 static int p_audit(pod_txn *tx, const pod_args *a, pod_result *res, void *ctx)
 {
     (void)a;
     struct smallbank *s = ctx;
     struct audit_acc acc = {0, 0};
     for (int t = SB_SAVINGS; t <= SB_CHECKING; t++)
-        for (uint32_t p = 0; p < s->cfg.nparts; p++) {
-            uint64_t first = sb_part_first(p, s->cfg.accounts, s->cfg.nparts);
-            uint64_t end = sb_part_first(p + 1, s->cfg.accounts, s->cfg.nparts);
-            if (end <= first) continue;
-            unsigned char lo[SB_KEY_SIZE], hi[SB_KEY_SIZE];
-            pod_key_u64(lo, first);
-            pod_key_u64(hi, end - 1);
-            POD_TRY(pod_scan(tx, s->t[t], lo, hi, 0, 0, audit_visit, &acc));
-        }
-    pod_result_i64(res, acc.total);
-    pod_result_i64(res, (int64_t)acc.rows);
-    return POD_OK;
+        for (uint32_t p = 0; p < s->cfg.nparts; p++) POD_TRY(audit_scan(tx, s, t, p, &acc));
+    return audit_result(res, &acc);
 }
 
 /* smallbank.audit_partition(p): the same for one partition. */
@@ -243,19 +254,10 @@ static int p_audit_partition(pod_txn *tx, const pod_args *a, pod_result *res, vo
     if (ARG(0) < 0 || ARG(0) >= s->cfg.nparts)
         return pod_txn_fail(tx, POD_E_INVALID, "smallbank.audit_partition: no partition %" PRId64,
                             ARG(0));
-    uint32_t p = (uint32_t)ARG(0);
     struct audit_acc acc = {0, 0};
-    uint64_t first = sb_part_first(p, s->cfg.accounts, s->cfg.nparts);
-    uint64_t end = sb_part_first(p + 1, s->cfg.accounts, s->cfg.nparts);
-    for (int t = SB_SAVINGS; t <= SB_CHECKING && end > first; t++) {
-        unsigned char lo[SB_KEY_SIZE], hi[SB_KEY_SIZE];
-        pod_key_u64(lo, first);
-        pod_key_u64(hi, end - 1);
-        POD_TRY(pod_scan(tx, s->t[t], lo, hi, 0, 0, audit_visit, &acc));
-    }
-    pod_result_i64(res, acc.total);
-    pod_result_i64(res, (int64_t)acc.rows);
-    return POD_OK;
+    for (int t = SB_SAVINGS; t <= SB_CHECKING; t++)
+        POD_TRY(audit_scan(tx, s, t, (uint32_t)ARG(0), &acc));
+    return audit_result(res, &acc);
 }
 
 static int ins(pod_txn *tx, pod_table *t, const unsigned char *k, const void *tuple)
