@@ -52,7 +52,8 @@ static void put_double(uint64_t *h, double d)
     put_u64(h, bits);
 }
 
-/* The splitmix64 finalizer: FNV-1a alone mixes the last bytes poorly. */
+/* The splitmix64 finalizer: FNV-1a alone mixes the last bytes poorly. Not
+ * pod_mix64 (util/mix.h, another finalizer): a config's digest must not change. */
 static uint64_t avalanche(uint64_t x)
 {
     x ^= x >> 30;
