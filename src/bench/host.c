@@ -24,6 +24,7 @@
 #include "storage/table.h"
 #include "util/clock.h"
 #include "util/log.h"
+#include "workloads/common/procs.h"
 
 #define SLICE_NS 10000000ull /* pod_bench_work returns at least this often */
 
@@ -331,11 +332,8 @@ static void finish_load(struct pod_bench *b, struct job *j)
 static void load_unit(struct pod_bench *b, struct job *j, struct pod_worker *w, pod_result *res,
                       const struct unit *u)
 {
-    pod_value v[4];
-    for (int i = 0; i < u->nargs; i++) v[i] = pod_v_i64(u->args[i]);
-    pod_args a = {u->nargs, v};
     char msg[200];
-    int rc = pod_call(w, u->proc, &a, res, msg, sizeof msg);
+    int rc = wl_call_i64(b->db, w, u->proc, u->args, u->nargs, res, msg, sizeof msg);
     if (rc < 0) {
         job_fail(j, "%s: %s", pod_status_name(rc), msg);
         return;

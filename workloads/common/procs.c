@@ -1,5 +1,6 @@
 #include "workloads/common/procs.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -29,4 +30,17 @@ int wl_call(pod_db *db, struct pod_worker *wk, int proc, const pod_args *args, p
     int rc = pod_call(a, proc, args, res, msg, msglen);
     pod_admin_end(db);
     return rc;
+}
+
+int wl_call_i64(pod_db *db, struct pod_worker *wk, int proc, const int64_t *args, int nargs,
+                pod_result *res, char *msg, size_t msglen)
+{
+    pod_value v[4];
+    if (nargs < 0 || nargs > 4) {
+        snprintf(msg, msglen, "%d arguments (at most 4)", nargs);
+        return POD_E_INVALID;
+    }
+    for (int i = 0; i < nargs; i++) v[i] = pod_v_i64(args[i]);
+    pod_args a = {nargs, v};
+    return wl_call(db, wk, proc, &a, res, msg, msglen);
 }

@@ -21,4 +21,8 @@ void wl_ctx_free(pod_db *db, const char *first, const char *prefix);
 int wl_call(pod_db *db, struct pod_worker *wk, int proc, const pod_args *args, pod_result *res,
             char *msg, size_t msglen);
 
+/* wl_call with nargs (0..4) integer arguments, as the loaders' units hold them. */
+int wl_call_i64(pod_db *db, struct pod_worker *wk, int proc, const int64_t *args, int nargs,
+                pod_result *res, char *msg, size_t msglen);
+
 #endif

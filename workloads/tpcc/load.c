@@ -13,6 +13,7 @@
 #include "engine/db.h"
 #include "engine/result.h"
 #include "engine/worker.h"
+#include "workloads/common/procs.h"
 
 #define ARG(i) (a->v[(i)].u.i64)
 
@@ -281,11 +282,8 @@ struct load_run {
 static int load_call(struct pod_worker *w, struct load_run *r, pod_result *res,
                      const struct tpcc_load_unit *u)
 {
-    pod_value vals[4];
-    for (int i = 0; i < u->nargs; i++) vals[i] = pod_v_i64(u->args[i]);
-    pod_args args = {u->nargs, vals};
     char msg[200];
-    int rc = pod_call(w, u->proc, &args, res, msg, sizeof msg);
+    int rc = wl_call_i64(w->db, w, u->proc, u->args, u->nargs, res, msg, sizeof msg);
     pthread_mutex_lock(&r->lock);
     if (rc < 0) {
         if (!__atomic_exchange_n(&r->failed, 1, __ATOMIC_ACQ_REL))
