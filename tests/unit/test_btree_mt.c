@@ -184,13 +184,20 @@ static bool writer_remove(writer *w, size_t i)
     return true;
 }
 
+/* A lookup of the writer's key i gave st and v: what the writer last did to it. */
+static bool sees_own(const writer *w, size_t i, bt_status st, uint64_t v)
+{
+    return st == (w->present[i] ? BT_OK : BT_NOT_FOUND) &&
+           (st != BT_OK || v == value_of(w->ids[i]));
+}
+
 static bool writer_lookup(writer *w, size_t i)
 {
     uint8_t k[8];
     key_of(w->ids[i], k);
     uint64_t v = 0;
     bt_status st = bt_lookup(&tree, k, &v);
-    if (st != (w->present[i] ? BT_OK : BT_NOT_FOUND) || (st == BT_OK && v != value_of(w->ids[i])))
+    if (!sees_own(w, i, st, v))
         return flag_failure("writer %d: lookup of own key %llu gave %s", w->index,
                     (unsigned long long)w->ids[i], bt_status_name(st));
     /* The batched lookup under the same concurrent writers: the value, or
@@ -205,7 +212,7 @@ static bool writer_lookup(writer *w, size_t i)
                     (unsigned long long)w->ids[i]);
     /* A lookup from the leaf it reached, while other writers change it. */
     st = bt_lookup_at(&tree, k, &v, &h);
-    if (st != (w->present[i] ? BT_OK : BT_NOT_FOUND) || (st == BT_OK && v != value_of(w->ids[i])))
+    if (!sees_own(w, i, st, v))
         return flag_failure("writer %d: lookup of own key %llu from its prefetched leaf gave %s",
                             w->index, (unsigned long long)w->ids[i], bt_status_name(st));
     return true;
