@@ -187,13 +187,11 @@ struct seen {
     int status; /* L_GET: POD_OK or POD_NOT_FOUND */
 };
 
-static bool collect(void *arg, const void *key, const void *tuple)
+/* Note key k in s; bad: its row is wrong. Out of order or one key too many is
+ * bad too. */
+static bool note_key(struct seen *s, uint64_t k, bool bad)
 {
-    struct seen *s = arg;
-    uint64_t k = pod_key_get_u64(key);
-    struct row r;
-    memcpy(&r, tuple, sizeof r);
-    if (r.val != val_of(k) || k < LO || k > HI) s->bad++;
+    if (bad) s->bad++;
     if (s->n > 0 && (s->reverse ? k >= s->keys[s->n - 1] : k <= s->keys[s->n - 1])) s->bad++;
     if (s->n == MAXROWS) {
         s->bad++;
@@ -203,21 +201,21 @@ static bool collect(void *arg, const void *key, const void *tuple)
     return true;
 }
 
-/* For looks outside [LO,HI]: order and values only. */
-static bool collect_any(void *arg, const void *key, const void *tuple)
+static bool collect(void *arg, const void *key, const void *tuple)
 {
-    struct seen *s = arg;
     uint64_t k = pod_key_get_u64(key);
     struct row r;
     memcpy(&r, tuple, sizeof r);
-    if (r.val != val_of(k)) s->bad++;
-    if (s->n > 0 && (s->reverse ? k >= s->keys[s->n - 1] : k <= s->keys[s->n - 1])) s->bad++;
-    if (s->n == MAXROWS) {
-        s->bad++;
-        return false;
-    }
-    s->keys[s->n++] = k;
-    return true;
+    return note_key(arg, k, r.val != val_of(k) || k < LO || k > HI);
+}
+
+/* For looks outside [LO,HI]: order and values only. */
+static bool collect_any(void *arg, const void *key, const void *tuple)
+{
+    uint64_t k = pod_key_get_u64(key);
+    struct row r;
+    memcpy(&r, tuple, sizeof r);
+    return note_key(arg, k, r.val != val_of(k));
 }
 
 /* One look; limit applies to the scans with a limit, key to L_GET. */
