@@ -726,26 +726,43 @@ static int send_serving(struct server *s, struct cxl_ring *to, const struct cxl_
     return rc;
 }
 
+/* One host of a 2-host pod set up for requests and replies: its region
+ * (s->r), its ring (s->own) with 16 slots, its reply area (*ra) and the
+ * peer's ring (*to). False, said on stderr, when one of them fails. */
+static bool peer_setup(struct pod_run *pr, struct server *s, struct cxl_replies **ra,
+                       struct cxl_ring **to)
+{
+    pod_err err = {{0}};
+    *ra = NULL;
+    *to = NULL;
+    if (!(s->r = open_host(&pr->c, pr->host))) return false;
+    s->own = cxl_ring_create(s->r, 16, &err);
+    *ra = s->own ? cxl_reply_area_create(s->r, 1, &err) : NULL;
+    *to = *ra ? cxl_ring_attach(s->r, 1 - pr->host, WAIT_MS, &err) : NULL;
+    if (!*to) fprintf(stderr, "host %d: %s\n", pr->host, err.msg);
+    return *to != NULL;
+}
+
+/* Wait (up to WAIT_MS) until the peer's reply area is up, so that the first
+ * request can be answered (its ring is created before it). */
+static void wait_reply_area(struct cxl_region *r, int peer)
+{
+    uint64_t dl = pod_mono_ns() + (uint64_t)WAIT_MS * 1000000ull;
+    while (cxl_root_get(r, peer, CXL_ROOT_REPLY) == CXL_NULL && pod_mono_ns() < dl) usleep(100);
+}
+
 static int ping_pong_host(void *arg)
 {
     struct pod_run *pr = arg;
     int host = pr->host, peer = 1 - host;
-    struct cxl_region *r = open_host(&pr->c, host);
-    if (!r) return 1;
     pod_err err = {{0}};
-    struct server s = {.r = r, .serve = true};
-    s.own = cxl_ring_create(r, 16, &err);
-    struct cxl_replies *ra = s.own ? cxl_reply_area_create(r, 1, &err) : NULL;
-    struct cxl_ring *to = ra ? cxl_ring_attach(r, peer, WAIT_MS, &err) : NULL;
-    if (!to) {
-        fprintf(stderr, "host %d: %s\n", host, err.msg);
-        return 1;
-    }
+    struct server s = {.serve = true};
+    struct cxl_replies *ra;
+    struct cxl_ring *to;
+    if (!peer_setup(pr, &s, &ra, &to)) return 1;
+    struct cxl_region *r = s.r;
     cxl_reply_area_doorbell(ra, s.own); /* a long wait sleeps until the reply rings */
-    /* Make sure the peer's reply area is up before the first request arrives
-     * (its ring is created first). */
-    uint64_t dl = pod_mono_ns() + (uint64_t)WAIT_MS * 1000000ull;
-    while (cxl_root_get(r, peer, CXL_ROOT_REPLY) == CXL_NULL && pod_mono_ns() < dl) usleep(100);
+    wait_reply_area(r, peer);
 
     uint64_t rnd = pod_mix64((uint64_t)host + 99);
     struct cxl_msg req, rep, want;
@@ -778,7 +795,7 @@ static int ping_pong_host(void *arg)
     }
     struct cxl_msg done = {.type = PP_DONE};
     if (send_serving(&s, to, &done) != CXL_RING_OK) return 1;
-    dl = pod_mono_ns() + (uint64_t)WAIT_MS * 1000000ull;
+    uint64_t dl = pod_mono_ns() + (uint64_t)WAIT_MS * 1000000ull;
     while (!s.peer_done && pod_mono_ns() < dl) {
         serve_inbox(&s);
         sched_yield();
@@ -808,19 +825,13 @@ static int deadlock_host(void *arg)
 {
     struct pod_run *pr = arg;
     int host = pr->host, peer = 1 - host;
-    struct cxl_region *r = open_host(&pr->c, host);
-    if (!r) return 1;
     pod_err err = {{0}};
-    struct server s = {.r = r};
-    s.own = cxl_ring_create(r, 16, &err);
-    struct cxl_replies *ra = s.own ? cxl_reply_area_create(r, 1, &err) : NULL;
-    struct cxl_ring *to = ra ? cxl_ring_attach(r, peer, WAIT_MS, &err) : NULL;
-    if (!to) {
-        fprintf(stderr, "host %d: %s\n", host, err.msg);
-        return 1;
-    }
-    uint64_t dl = pod_mono_ns() + (uint64_t)WAIT_MS * 1000000ull;
-    while (cxl_root_get(r, peer, CXL_ROOT_REPLY) == CXL_NULL && pod_mono_ns() < dl) usleep(100);
+    struct server s = {0};
+    struct cxl_replies *ra;
+    struct cxl_ring *to;
+    if (!peer_setup(pr, &s, &ra, &to)) return 1;
+    struct cxl_region *r = s.r;
+    wait_reply_area(r, peer);
     struct cxl_msg req = {.type = PP_REQ, .len = 4}, rep;
     memcpy(req.data, "ping", 4);
     req.req_id = cxl_reply_arm(ra, 0);
@@ -833,7 +844,7 @@ static int deadlock_host(void *arg)
     }
     /* Serve only once both waits are over (root slot 0: "I timed out"). */
     cxl_root_publish(r, 0, 1);
-    dl = pod_mono_ns() + (uint64_t)WAIT_MS * 1000000ull;
+    uint64_t dl = pod_mono_ns() + (uint64_t)WAIT_MS * 1000000ull;
     while (cxl_root_get(r, peer, 0) != 1 && pod_mono_ns() < dl) usleep(100);
     /* Now serve: the peer's request gets its reply, too late. */
     dl = pod_mono_ns() + (uint64_t)WAIT_MS * 1000000ull;
