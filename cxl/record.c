@@ -184,8 +184,8 @@ static struct cxl_swcc_row *row_of(struct cxl_region *r, enum pod_coherence v, c
 /* Take the latch of a row operation (a timeout counted) and find the record's
  * row: 0 with the latch held, *w the record's word and *row its row;
  * REC_BUSY, or REC_EINVAL (the latch released) when the record names no row. */
-static int op_latch(struct cxl_region *r, enum pod_coherence v, cxl_record *rec, cxl_record *w,
-                    struct cxl_swcc_row **row)
+static inline int op_latch(struct cxl_region *r, enum pod_coherence v, cxl_record *rec,
+                           cxl_record *w, struct cxl_swcc_row **row)
 {
     if (!latch_acquire_word(rec, REC_LATCH_SPINS, w)) {
         tls_stats.latch_timeouts++;
