@@ -144,6 +144,22 @@ struct pod_config {
                                     * default 5000 */
     } engine;
 
+    /* What one server may hold for its clients (docs/configuration.md,
+     * "server"). A policy of each server, not of the pod: not part of the
+     * digest. */
+    struct {
+        /* Bytes one connection may make the server hold: its partial input
+         * frame, its calls queued or running, its unsent replies and its
+         * replies held for group commit. Default 64 MiB (at most
+         * max_buffered). */
+        uint64_t max_conn_buffered;
+        /* The same over every connection of the server. Default 1 GiB. */
+        uint64_t max_buffered;
+        /* Calls of one connection queued, running or held before the server
+         * stops reading it. Default 128. */
+        uint32_t max_calls_per_conn;
+    } server;
+
     struct pod_workloads_conf workloads;
 };
 

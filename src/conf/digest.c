@@ -6,7 +6,8 @@
  * layouts cannot serialize to the same bytes. Integers are written as 8 bytes
  * little-endian, strings as length + bytes, the double as its IEEE-754 bits.
  * `source` and `cpu_list` (the text as written) are left out: "0-1" and "0,1"
- * are the same configuration. */
+ * are the same configuration. So are region.allow_overcommit and the server
+ * section: checks and limits of each server, not properties of the pod. */
 #include <string.h>
 
 #include "conf/config.h"
