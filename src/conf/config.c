@@ -553,7 +553,7 @@ static const struct key_spec host_keys[H_NKEYS] = {
 
 enum { E_EPOCH_MS, E_MOVEOUT_THRESHOLD, E_MOVEBACK_RATE, E_COHERENCE, E_PHANTOM_PROTECTION, E_CHECKPOINT_AFTER,
        E_REPLY_BEFORE_DURABLE, E_EVICTION, E_SHORTCUT_POINTERS, E_DIRTY_TRACKING, E_LOCKING,
-       E_MAX_RETRIES, E_RETRY_TIMEOUT_MS, E_SLOW_CALL_MS, E_NKEYS };
+       E_MAX_RETRIES, E_RETRY_TIMEOUT_MS, E_SLOW_CALL_MS, E_DURABLE_WAIT_MS, E_NKEYS };
 static const struct key_spec engine_keys[E_NKEYS] = {
     [E_EPOCH_MS] = {"epoch_ms", false, "an integer in 1..10000"},
     [E_MOVEOUT_THRESHOLD] = {"moveout_threshold", false, "a number in (0, 1], like 0.9"},
@@ -575,6 +575,8 @@ static const struct key_spec engine_keys[E_NKEYS] = {
                                                        "may retry; 0 = no limit)"},
     [E_SLOW_CALL_MS] = {"slow_call_ms", false, "an integer in 0..86400000 (the watchdog logs calls "
                                                "running this long; 0 = off)"},
+    [E_DURABLE_WAIT_MS] = {"durable_wait_ms", false, "an integer in 0..86400000 (how long a reply "
+                                                     "waits for durability; 0 = for ever)"},
 };
 
 enum { S_MAX_CONN_BUFFERED, S_MAX_BUFFERED, S_MAX_CALLS_PER_CONN, S_NKEYS };
@@ -604,6 +606,7 @@ static void set_defaults(struct pod_config *cfg)
     cfg->engine.max_retries = 100000;
     cfg->engine.retry_timeout_ms = 10000;
     cfg->engine.slow_call_ms = 5000;
+    cfg->engine.durable_wait_ms = 30000;
     cfg->server.max_conn_buffered = SERVER_DEFAULT_CONN_BUFFERED;
     cfg->server.max_buffered = SERVER_DEFAULT_BUFFERED;
     cfg->server.max_calls_per_conn = 128;
@@ -828,6 +831,9 @@ static int load_engine(const struct ctx *c, const struct item *section, struct p
         return -1;
     if (it[E_SLOW_CALL_MS].value &&
         get_u32(c, &it[E_SLOW_CALL_MS], 0, 86400000, &cfg->engine.slow_call_ms) < 0)
+        return -1;
+    if (it[E_DURABLE_WAIT_MS].value &&
+        get_u32(c, &it[E_DURABLE_WAIT_MS], 0, 86400000, &cfg->engine.durable_wait_ms) < 0)
         return -1;
     return 0;
 }

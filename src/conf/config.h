@@ -142,6 +142,9 @@ struct pod_config {
         uint32_t retry_timeout_ms; /* default 10000; 0 = no time limit */
         uint32_t slow_call_ms;     /* the watchdog logs a call running this long; 0 = off;
                                     * default 5000 */
+        /* A reply held for group commit longer than this is answered with
+         * POD_E_NOT_DURABLE instead; 0 = wait for ever. Default 30000. */
+        uint32_t durable_wait_ms;
     } engine;
 
     /* What one server may hold for its clients (docs/configuration.md,

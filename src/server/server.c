@@ -140,6 +140,8 @@ struct held_reply {
     struct held_reply *next;
     struct conn *conn;
     uint64_t epoch;         /* released once epoch < the persisted durable epoch */
+    uint64_t since;         /* pod_mono_ns() when it was held (engine.durable_wait_ms) */
+    uint64_t id;            /* the call's request id */
     size_t len;
     unsigned char frame[];
 };
@@ -194,6 +196,9 @@ struct pod_server {
     bool mimalloc;              /* malloc is mimalloc's (else glibc's or a sanitizer's) */
     uint64_t peak, trimmed_ns;  /* the loop's: info.buffered's peak since the last trim */
     uint64_t trim_gen;          /* atomic: bumped by each trim; workers follow */
+    /* replies held too long (engine.durable_wait_ms) */
+    uint64_t durable_wait_ns;   /* 0: wait for ever */
+    uint64_t expire_next_ns, durable_warned_ns, durable_unwarned;
     struct pod_server_info info;
 };
 
@@ -850,6 +855,21 @@ static void give_back_queued(struct pod_worker *w, void *arg)
     b->n = first;
 }
 
+/* The message of a reply that waited for epoch e to become durable for
+ * longer than engine.durable_wait_ms. It must not say that the call failed:
+ * it may have committed, and may yet become durable. */
+static void not_durable_msg(struct pod_server *s, uint64_t e, const char *why, char *buf,
+                            size_t len)
+{
+    snprintf(buf, len,
+             "not acknowledged: the pod's durable epoch did not pass this call's epoch %llu "
+             "within %u ms (engine.durable_wait_ms; this host's durable epoch is %llu): %s. "
+             "The outcome is unknown: the call may have committed in memory, but it is not "
+             "durable and could be lost in a crash",
+             (unsigned long long)e, s->conf->engine.durable_wait_ms,
+             (unsigned long long)log_host_persisted(s->log), why);
+}
+
 /* Run a batch of calls and hand their replies to the connections (or hold
  * them until their epoch is durable). */
 static void run_batch(struct pod_server *s, struct pod_worker *w, struct request **batch, int n,
@@ -890,6 +910,8 @@ static void run_batch(struct pod_server *s, struct pod_worker *w, struct request
                 h->next = NULL;
                 h->conn = r->conn;
                 h->epoch = e;
+                h->since = pod_mono_ns();
+                h->id = r->id;
                 h->len = out->len;
                 memcpy(h->frame, out->p, out->len);
                 charge(s, r->conn, h->len);
@@ -903,7 +925,18 @@ static void run_batch(struct pod_server *s, struct pod_worker *w, struct request
             /* Already durable (or no memory to hold it: then wait here,
              * idle, so that our own records can become durable). */
             if (e >= log_host_persisted(s->log)) log_worker_idle_hook(s->db, w->id);
+            uint64_t t0 = pod_mono_ns();
             while (e >= log_host_persisted(s->log)) {
+                if (s->durable_wait_ns && pod_mono_ns() - t0 >= s->durable_wait_ns) {
+                    char why[1024], nd[2048];
+                    log_host_why_not_durable(s->log, why, sizeof why);
+                    not_durable_msg(s, e, why[0] ? why : "the reason is not known", nd,
+                                    sizeof nd);
+                    out->len = 0;
+                    pod_proto_encode_reply(out, r->id, POD_E_NOT_DURABLE, nd, NULL);
+                    count(&s->info.not_durable_replies, 1);
+                    break;
+                }
                 struct timespec nap = {0, 100000};
                 nanosleep(&nap, NULL);
             }
@@ -963,16 +996,30 @@ static void call_done(struct conn *c)
     pthread_mutex_unlock(&c->out_lock);
 }
 
-/* The loop: hand held replies taken off the queues to their connections;
- * their connections are added to *touched (flush_touched). */
-static void hand_held(struct pod_server *s, struct held_reply *list, struct conn **touched)
+/* The loop: hand held replies taken off the queues to their connections, as
+ * they are, or (why != NULL) replaced by POD_E_NOT_DURABLE errors saying
+ * why; their connections are added to *touched (flush_touched). */
+static void hand_held(struct pod_server *s, struct held_reply *list, const char *why,
+                      struct conn **touched)
 {
+    char msg[2048];
+    struct pod_buf err = {0};
     while (list) {
         struct held_reply *h = list;
         list = h->next;
         struct conn *c = h->conn;
-        struct pod_buf frame = {h->frame, h->len, h->len};
-        conn_reply(s, c, &frame, true, true);
+        if (why) {
+            uncharge(s, c, h->len);
+            not_durable_msg(s, h->epoch, why, msg, sizeof msg);
+            err.len = 0;
+            if (pod_proto_encode_reply(&err, h->id, POD_E_NOT_DURABLE, msg, NULL) == 0)
+                conn_reply(s, c, &err, true, false);
+            else
+                call_done(c);
+        } else {
+            struct pod_buf frame = {h->frame, h->len, h->len};
+            conn_reply(s, c, &frame, true, true);
+        }
         /* The loop is the only one that frees connections, so dropping the
          * reference here cannot free it under us. */
         __atomic_fetch_sub(&c->refs, 1, __ATOMIC_RELEASE);
@@ -983,6 +1030,7 @@ static void hand_held(struct pod_server *s, struct held_reply *list, struct conn
         }
         free(h);
     }
+    pod_buf_free(&err);
 }
 
 static void flush_touched(struct pod_server *s, struct conn *touched)
@@ -1026,10 +1074,65 @@ static size_t release_durable(struct pod_server *s)
         left += q->len;
         pthread_mutex_unlock(&q->lock);
         if (n) log_host_waiters_add(s->log, -(int64_t)n);
-        hand_held(s, list, &touched);
+        hand_held(s, list, NULL, &touched);
     }
     flush_touched(s, touched);
     return left;
+}
+
+/* The loop: replies held longer than engine.durable_wait_ms (the pod's
+ * durable epoch stopped: a host died or stopped, a log directory was lost,
+ * a logger is stuck) are answered POD_E_NOT_DURABLE, saying why if it is
+ * known. Each worker's queue is in the order its replies were held, so
+ * the expired ones are a prefix. Looked at every tenth of the wait. */
+static void expire_held(struct pod_server *s)
+{
+    if (!s->hold_replies || !s->durable_wait_ns) return;
+    uint64_t now = pod_mono_ns();
+    if (now < s->expire_next_ns) return;
+    uint64_t period = s->durable_wait_ns / 10;
+    if (period < 10000000ull) period = 10000000ull;
+    if (period > 1000000000ull) period = 1000000000ull;
+    s->expire_next_ns = now + period;
+    release_durable(s); /* what became durable goes as it is */
+    struct held_reply *list = NULL, **tail = &list;
+    size_t n = 0;
+    for (int wi = 0; wi < s->db->opt.nworkers; wi++) {
+        struct held_queue *q = &s->held[wi];
+        pthread_mutex_lock(&q->lock);
+        while (q->head && now - q->head->since >= s->durable_wait_ns) {
+            struct held_reply *h = q->head;
+            q->head = h->next;
+            h->next = NULL;
+            *tail = h;
+            tail = &h->next;
+            q->len--;
+            n++;
+        }
+        if (!q->head) q->tail = NULL;
+        pthread_mutex_unlock(&q->lock);
+    }
+    if (!n) return;
+    log_host_waiters_add(s->log, -(int64_t)n);
+    char why[1024];
+    log_host_why_not_durable(s->log, why, sizeof why);
+    if (!why[0]) snprintf(why, sizeof why, "the reason is not known (see the servers' logs)");
+    struct conn *touched = NULL;
+    hand_held(s, list, why, &touched);
+    flush_touched(s, touched);
+    count(&s->info.not_durable_replies, (int64_t)n);
+    s->durable_unwarned += n;
+    if (now - s->durable_warned_ns >= WARN_EVERY_NS || !s->durable_warned_ns) {
+        pod_warn("%llu repl%s waited more than engine.durable_wait_ms (%u ms) for the pod's "
+                 "durable epoch (this host's is %llu) and %s answered POD_E_NOT_DURABLE "
+                 "(outcome unknown): %s",
+                 (unsigned long long)s->durable_unwarned, s->durable_unwarned == 1 ? "y" : "ies",
+                 s->conf->engine.durable_wait_ms,
+                 (unsigned long long)log_host_persisted(s->log),
+                 s->durable_unwarned == 1 ? "was" : "were", why);
+        s->durable_warned_ns = now;
+        s->durable_unwarned = 0;
+    }
 }
 
 /* The loop: a connection closed for a limit keeps none of its held replies
@@ -1470,7 +1573,14 @@ static void run_loop(struct pod_server *s)
     bool stopping = false;
     uint64_t stop_deadline = 0;
     for (;;) {
-        int n = epoll_wait(s->epfd, evs, 64, stopping || s->nclosing ? 10 : 1000);
+        int timeout = stopping || s->nclosing ? 10 : 1000;
+        /* Look for replies held too long (expire_held) every tenth of the
+         * wait (a worker may hold one while the loop sleeps). */
+        if (s->durable_wait_ns && s->hold_replies) {
+            uint64_t ms = s->durable_wait_ns / 10000000ull;
+            if (ms < (uint64_t)timeout) timeout = ms < 10 ? 10 : (int)ms;
+        }
+        int n = epoll_wait(s->epfd, evs, 64, timeout);
         if (n < 0 && errno != EINTR) {
             pod_error("epoll_wait: %s", strerror(errno));
             break;
@@ -1515,6 +1625,7 @@ static void run_loop(struct pod_server *s)
                 else if (evs[i].events & (EPOLLHUP | EPOLLERR)) conn_close(s, c);
             }
         }
+        expire_held(s);
         if (__atomic_load_n(&s->info.buffered, __ATOMIC_RELAXED) > s->max_total ||
             __atomic_load_n(&s->over_total, __ATOMIC_ACQUIRE))
             enforce_total(s);
@@ -1624,6 +1735,7 @@ int pod_server_main(const struct pod_config *c, int host, const struct pod_serve
     s->max_calls = c->server.max_calls_per_conn;
     s->out_high = OUT_HIGH < s->max_conn / 4 ? OUT_HIGH : s->max_conn / 4;
     s->out_low = OUT_LOW < s->out_high / 8 ? OUT_LOW : s->out_high / 8;
+    s->durable_wait_ns = (uint64_t)c->engine.durable_wait_ms * 1000000ull;
     /* Does malloc come from mimalloc (linked, and replacing malloc) or from
      * elsewhere (glibc, a sanitizer)? trim_memory asks the one in use. */
     void *probe = malloc(64);

@@ -220,6 +220,7 @@ START_TEST(test_load_minimal_file_defaults)
     ck_assert_uint_eq(cfg.engine.max_retries, 100000);
     ck_assert_uint_eq(cfg.engine.retry_timeout_ms, 10000);
     ck_assert_uint_eq(cfg.engine.slow_call_ms, 5000);
+    ck_assert_uint_eq(cfg.engine.durable_wait_ms, 30000);
     ck_assert_uint_eq(cfg.server.max_conn_buffered, 64ULL << 20);
     ck_assert_uint_eq(cfg.server.max_buffered, 1ULL << 30);
     ck_assert_uint_eq(cfg.server.max_calls_per_conn, 128);
@@ -272,6 +273,7 @@ START_TEST(test_every_key)
         "  max_retries: 7\n"
         "  retry_timeout_ms: 0\n"
         "  slow_call_ms: 250\n"
+        "  durable_wait_ms: 0\n"
         "server:\n"
         "  max_conn_buffered: 1.5MiB\n"
         "  max_buffered: 2 GB\n"
@@ -313,6 +315,7 @@ START_TEST(test_every_key)
     ck_assert_uint_eq(c->engine.max_retries, 7);
     ck_assert_uint_eq(c->engine.retry_timeout_ms, 0);
     ck_assert_uint_eq(c->engine.slow_call_ms, 250);
+    ck_assert_uint_eq(c->engine.durable_wait_ms, 0);
     ck_assert_uint_eq(c->server.max_conn_buffered, 3ULL << 19);
     ck_assert_uint_eq(c->server.max_buffered, 2000000000ULL);
     ck_assert_uint_eq(c->server.max_calls_per_conn, 65536);
@@ -593,6 +596,7 @@ static const struct {
     {"epoch_ms: 10", "max_retries: 5"},
     {"epoch_ms: 10", "retry_timeout_ms: 0"},
     {"epoch_ms: 10", "slow_call_ms: 100"},
+    {"epoch_ms: 10", "durable_wait_ms: 0"},
     {"  - workers: 2\n    socket: /tmp/d-1.sock\n    log_dir: /tmp/d-1\n", ""},
 };
 
@@ -944,7 +948,8 @@ static const struct bad_case {
     {"misspelt engine key", REGION_OK HOSTS_OK "engine:\n  epoch: 5\n",
      "11:3: engine.epoch: unknown key (expected one of: epoch_ms, moveout_threshold, "
      "moveback_rate, coherence, phantom_protection, checkpoint_after, reply_before_durable, eviction, "
-     "shortcut_pointers, dirty_tracking, locking, max_retries, retry_timeout_ms, slow_call_ms)"},
+     "shortcut_pointers, dirty_tracking, locking, max_retries, retry_timeout_ms, slow_call_ms, "
+     "durable_wait_ms)"},
     {"misspelt host_defaults key", REGION_OK "host_defaults:\n  worker: 1\n" HOSTS_OK,
      "7:3: host_defaults.worker: unknown key"},
     {"key in the wrong case", REGION_OK HOSTS_OK "Engine: {}\n", "10:1: Engine: unknown key"},
@@ -975,6 +980,8 @@ static const struct bad_case {
      "11:21: engine.retry_timeout_ms: -5 is out of range (0..86400000)"},
     {"watchdog period over a day", REGION_OK HOSTS_OK "engine:\n  slow_call_ms: 86400001\n",
      "11:17: engine.slow_call_ms: 86400001 is out of range (0..86400000)"},
+    {"durable wait negative", REGION_OK HOSTS_OK "engine:\n  durable_wait_ms: -1\n",
+     "11:20: engine.durable_wait_ms: -1 is out of range (0..86400000)"},
 
     /* server limits */
     {"misspelt server key", REGION_OK HOSTS_OK "server:\n  max_buffer: 1GiB\n",
