@@ -796,6 +796,14 @@ static void batch_finish(struct pod_server *s, struct pod_worker *w, struct runn
     int from = b->done;
     if (upto <= from) return;
     size_t n = (size_t)(upto - from);
+    /* The calls' copies go (below); counted out while every connection is
+     * still held by its call or by a held reply not queued yet. */
+    for (int i = from; i < upto; i++) uncharge(s, b->r[i]->conn, b->r[i]->size);
+    /* A held reply that put its connection over its limit: the loop must
+     * hear of it, now, while the reply (not queued yet) holds the
+     * connection (the ready list then holds its own reference). */
+    for (int i = from; i < upto; i++)
+        if (b->held[i] && conn_over(b->r[i]->conn)) worker_flush(s, b->r[i]->conn);
     if (s->hold_replies && n > b->nheld) log_host_waiters_add(s->log, -(int64_t)(n - b->nheld));
     if (b->hhead) {
         struct held_queue *q = &s->held[w->id];
@@ -808,17 +816,15 @@ static void batch_finish(struct pod_server *s, struct pod_worker *w, struct runn
     }
     b->hhead = b->htail = NULL;
     b->nheld = 0;
+    /* Once queued, a held reply's connection may be gone: not touched. */
     for (int i = from; i < upto; i++) {
-        /* A held reply goes nowhere yet, unless it put its connection over
-         * its limit: then the loop must hear of it. */
-        if (b->held[i] && !conn_over(b->r[i]->conn)) continue;
+        if (b->held[i]) continue;
         bool first = true;
         for (int j = from; j < i && first; j++) first = b->held[j] || b->r[j]->conn != b->r[i]->conn;
         if (first) worker_flush(s, b->r[i]->conn);
     }
     for (int i = from; i < upto; i++) {
         struct request *r = b->r[i];
-        uncharge(s, r->conn, r->size);
         if (!b->held[i]) __atomic_fetch_sub(&r->conn->refs, 1, __ATOMIC_RELEASE);
         free(r);
     }
