@@ -140,7 +140,7 @@ test: deps
 # ThreadSanitizer builds of the programs, and the benchmark scripts (the
 # workers' bench jobs next to their socket queue) the same way.
 # test_pod_mp: the pod's servers (owner handlers, move-out, remote transactions) under TSan.
-TSAN_SERVER_TESTS := test_server test_pod_mp test_liveness_mp
+TSAN_SERVER_TESTS := test_server test_pod_mp test_liveness_mp test_server_limits
 TSAN_SCRIPTS := $(wildcard tests/integration/bench_*.sh)
 TSAN_BINS := $(patsubst tools/%.c,build/tsan/bin/%,$(BIN_SRCS))
 tsan: deps

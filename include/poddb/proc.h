@@ -47,6 +47,9 @@ enum pod_status {
     POD_E_INTERNAL = -5,  /* a bug or an unexpected state; message set */
     POD_E_RETRIES = -6,   /* gave up retrying conflicts (engine.max_retries or retry_timeout_ms) */
     POD_E_LIMIT = -7,     /* the transaction can never fit a hard limit (named in the message) */
+    POD_E_NOT_DURABLE = -8, /* no reply within engine.durable_wait_ms: the pod's durable epoch
+                             * stopped (the message says why if known); the outcome is
+                             * unknown: the call may have committed, but it is not acknowledged */
 };
 
 /* Pass on a negative status: `POD_TRY(pod_get(...));` */

@@ -25,6 +25,11 @@
 #define REGION_MAX_SIZE (64 * TIB)
 #define REGION_PAGE 4096
 #define HWCC_MIN_BUDGET (1 * MIB)
+#define SERVER_MIN_BUFFERED (1 * MIB)
+#define SERVER_MAX_BUFFERED (64 * TIB)
+#define SERVER_DEFAULT_CONN_BUFFERED (64 * MIB)
+#define SERVER_DEFAULT_BUFFERED (1024 * MIB)
+#define SERVER_MAX_CALLS 65536
 #define MAX_NUMA_NODE 1023
 #define MAX_EPOCH_MS 10000
 #define MAX_CONFIG_FILE_BYTES (1 << 20)
@@ -449,13 +454,14 @@ static const char *const eviction_names[] = {
 #define NKINDS ((int)(sizeof region_kind_names / sizeof region_kind_names[0]))
 #define NCOHERENCE ((int)(sizeof coherence_names / sizeof coherence_names[0]))
 
-enum { TOP_REGION, TOP_HOSTS, TOP_HOST_DEFAULTS, TOP_ENGINE, TOP_TABLES, TOP_MODULES,
-       TOP_WORKLOADS, TOP_NKEYS };
+enum { TOP_REGION, TOP_HOSTS, TOP_HOST_DEFAULTS, TOP_ENGINE, TOP_SERVER, TOP_TABLES,
+       TOP_MODULES, TOP_WORKLOADS, TOP_NKEYS };
 static const struct key_spec top_keys[TOP_NKEYS] = {
     [TOP_REGION] = {"region", true, "a mapping describing the shared memory region"},
     [TOP_HOSTS] = {"hosts", true, "a sequence of 1..16 host entries"},
     [TOP_HOST_DEFAULTS] = {"host_defaults", false, "a mapping of keys shared by all hosts"},
     [TOP_ENGINE] = {"engine", false, "a mapping of engine settings"},
+    [TOP_SERVER] = {"server", false, "a mapping of the server's limits per client"},
     [TOP_TABLES] = {"tables", false, "a sequence of kv table entries (name, key_size, "
                                      "value_size, partitions)"},
     [TOP_MODULES] = {"modules", false, "a sequence of paths of shared objects with stored "
@@ -547,7 +553,7 @@ static const struct key_spec host_keys[H_NKEYS] = {
 
 enum { E_EPOCH_MS, E_MOVEOUT_THRESHOLD, E_MOVEBACK_RATE, E_COHERENCE, E_PHANTOM_PROTECTION, E_CHECKPOINT_AFTER,
        E_REPLY_BEFORE_DURABLE, E_EVICTION, E_SHORTCUT_POINTERS, E_DIRTY_TRACKING, E_LOCKING,
-       E_MAX_RETRIES, E_RETRY_TIMEOUT_MS, E_SLOW_CALL_MS, E_NKEYS };
+       E_MAX_RETRIES, E_RETRY_TIMEOUT_MS, E_SLOW_CALL_MS, E_DURABLE_WAIT_MS, E_NKEYS };
 static const struct key_spec engine_keys[E_NKEYS] = {
     [E_EPOCH_MS] = {"epoch_ms", false, "an integer in 1..10000"},
     [E_MOVEOUT_THRESHOLD] = {"moveout_threshold", false, "a number in (0, 1], like 0.9"},
@@ -569,6 +575,16 @@ static const struct key_spec engine_keys[E_NKEYS] = {
                                                        "may retry; 0 = no limit)"},
     [E_SLOW_CALL_MS] = {"slow_call_ms", false, "an integer in 0..86400000 (the watchdog logs calls "
                                                "running this long; 0 = off)"},
+    [E_DURABLE_WAIT_MS] = {"durable_wait_ms", false, "an integer in 0..86400000 (how long a reply "
+                                                     "waits for durability; 0 = for ever)"},
+};
+
+enum { S_MAX_CONN_BUFFERED, S_MAX_BUFFERED, S_MAX_CALLS_PER_CONN, S_NKEYS };
+static const struct key_spec server_keys[S_NKEYS] = {
+    [S_MAX_CONN_BUFFERED] = {"max_conn_buffered", false,
+                             "a byte size in 1MiB..64TiB, at most server.max_buffered, like 64MiB"},
+    [S_MAX_BUFFERED] = {"max_buffered", false, "a byte size in 1MiB..64TiB, like 1GiB"},
+    [S_MAX_CALLS_PER_CONN] = {"max_calls_per_conn", false, "an integer in 1..65536"},
 };
 
 static void set_defaults(struct pod_config *cfg)
@@ -590,6 +606,10 @@ static void set_defaults(struct pod_config *cfg)
     cfg->engine.max_retries = 100000;
     cfg->engine.retry_timeout_ms = 10000;
     cfg->engine.slow_call_ms = 5000;
+    cfg->engine.durable_wait_ms = 30000;
+    cfg->server.max_conn_buffered = SERVER_DEFAULT_CONN_BUFFERED;
+    cfg->server.max_buffered = SERVER_DEFAULT_BUFFERED;
+    cfg->server.max_calls_per_conn = 128;
 }
 
 /* The region is mapped in whole pages (cxl_geometry_compute insists too, but
@@ -812,6 +832,44 @@ static int load_engine(const struct ctx *c, const struct item *section, struct p
     if (it[E_SLOW_CALL_MS].value &&
         get_u32(c, &it[E_SLOW_CALL_MS], 0, 86400000, &cfg->engine.slow_call_ms) < 0)
         return -1;
+    if (it[E_DURABLE_WAIT_MS].value &&
+        get_u32(c, &it[E_DURABLE_WAIT_MS], 0, 86400000, &cfg->engine.durable_wait_ms) < 0)
+        return -1;
+    return 0;
+}
+
+/* A connection's limit cannot exceed the server's: an explicit one larger is
+ * an error, the default shrinks to it. */
+static int load_server(const struct ctx *c, const struct item *section, struct pod_config *cfg)
+{
+    struct item it[S_NKEYS];
+    if (!section->value || is_null(section->value)) return 0; /* all defaults */
+    if (read_mapping(c, section->value, "server", server_keys, S_NKEYS, it) < 0) return -1;
+    if (it[S_MAX_CONN_BUFFERED].value &&
+        get_size_in_range(c, &it[S_MAX_CONN_BUFFERED], SERVER_MIN_BUFFERED, SERVER_MAX_BUFFERED,
+                          &cfg->server.max_conn_buffered) < 0)
+        return -1;
+    if (it[S_MAX_BUFFERED].value &&
+        get_size_in_range(c, &it[S_MAX_BUFFERED], SERVER_MIN_BUFFERED, SERVER_MAX_BUFFERED,
+                          &cfg->server.max_buffered) < 0)
+        return -1;
+    if (it[S_MAX_CALLS_PER_CONN].value &&
+        get_u32(c, &it[S_MAX_CALLS_PER_CONN], 1, SERVER_MAX_CALLS,
+                &cfg->server.max_calls_per_conn) < 0)
+        return -1;
+    if (cfg->server.max_conn_buffered > cfg->server.max_buffered) {
+        const struct item *conn = &it[S_MAX_CONN_BUFFERED];
+        if (!conn->value) {
+            cfg->server.max_conn_buffered = cfg->server.max_buffered;
+            return 0;
+        }
+        char lim[32];
+        return fail_node(c, conn->value, conn->path,
+                         "%s is more than server.max_buffered (expected at most %s: one "
+                         "connection cannot hold more than the whole server)",
+                         show(conn->value).s,
+                         conf_format_size(cfg->server.max_buffered, lim, sizeof lim));
+    }
     return 0;
 }
 
@@ -1092,6 +1150,7 @@ static int load_config(const struct ctx *c, const struct ynode *root, struct pod
     if (load_region(c, &top[TOP_REGION], cfg) < 0 ||
         load_hosts(c, &top[TOP_HOSTS], &top[TOP_HOST_DEFAULTS], cfg) < 0 ||
         load_engine(c, &top[TOP_ENGINE], cfg) < 0 ||
+        load_server(c, &top[TOP_SERVER], cfg) < 0 ||
         load_tables(c, &top[TOP_TABLES], cfg) < 0 ||
         load_modules(c, &top[TOP_MODULES], cfg) < 0 ||
         load_workloads(c, &top[TOP_WORKLOADS], cfg) < 0)

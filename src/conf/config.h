@@ -142,7 +142,26 @@ struct pod_config {
         uint32_t retry_timeout_ms; /* default 10000; 0 = no time limit */
         uint32_t slow_call_ms;     /* the watchdog logs a call running this long; 0 = off;
                                     * default 5000 */
+        /* A reply held for group commit longer than this is answered with
+         * POD_E_NOT_DURABLE instead; 0 = wait for ever. Default 30000. */
+        uint32_t durable_wait_ms;
     } engine;
+
+    /* What one server may hold for its clients (docs/configuration.md,
+     * "server"). A policy of each server, not of the pod: not part of the
+     * digest. */
+    struct {
+        /* Bytes one connection may make the server hold: its partial input
+         * frame, its calls queued or running, its unsent replies and its
+         * replies held for group commit. Default 64 MiB (at most
+         * max_buffered). */
+        uint64_t max_conn_buffered;
+        /* The same over every connection of the server. Default 1 GiB. */
+        uint64_t max_buffered;
+        /* Calls of one connection queued, running or held before the server
+         * stops reading it. Default 128. */
+        uint32_t max_calls_per_conn;
+    } server;
 
     struct pod_workloads_conf workloads;
 };

@@ -6,7 +6,8 @@
  * layouts cannot serialize to the same bytes. Integers are written as 8 bytes
  * little-endian, strings as length + bytes, the double as its IEEE-754 bits.
  * `source` and `cpu_list` (the text as written) are left out: "0-1" and "0,1"
- * are the same configuration. */
+ * are the same configuration. So are region.allow_overcommit and the server
+ * section: checks and limits of each server, not properties of the pod. */
 #include <string.h>
 
 #include "conf/config.h"
@@ -15,7 +16,7 @@
 #define FNV64_PRIME 0x100000001b3ULL
 
 /* Bump when the serialization changes, so old and new builds never agree by accident. */
-#define DIGEST_FORMAT "poddb-config-digest-v4"
+#define DIGEST_FORMAT "poddb-config-digest-v5"
 
 static void put_bytes(uint64_t *h, const void *data, size_t n)
 {
@@ -183,6 +184,8 @@ uint64_t pod_config_digest(const struct pod_config *c)
     put_u64(&h, c->engine.retry_timeout_ms);
     put_field(&h, "engine.slow_call_ms");
     put_u64(&h, c->engine.slow_call_ms);
+    put_field(&h, "engine.durable_wait_ms");
+    put_u64(&h, c->engine.durable_wait_ms);
 
     int ntables = c->ntables < 0 ? 0 : c->ntables > POD_MAX_KV_TABLES ? POD_MAX_KV_TABLES : c->ntables;
     put_field(&h, "tables");

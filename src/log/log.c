@@ -3,6 +3,7 @@
 #include "log/log.h"
 
 #include <inttypes.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -274,6 +275,89 @@ void log_host_waiters_add(struct log_host *lh, int64_t n)
 int64_t log_host_waiters(const struct log_host *lh)
 {
     return __atomic_load_n(lh->waiters, __ATOMIC_SEQ_CST);
+}
+
+/* Append "; " (unless first) and the formatted text to buf[*n..len). */
+static void say(char *buf, size_t len, size_t *n, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+static void say(char *buf, size_t len, size_t *n, const char *fmt, ...)
+{
+    if (*n + 1 >= len) return;
+    if (*n) *n += (size_t)snprintf(buf + *n, len - *n, "; ");
+    if (*n + 1 >= len) {
+        *n = len - 1;
+        return;
+    }
+    va_list ap;
+    va_start(ap, fmt);
+    int k = vsnprintf(buf + *n, len - *n, fmt, ap);
+    va_end(ap);
+    *n = k < 0 ? *n : *n + (size_t)k < len ? *n + (size_t)k : len - 1;
+}
+
+/* A host whose heartbeat is older than this is "not beating". */
+#define STALE_HEARTBEAT_NS (1000ull * 1000 * 1000)
+
+void log_host_why_not_durable(struct log_host *lh, char *buf, size_t len)
+{
+    if (!len) return;
+    buf[0] = '\0';
+    size_t n = 0;
+    struct cxl_region *r = lh->o.region;
+    const struct pod_config *c = lh->o.conf;
+    struct cxl_control *ctl = r->ctl;
+    int me = lh->o.host;
+    if (logdir_watch_lost(lh->watch)) {
+        char why[512];
+        logdir_watch_why(lh->watch, why, sizeof why);
+        say(buf, len, &n, "the log directory of host %d (this host) was lost: %s", me, why);
+    }
+    for (int h = 0; h < c->nhosts; h++) {
+        if (h == me || c->hosts[h].loggers == 0) continue;
+        if (lh->o.pod_mode && __atomic_load_n(&ctl->hosts[h].log_dir_lost, __ATOMIC_ACQUIRE))
+            say(buf, len, &n, "the log directory of host %d was lost (host %d's log says what "
+                "happened)", h, h);
+    }
+    uint64_t e = __atomic_load_n(&ctl->global_epoch.v, __ATOMIC_ACQUIRE);
+    uint64_t now = pod_real_ns();
+    for (int h = 0; h < c->nhosts; h++) {
+        uint32_t st = __atomic_load_n(&ctl->hosts[h].state, __ATOMIC_ACQUIRE);
+        if (st == CXL_HOST_FREE) continue;
+        if (h != me && lh->o.pod_mode && !cxl_host_alive(r, h)) {
+            say(buf, len, &n, "host %d died (the pod acknowledges nothing more until it is "
+                "restarted)", h);
+            continue;
+        }
+        uint64_t low = UINT64_MAX;
+        int low_l = 0;
+        for (int l = 0; l < c->hosts[h].loggers; l++) {
+            uint64_t v = __atomic_load_n(&ctl->logger[h][l].durable, __ATOMIC_ACQUIRE);
+            if (v < low) {
+                low = v;
+                low_l = l;
+            }
+        }
+        uint64_t beat = __atomic_load_n(&ctl->hosts[h].heartbeat_ns, __ATOMIC_ACQUIRE);
+        bool stale = h != me && beat && now > beat + STALE_HEARTBEAT_NS;
+        /* A logger a few epochs behind is only busy; further behind, stuck
+         * (unless its log directory was lost: said above). */
+        bool lost = h == me ? logdir_watch_lost(lh->watch)
+                            : __atomic_load_n(&ctl->hosts[h].log_dir_lost, __ATOMIC_ACQUIRE);
+        if (low != UINT64_MAX && low + 2 < e && !lost)
+            say(buf, len, &n, "host %d's logger %d has made only the epochs below %llu durable "
+                "while the global epoch is %llu%s", h, low_l, (unsigned long long)low,
+                (unsigned long long)e, h == me ? " (this host: a slow or failing disk? its log "
+                "says more)" : "");
+        if (stale)
+            say(buf, len, &n, "host %d (pid %d) has not beaten its heartbeat for %.1f s: its "
+                "process is stopped or hung", h, (int)ctl->hosts[h].pid,
+                (double)(now - beat) / 1e9);
+    }
+    uint64_t pod_d = __atomic_load_n(&ctl->pod_durable_epoch.v, __ATOMIC_ACQUIRE);
+    uint64_t mine = log_host_persisted(lh);
+    if (lh->logging && mine != UINT64_MAX && pod_d > mine + 1)
+        say(buf, len, &n, "this host has not recorded the pod's durable epoch %llu (it is at "
+            "%llu: its log says why)", (unsigned long long)pod_d, (unsigned long long)mine);
 }
 
 uint64_t log_host_close_epoch(struct log_host *lh)

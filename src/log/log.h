@@ -96,6 +96,13 @@ uint64_t log_host_persisted(const struct log_host *lh);
 void log_host_waiters_add(struct log_host *lh, int64_t n);
 /* How many wait now. */
 int64_t log_host_waiters(const struct log_host *lh);
+/* What is known of why the pod's durable epoch does not advance, for the
+ * message of a reply that waited too long for it (engine.durable_wait_ms):
+ * a host's log directory lost, a host dead, a host whose log lags behind
+ * the global epoch or whose heartbeat stopped (a process stopped or hung),
+ * this host unable to record the durable epoch. "" when nothing is seen.
+ * Any thread; reads the region's words. */
+void log_host_why_not_durable(struct log_host *lh, char *buf, size_t len);
 /* The global epoch E now. */
 uint64_t log_host_epoch(const struct log_host *lh);
 /* At shutdown: end the current epoch now instead of at the next tick (E is

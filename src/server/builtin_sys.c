@@ -96,6 +96,13 @@ static int sys_stats(pod_txn *tx, const pod_args *a, pod_result *res, void *ctx)
     name_i64_row(res, "calls.running", (uint64_t)pod_calls_running(db));
     name_i64_row(res, "calls.oldest_ms", pod_oldest_call(db, NULL, NULL) / 1000000);
     name_i64_row(res, "calls.handed_back", si ? rd(&si->calls_handed_back) : 0);
+    /* Limits (docs/configuration.md, "server"): what the connections make
+     * the server hold now, connections closed for a limit, and replies that
+     * waited too long for durability. */
+    name_i64_row(res, "server.buffered", si ? rd(&si->buffered) : 0);
+    name_i64_row(res, "server.conn_limit_closes", si ? rd(&si->conn_limit_closes) : 0);
+    name_i64_row(res, "server.server_limit_closes", si ? rd(&si->server_limit_closes) : 0);
+    name_i64_row(res, "server.not_durable_replies", si ? rd(&si->not_durable_replies) : 0);
     /* The log directory lost under the server (docs/durability.md, "The log
      * directory watched"): this host's, and the lowest host's of the pod. */
     if (db->log) {
@@ -186,6 +193,11 @@ static int sys_config(pod_txn *tx, const pod_args *a, pod_result *res, void *ctx
     kv_row(res, &row, "engine.max_retries", "%u", c->engine.max_retries);
     kv_row(res, &row, "engine.retry_timeout_ms", "%u", c->engine.retry_timeout_ms);
     kv_row(res, &row, "engine.slow_call_ms", "%u", c->engine.slow_call_ms);
+    kv_row(res, &row, "engine.durable_wait_ms", "%u", c->engine.durable_wait_ms);
+    kv_row(res, &row, "server.max_conn_buffered", "%llu",
+           (unsigned long long)c->server.max_conn_buffered);
+    kv_row(res, &row, "server.max_buffered", "%llu", (unsigned long long)c->server.max_buffered);
+    kv_row(res, &row, "server.max_calls_per_conn", "%u", c->server.max_calls_per_conn);
     for (int i = 0; i < c->nmodules; i++) kv_row(res, &row, "module", "%s", c->modules[i]);
     return POD_OK;
 }

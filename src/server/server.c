@@ -8,10 +8,23 @@
  * connection's output buffer and ring the eventfd; the main thread writes.
  *
  * A connection lives until the client closes it (or it sends unframeable
- * bytes) AND no call of it is still queued or running: workers hold a
- * reference. A connection whose unsent replies pass OUT_HIGH stops being read
- * until they drain below OUT_LOW (a slow reader never grows the server without
- * bound, and everyone else keeps being served).
+ * bytes, or passes a limit) AND no call of it is still queued or running:
+ * workers hold a reference. A connection whose unsent replies pass its
+ * output mark (OUT_HIGH, less under a small server.max_conn_buffered), or
+ * with server.max_calls_per_conn calls in flight, stops being read until
+ * they drain (backpressure: everyone else keeps being served).
+ *
+ * Limits (docs/configuration.md, "server"): what each connection makes the
+ * server hold is counted in bytes (conn.bytes, and their sum in
+ * info.buffered): its partial input, the copies of its calls queued or
+ * running, its unsent replies and its replies held for group commit. Pausing
+ * the reads bounds what a client can send, but not the replies of the calls
+ * it already sent: a connection over server.max_conn_buffered, or the one
+ * that holds the most while the server is over server.max_buffered, is sent
+ * an error frame (request id 0, POD_E_LIMIT, naming the limit) and closed
+ * (conn_kill): nothing more is read, its replies and calls not yet started
+ * are dropped. After large frees the allocators give memory back to the
+ * system (trim_memory).
  *
  * Group commit (docs/durability.md): when the host logs, the reply of a call
  * is not written at once but held in its worker's queue with the epoch it
@@ -30,6 +43,8 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <malloc.h>
+#include <mimalloc.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <poll.h>
@@ -63,13 +78,22 @@
 #include "util/cpu.h"
 
 #define MAX_ARGS 4096
+/* Unsent replies above which a connection is not read, and below which it is
+ * read again; at most a quarter and a 32nd of server.max_conn_buffered. */
 #define OUT_HIGH (8u << 20)
 #define OUT_LOW (1u << 20)
-/* Calls of one connection queued or running. With the 8 MiB output mark this
- * bounds what a client that does not read can make the server hold: 8 MiB
- * plus the replies of at most this many calls. */
-#define MAX_INFLIGHT_PER_CONN 128
 #define READ_CHUNK 65536
+/* A buffer this large is given back once it is empty (or, for input, holds
+ * less than a read): a connection that once moved a large frame does not
+ * keep its memory. */
+#define SHRINK_ABOVE (4u * READ_CHUNK)
+/* A connection closed for a limit gets this long to take its error frame. */
+#define KILL_LINGER_NS (10ull * 1000 * 1000 * 1000)
+/* Memory is given back to the system once this much less is held than at
+ * the peak since the last time, at most once a second. */
+#define TRIM_AFTER_BYTES (16ull << 20)
+#define TRIM_EVERY_NS (1000ull * 1000 * 1000)
+#define WARN_EVERY_NS (10ull * 1000 * 1000 * 1000)
 #define SHUTDOWN_GRACE_MS 10000
 
 struct conn {
@@ -83,9 +107,15 @@ struct conn {
     int loop_watch;         /* atomic: reading paused or closing; the loop wants every reply */
     bool dead;              /* freed in this batch of events: ignore its events */
     uint32_t inflight;      /* calls queued or running (under out_lock) */
+    uint64_t bytes;         /* atomic: what it makes the server hold (server.max_conn_buffered) */
+    int over;               /* atomic: it passed server.max_conn_buffered; the loop closes it */
+    int killed;             /* atomic, set under out_lock: closed for a limit (conn_kill) */
+    uint64_t kill_deadline; /* killed: dropped at this pod_mono_ns() even if not written */
     struct pod_buf in;
     pthread_mutex_t out_lock;
     struct pod_buf out;     /* encoded replies not yet written (under out_lock) */
+    size_t out_head;        /* bytes at the start of out that finish a frame partly sent
+                               (under out_lock) */
     struct conn *next_ready;
     struct conn *next_released; /* on the loop's list of connections with released replies */
     bool released;
@@ -95,6 +125,7 @@ struct conn {
 struct request {
     struct request *next;
     struct conn *conn;
+    size_t size;            /* its allocation, counted in conn->bytes */
     uint64_t id;
     int proc;
     int nargs;
@@ -109,6 +140,8 @@ struct held_reply {
     struct held_reply *next;
     struct conn *conn;
     uint64_t epoch;         /* released once epoch < the persisted durable epoch */
+    uint64_t since;         /* pod_mono_ns() when it was held (engine.durable_wait_ms) */
+    uint64_t id;            /* the call's request id */
     size_t len;
     unsigned char frame[];
 };
@@ -153,6 +186,19 @@ struct pod_server {
     int spare_fd;               /* reserved for shedding connections when out of descriptors */
     pod_value args[MAX_ARGS];   /* decoded arguments of the frame being handled */
     uint64_t shed, shed_warned_ns;
+    /* limits (server section of the config) */
+    uint64_t max_conn, max_total;
+    uint32_t max_calls;
+    size_t out_high, out_low;
+    int over_total;             /* atomic: a charge passed max_total; the loop was rung */
+    uint64_t limit_warned_ns, limit_unwarned;
+    /* memory given back (trim_memory) */
+    bool mimalloc;              /* malloc is mimalloc's (else glibc's or a sanitizer's) */
+    uint64_t peak, trimmed_ns;  /* the loop's: info.buffered's peak since the last trim */
+    uint64_t trim_gen;          /* atomic: bumped by each trim; workers follow */
+    /* replies held too long (engine.durable_wait_ms) */
+    uint64_t durable_wait_ns;   /* 0: wait for ever */
+    uint64_t expire_next_ns, durable_warned_ns, durable_unwarned;
     struct pod_server_info info;
 };
 
@@ -332,6 +378,73 @@ static void accept_all(struct pod_server *s, int lfd)
     }
 }
 
+/* ---- what the connections make the server hold ------------------------------ */
+
+/* n more bytes held for c (any thread). When c passes its limit it is marked
+ * for the loop (the caller makes sure the loop looks at it: conn_flush);
+ * when the server passes its own, the loop is rung (enforce_total). */
+static void charge(struct pod_server *s, struct conn *c, size_t n)
+{
+    uint64_t mine = __atomic_add_fetch(&c->bytes, n, __ATOMIC_RELAXED);
+    uint64_t all = __atomic_add_fetch(&s->info.buffered, n, __ATOMIC_RELAXED);
+    if (mine > s->max_conn && !__atomic_load_n(&c->over, __ATOMIC_RELAXED))
+        __atomic_store_n(&c->over, 1, __ATOMIC_RELEASE);
+    if (all > s->max_total && !__atomic_exchange_n(&s->over_total, 1, __ATOMIC_ACQ_REL)) {
+        uint64_t one = 1;
+        ssize_t w = write(s->evfd, &one, sizeof one);
+        (void)w;
+    }
+}
+
+static void uncharge(struct pod_server *s, struct conn *c, size_t n)
+{
+    __atomic_sub_fetch(&c->bytes, n, __ATOMIC_RELAXED);
+    __atomic_sub_fetch(&s->info.buffered, n, __ATOMIC_RELAXED);
+}
+
+static bool conn_over(const struct conn *c) { return __atomic_load_n(&c->over, __ATOMIC_ACQUIRE); }
+static bool conn_killed(const struct conn *c)
+{
+    return __atomic_load_n(&c->killed, __ATOMIC_ACQUIRE);
+}
+
+/* An empty buffer that grew large is given back; an input buffer holding
+ * less than a read is moved into a small one. */
+static void buf_shrink(struct pod_buf *b)
+{
+    if (b->cap <= SHRINK_ABOVE) return;
+    if (!b->len) {
+        pod_buf_free(b);
+        return;
+    }
+    if (b->len > READ_CHUNK) return;
+    unsigned char *p = malloc(READ_CHUNK);
+    if (!p) return;
+    memcpy(p, b->p, b->len);
+    free(b->p);
+    b->p = p;
+    b->cap = READ_CHUNK;
+}
+
+/* n bytes of c->out were written (under out_lock): follow the frame
+ * boundaries (conn_kill keeps the rest of a frame partly written). */
+static void out_consume(struct pod_server *s, struct conn *c, size_t n)
+{
+    for (size_t at = 0; at < n;) {
+        if (!c->out_head) {
+            const unsigned char *f = c->out.p + at; /* a frame starts here: its length */
+            c->out_head = 4 + ((size_t)f[0] | (size_t)f[1] << 8 | (size_t)f[2] << 16 |
+                               (size_t)f[3] << 24);
+        }
+        size_t t = n - at < c->out_head ? n - at : c->out_head;
+        at += t;
+        c->out_head -= t;
+    }
+    pod_buf_consume(&c->out, n);
+    uncharge(s, c, n);
+    buf_shrink(&c->out);
+}
+
 /* Retire a connection: its descriptor goes at once, its memory at the end of
  * the current batch of epoll events (a later event of the batch may still
  * name it; handlers skip dead connections). */
@@ -354,6 +467,8 @@ static void free_dead(struct pod_server *s)
     while (s->dead) {
         struct conn *c = s->dead;
         s->dead = c->next;
+        /* No call of it is left: what it holds is its input and output. */
+        uncharge(s, c, __atomic_load_n(&c->bytes, __ATOMIC_RELAXED));
         pod_buf_free(&c->in);
         pod_buf_free(&c->out);
         pthread_mutex_destroy(&c->out_lock);
@@ -362,13 +477,13 @@ static void free_dead(struct pod_server *s)
 }
 
 /* Best effort, without blocking: the peer may still read what we owe it. */
-static void flush_nowait(struct conn *c)
+static void flush_nowait(struct pod_server *s, struct conn *c)
 {
     pthread_mutex_lock(&c->out_lock);
     while (c->out.len) {
         ssize_t n = send(c->fd, c->out.p, c->out.len, MSG_NOSIGNAL | MSG_DONTWAIT);
         if (n <= 0 && !(n < 0 && errno == EINTR)) break;
-        if (n > 0) pod_buf_consume(&c->out, (size_t)n);
+        if (n > 0) out_consume(s, c, (size_t)n);
     }
     pthread_mutex_unlock(&c->out_lock);
 }
@@ -387,7 +502,7 @@ static bool conn_close(struct pod_server *s, struct conn *c)
         shutdown(c->fd, SHUT_RD);
     }
     if (__atomic_load_n(&c->refs, __ATOMIC_ACQUIRE) == 1) {
-        flush_nowait(c);
+        flush_nowait(s, c);
         pthread_mutex_lock(&c->out_lock);
         bool pending = c->out.len > 0;
         pthread_mutex_unlock(&c->out_lock);
@@ -402,28 +517,37 @@ static bool conn_close(struct pod_server *s, struct conn *c)
 }
 
 static bool process_frames(struct pod_server *s, struct conn *c);
+static bool conn_kill(struct pod_server *s, struct conn *c, bool server_limit);
 
 /* Write what is buffered. Called by the loop only. Returns false if c was
- * freed (the peer is gone and nothing of it is pending). */
+ * freed (the peer is gone and nothing of it is pending), or closed for its
+ * limit. */
 static bool conn_flush(struct pod_server *s, struct conn *c)
 {
+    if (conn_over(c) && !conn_killed(c)) {
+        conn_kill(s, c, false);
+        return false;
+    }
     pthread_mutex_lock(&c->out_lock);
     bool failed = false;
     while (c->out.len) {
         ssize_t n = send(c->fd, c->out.p, c->out.len, MSG_NOSIGNAL | MSG_DONTWAIT);
         if (n > 0) {
-            pod_buf_consume(&c->out, (size_t)n);
+            out_consume(s, c, (size_t)n);
             continue;
         }
         if (n < 0 && errno == EINTR) continue;
         if (n < 0 && errno == EAGAIN) break;
         failed = true; /* the peer is gone: drop what it will never read */
+        uncharge(s, c, c->out.len);
         c->out.len = 0;
+        c->out_head = 0;
+        buf_shrink(&c->out);
         break;
     }
     bool backlog = c->out.len > 0;
-    bool resume = !c->closing && !c->reading && c->out.len < OUT_LOW &&
-                  c->inflight < MAX_INFLIGHT_PER_CONN / 2;
+    bool resume = !c->closing && !c->reading && c->out.len < s->out_low &&
+                  c->inflight < (s->max_calls + 1) / 2;
     pthread_mutex_unlock(&c->out_lock);
     c->want_write = backlog && !failed;
     if (resume && !s->stopping) {
@@ -438,24 +562,32 @@ static bool conn_flush(struct pod_server *s, struct conn *c)
     return true;
 }
 
-/* Append an encoded reply. From a worker the call is done (inflight--); the
- * worker flushes after its batch. From the loop, the loop flushes. */
-static void conn_reply(struct conn *c, const struct pod_buf *frame, bool from_worker)
+/* Append an encoded reply and count it, unless the connection was closed for
+ * a limit (then it is dropped). charged: its bytes are counted already (a
+ * held reply moving to the output): they are let go if it is dropped. From
+ * a worker the call is done (inflight--); the worker flushes after its batch.
+ * From the loop, the loop flushes. */
+static void conn_reply(struct pod_server *s, struct conn *c, const struct pod_buf *frame,
+                       bool from_worker, bool charged)
 {
     pthread_mutex_lock(&c->out_lock);
-    if (pod_buf_reserve(&c->out, frame->len) == 0) {
+    bool kept = false;
+    if (!conn_killed(c) && pod_buf_reserve(&c->out, frame->len) == 0) {
         memcpy(c->out.p + c->out.len, frame->p, frame->len);
         c->out.len += frame->len;
+        kept = true;
+        if (!charged) charge(s, c, frame->len);
     }
+    if (!kept && charged) uncharge(s, c, frame->len);
     if (from_worker) c->inflight--;
     pthread_mutex_unlock(&c->out_lock);
 }
 
-static void reply_error(struct conn *c, uint64_t id, int status,
+static void reply_error(struct pod_server *s, struct conn *c, uint64_t id, int status,
                         const char *msg)
 {
     struct pod_buf b = {0};
-    if (pod_proto_encode_reply(&b, id, status, msg, NULL) == 0) conn_reply(c, &b, false);
+    if (pod_proto_encode_reply(&b, id, status, msg, NULL) == 0) conn_reply(s, c, &b, false, false);
     pod_buf_free(&b);
 }
 
@@ -491,12 +623,27 @@ struct idle_wait {
     struct pod_worker *w;
 };
 
+/* The loop gave memory back to the system (trim_memory). mimalloc keeps a
+ * heap per thread, and what a worker allocated (replies) returns to the
+ * system only when that worker collects its heap: an idle worker does so
+ * before it sleeps again. */
+static __thread uint64_t tls_trim_seen;
+static bool trim_pending(struct pod_server *s)
+{
+    return __atomic_load_n(&s->trim_gen, __ATOMIC_ACQUIRE) != tls_trim_seen;
+}
+static void worker_trim(struct pod_server *s)
+{
+    tls_trim_seen = __atomic_load_n(&s->trim_gen, __ATOMIC_ACQUIRE);
+    if (s->mimalloc) mi_collect(true);
+}
+
 static bool worker_has_work(void *arg)
 {
     const struct idle_wait *iw = arg;
     return __atomic_load_n(&iw->s->q_head, __ATOMIC_SEQ_CST) ||
            __atomic_load_n(&iw->s->q_stop, __ATOMIC_SEQ_CST) ||
-           pod_bench_has_work(iw->s->bench, iw->w->id);
+           pod_bench_has_work(iw->s->bench, iw->w->id) || trim_pending(iw->s);
 }
 
 static int dequeue_batch(struct pod_server *s, struct pod_worker *w, struct request **out, int max,
@@ -522,6 +669,12 @@ static int dequeue_batch(struct pod_server *s, struct pod_worker *w, struct requ
          * every time: another worker may have taken the call we saw, and
          * serving the inbox may have committed. */
         log_worker_idle_hook(s->db, w->id);
+        if (trim_pending(s)) {
+            pthread_mutex_unlock(&s->q_lock);
+            worker_trim(s);
+            pthread_mutex_lock(&s->q_lock);
+            continue;
+        }
         if (!pod) {
             pthread_cond_wait(&s->q_cond, &s->q_lock);
             continue;
@@ -569,7 +722,8 @@ static bool worker_yield(void *arg)
            __atomic_load_n(&s->q_stop, __ATOMIC_ACQUIRE);
 }
 
-/* A bench job started: wake the workers sleeping in dequeue_batch. */
+/* A bench job started (or memory was given back): wake the workers sleeping
+ * in dequeue_batch. */
 static void wake_workers(void *arg)
 {
     struct pod_server *s = arg;
@@ -586,11 +740,13 @@ static void worker_flush(struct pod_server *s, struct conn *c)
     pthread_mutex_lock(&c->out_lock);
     while (c->out.len) {
         ssize_t n = send(c->fd, c->out.p, c->out.len, MSG_NOSIGNAL | MSG_DONTWAIT);
-        if (n > 0) pod_buf_consume(&c->out, (size_t)n);
+        if (n > 0) out_consume(s, c, (size_t)n);
         else if (!(n < 0 && errno == EINTR)) break;
     }
-    /* The loop also re-arms reading after backpressure and closes dead peers. */
-    bool hand_over = (c->out.len || __atomic_load_n(&c->loop_watch, __ATOMIC_ACQUIRE)) &&
+    /* The loop also re-arms reading after backpressure, closes dead peers
+     * and connections over their limit. */
+    bool hand_over = (c->out.len || __atomic_load_n(&c->loop_watch, __ATOMIC_ACQUIRE) ||
+                      conn_over(c)) &&
                      !c->flush_queued;
     if (hand_over) {
         c->flush_queued = true;
@@ -640,6 +796,14 @@ static void batch_finish(struct pod_server *s, struct pod_worker *w, struct runn
     int from = b->done;
     if (upto <= from) return;
     size_t n = (size_t)(upto - from);
+    /* The calls' copies go (below); counted out while every connection is
+     * still held by its call or by a held reply not queued yet. */
+    for (int i = from; i < upto; i++) uncharge(s, b->r[i]->conn, b->r[i]->size);
+    /* A held reply that put its connection over its limit: the loop must
+     * hear of it, now, while the reply (not queued yet) holds the
+     * connection (the ready list then holds its own reference). */
+    for (int i = from; i < upto; i++)
+        if (b->held[i] && conn_over(b->r[i]->conn)) worker_flush(s, b->r[i]->conn);
     if (s->hold_replies && n > b->nheld) log_host_waiters_add(s->log, -(int64_t)(n - b->nheld));
     if (b->hhead) {
         struct held_queue *q = &s->held[w->id];
@@ -652,6 +816,7 @@ static void batch_finish(struct pod_server *s, struct pod_worker *w, struct runn
     }
     b->hhead = b->htail = NULL;
     b->nheld = 0;
+    /* Once queued, a held reply's connection may be gone: not touched. */
     for (int i = from; i < upto; i++) {
         if (b->held[i]) continue;
         bool first = true;
@@ -659,8 +824,9 @@ static void batch_finish(struct pod_server *s, struct pod_worker *w, struct runn
         if (first) worker_flush(s, b->r[i]->conn);
     }
     for (int i = from; i < upto; i++) {
-        if (!b->held[i]) __atomic_fetch_sub(&b->r[i]->conn->refs, 1, __ATOMIC_RELEASE);
-        free(b->r[i]);
+        struct request *r = b->r[i];
+        if (!b->held[i]) __atomic_fetch_sub(&r->conn->refs, 1, __ATOMIC_RELEASE);
+        free(r);
     }
     requests_done(s, (int)n);
     b->done = upto;
@@ -695,6 +861,21 @@ static void give_back_queued(struct pod_worker *w, void *arg)
     b->n = first;
 }
 
+/* The message of a reply that waited for epoch e to become durable for
+ * longer than engine.durable_wait_ms. It must not say that the call failed:
+ * it may have committed, and may yet become durable. */
+static void not_durable_msg(struct pod_server *s, uint64_t e, const char *why, char *buf,
+                            size_t len)
+{
+    snprintf(buf, len,
+             "not acknowledged: the pod's durable epoch did not pass this call's epoch %llu "
+             "within %u ms (engine.durable_wait_ms; this host's durable epoch is %llu): %s. "
+             "The outcome is unknown: the call may have committed in memory, but it is not "
+             "durable and could be lost in a crash",
+             (unsigned long long)e, s->conf->engine.durable_wait_ms,
+             (unsigned long long)log_host_persisted(s->log), why);
+}
+
 /* Run a batch of calls and hand their replies to the connections (or hold
  * them until their epoch is durable). */
 static void run_batch(struct pod_server *s, struct pod_worker *w, struct request **batch, int n,
@@ -710,6 +891,15 @@ static void run_batch(struct pod_server *s, struct pod_worker *w, struct request
         struct request *r = batch[i];
         pod_args args = {r->nargs, r->args};
         b.at = i;
+        b.held[i] = false;
+        if (conn_killed(r->conn) || conn_over(r->conn)) {
+            /* Closed for a limit, or over it (the loop closes it soon): its
+             * calls not started yet are dropped. */
+            pthread_mutex_lock(&r->conn->out_lock);
+            r->conn->inflight--;
+            pthread_mutex_unlock(&r->conn->out_lock);
+            continue;
+        }
         int rc = pod_call(w, r->proc, &args, res, msg, sizeof msg);
         out->len = 0;
         if (pod_proto_encode_reply(out, r->id, rc, rc < 0 ? msg : "", rc < 0 ? NULL : res)) {
@@ -718,7 +908,6 @@ static void run_batch(struct pod_server *s, struct pod_worker *w, struct request
                      s->db->procs[r->proc].name, POD_PROTO_MAX_FRAME);
             pod_proto_encode_reply(out, r->id, POD_E_INVALID, msg, NULL);
         }
-        b.held[i] = false;
         /* A call that read and wrote no table (sys.*) has nothing to wait for. */
         if (s->hold_replies && !(r->flags & POD_CALL_EARLY_REPLY) && txn_touched_tables(w->tx)) {
             uint64_t e = reply_epoch(s, w, rc);
@@ -727,8 +916,11 @@ static void run_batch(struct pod_server *s, struct pod_worker *w, struct request
                 h->next = NULL;
                 h->conn = r->conn;
                 h->epoch = e;
+                h->since = pod_mono_ns();
+                h->id = r->id;
                 h->len = out->len;
                 memcpy(h->frame, out->p, out->len);
+                charge(s, r->conn, h->len);
                 if (b.htail) b.htail->next = h;
                 else b.hhead = h;
                 b.htail = h;
@@ -739,12 +931,23 @@ static void run_batch(struct pod_server *s, struct pod_worker *w, struct request
             /* Already durable (or no memory to hold it: then wait here,
              * idle, so that our own records can become durable). */
             if (e >= log_host_persisted(s->log)) log_worker_idle_hook(s->db, w->id);
+            uint64_t t0 = pod_mono_ns();
             while (e >= log_host_persisted(s->log)) {
+                if (s->durable_wait_ns && pod_mono_ns() - t0 >= s->durable_wait_ns) {
+                    char why[1024], nd[2048];
+                    log_host_why_not_durable(s->log, why, sizeof why);
+                    not_durable_msg(s, e, why[0] ? why : "the reason is not known", nd,
+                                    sizeof nd);
+                    out->len = 0;
+                    pod_proto_encode_reply(out, r->id, POD_E_NOT_DURABLE, nd, NULL);
+                    count(&s->info.not_durable_replies, 1);
+                    break;
+                }
                 struct timespec nap = {0, 100000};
                 nanosleep(&nap, NULL);
             }
         }
-        conn_reply(r->conn, out, true);
+        conn_reply(s, r->conn, out, true, false);
     }
     batch_finish(s, w, &b, b.n);
     tls_batch = NULL;
@@ -764,6 +967,13 @@ static void worker_body(struct pod_worker *w, void *arg)
         int n = dequeue_batch(s, w, batch, BATCH, !bench);
         if (n < 0) break;
         if (n > 0) run_batch(s, w, batch, n, res, &out);
+        /* After a large result, its buffers go back (a worker that ran one
+         * big scan does not keep its size). */
+        if (out.cap > SHRINK_ABOVE) pod_buf_free(&out);
+        if (res->bytes_cap > SHRINK_ABOVE) {
+            pod_result_free(res);
+            res = pod_result_new();
+        }
     }
     pod_buf_free(&out);
     pod_result_free(res);
@@ -782,6 +992,61 @@ static void on_durable(void *arg, uint64_t persisted)
     uint64_t one = 1;
     ssize_t w = write(s->durable_fd, &one, sizeof one);
     (void)w;
+}
+
+/* A call whose reply goes nowhere is done. */
+static void call_done(struct conn *c)
+{
+    pthread_mutex_lock(&c->out_lock);
+    c->inflight--;
+    pthread_mutex_unlock(&c->out_lock);
+}
+
+/* The loop: hand held replies taken off the queues to their connections, as
+ * they are, or (why != NULL) replaced by POD_E_NOT_DURABLE errors saying
+ * why; their connections are added to *touched (flush_touched). */
+static void hand_held(struct pod_server *s, struct held_reply *list, const char *why,
+                      struct conn **touched)
+{
+    char msg[2048];
+    struct pod_buf err = {0};
+    while (list) {
+        struct held_reply *h = list;
+        list = h->next;
+        struct conn *c = h->conn;
+        if (why) {
+            uncharge(s, c, h->len);
+            not_durable_msg(s, h->epoch, why, msg, sizeof msg);
+            err.len = 0;
+            if (pod_proto_encode_reply(&err, h->id, POD_E_NOT_DURABLE, msg, NULL) == 0)
+                conn_reply(s, c, &err, true, false);
+            else
+                call_done(c);
+        } else {
+            struct pod_buf frame = {h->frame, h->len, h->len};
+            conn_reply(s, c, &frame, true, true);
+        }
+        /* The loop is the only one that frees connections, so dropping the
+         * reference here cannot free it under us. */
+        __atomic_fetch_sub(&c->refs, 1, __ATOMIC_RELEASE);
+        if (!c->released) {
+            c->released = true;
+            c->next_released = *touched;
+            *touched = c;
+        }
+        free(h);
+    }
+    pod_buf_free(&err);
+}
+
+static void flush_touched(struct pod_server *s, struct conn *touched)
+{
+    while (touched) {
+        struct conn *c = touched;
+        touched = c->next_released;
+        c->released = false;
+        if (!c->dead) conn_flush(s, c);
+    }
 }
 
 /* The loop: hand every held reply whose epoch is durable to its connection.
@@ -815,29 +1080,103 @@ static size_t release_durable(struct pod_server *s)
         left += q->len;
         pthread_mutex_unlock(&q->lock);
         if (n) log_host_waiters_add(s->log, -(int64_t)n);
-        while (list) {
-            struct held_reply *h = list;
-            list = h->next;
-            struct pod_buf frame = {h->frame, h->len, h->len};
-            conn_reply(h->conn, &frame, true);
-            /* The loop is the only one that frees connections, so dropping
-             * the reference here cannot free it under us. */
-            __atomic_fetch_sub(&h->conn->refs, 1, __ATOMIC_RELEASE);
-            if (!h->conn->released) {
-                h->conn->released = true;
-                h->conn->next_released = touched;
-                touched = h->conn;
+        hand_held(s, list, NULL, &touched);
+    }
+    flush_touched(s, touched);
+    return left;
+}
+
+/* The loop: replies held longer than engine.durable_wait_ms (the pod's
+ * durable epoch stopped: a host died or stopped, a log directory was lost,
+ * a logger is stuck) are answered POD_E_NOT_DURABLE, saying why if it is
+ * known. Each worker's queue is in the order its replies were held, so
+ * the expired ones are a prefix. Looked at every tenth of the wait. */
+static void expire_held(struct pod_server *s)
+{
+    if (!s->hold_replies || !s->durable_wait_ns) return;
+    uint64_t now = pod_mono_ns();
+    if (now < s->expire_next_ns) return;
+    uint64_t period = s->durable_wait_ns / 10;
+    if (period < 10000000ull) period = 10000000ull;
+    if (period > 1000000000ull) period = 1000000000ull;
+    s->expire_next_ns = now + period;
+    release_durable(s); /* what became durable goes as it is */
+    struct held_reply *list = NULL, **tail = &list;
+    size_t n = 0;
+    for (int wi = 0; wi < s->db->opt.nworkers; wi++) {
+        struct held_queue *q = &s->held[wi];
+        pthread_mutex_lock(&q->lock);
+        while (q->head && now - q->head->since >= s->durable_wait_ns) {
+            struct held_reply *h = q->head;
+            q->head = h->next;
+            h->next = NULL;
+            *tail = h;
+            tail = &h->next;
+            q->len--;
+            n++;
+        }
+        if (!q->head) q->tail = NULL;
+        pthread_mutex_unlock(&q->lock);
+    }
+    if (!n) return;
+    log_host_waiters_add(s->log, -(int64_t)n);
+    char why[1024];
+    log_host_why_not_durable(s->log, why, sizeof why);
+    if (!why[0]) snprintf(why, sizeof why, "the reason is not known (see the servers' logs)");
+    struct conn *touched = NULL;
+    hand_held(s, list, why, &touched);
+    flush_touched(s, touched);
+    count(&s->info.not_durable_replies, (int64_t)n);
+    s->durable_unwarned += n;
+    if (now - s->durable_warned_ns >= WARN_EVERY_NS || !s->durable_warned_ns) {
+        pod_warn("%llu repl%s waited more than engine.durable_wait_ms (%u ms) for the pod's "
+                 "durable epoch (this host's is %llu) and %s answered POD_E_NOT_DURABLE "
+                 "(outcome unknown): %s",
+                 (unsigned long long)s->durable_unwarned, s->durable_unwarned == 1 ? "y" : "ies",
+                 s->conf->engine.durable_wait_ms,
+                 (unsigned long long)log_host_persisted(s->log),
+                 s->durable_unwarned == 1 ? "was" : "were", why);
+        s->durable_warned_ns = now;
+        s->durable_unwarned = 0;
+    }
+}
+
+/* The loop: a connection closed for a limit keeps none of its held replies
+ * (their calls are done: nobody will read them). */
+static void drop_held_of(struct pod_server *s, struct conn *c)
+{
+    if (!s->hold_replies) return;
+    size_t n = 0;
+    for (int wi = 0; wi < s->db->opt.nworkers; wi++) {
+        struct held_queue *q = &s->held[wi];
+        struct held_reply *mine = NULL;
+        pthread_mutex_lock(&q->lock);
+        struct held_reply **at = &q->head, *prev = NULL;
+        while (*at) {
+            struct held_reply *h = *at;
+            if (h->conn != c) {
+                prev = h;
+                at = &h->next;
+                continue;
             }
+            *at = h->next;
+            h->next = mine;
+            mine = h;
+            q->len--;
+            n++;
+        }
+        q->tail = prev;
+        pthread_mutex_unlock(&q->lock);
+        while (mine) {
+            struct held_reply *h = mine;
+            mine = h->next;
+            uncharge(s, c, h->len);
+            call_done(c);
+            __atomic_fetch_sub(&c->refs, 1, __ATOMIC_RELEASE);
             free(h);
         }
     }
-    while (touched) {
-        struct conn *c = touched;
-        touched = c->next_released;
-        c->released = false;
-        if (!c->dead) conn_flush(s, c);
-    }
-    return left;
+    if (n) log_host_waiters_add(s->log, -(int64_t)n);
 }
 
 /* At shutdown, after the workers stopped: replies whose epochs never became
@@ -849,10 +1188,9 @@ static size_t drop_held(struct pod_server *s)
         struct held_queue *q = &s->held[wi];
         for (struct held_reply *h = q->head, *next; h; h = next) {
             next = h->next;
+            uncharge(s, h->conn, h->len);
+            call_done(h->conn);
             __atomic_fetch_sub(&h->conn->refs, 1, __ATOMIC_RELEASE);
-            pthread_mutex_lock(&h->conn->out_lock);
-            h->conn->inflight--;
-            pthread_mutex_unlock(&h->conn->out_lock);
             free(h);
             n++;
         }
@@ -861,6 +1199,131 @@ static size_t drop_held(struct pod_server *s)
     }
     if (n && s->log) log_host_waiters_add(s->log, -(int64_t)n);
     return n;
+}
+
+/* ---- limits --------------------------------------------------------------------- */
+
+/* "64.0 MiB", for messages. */
+static const char *fmt_bytes(uint64_t n, char *buf, size_t len)
+{
+    if (n >= 1ull << 30) snprintf(buf, len, "%.2f GiB", (double)n / (double)(1ull << 30));
+    else if (n >= 1ull << 20) snprintf(buf, len, "%.1f MiB", (double)n / (double)(1ull << 20));
+    else if (n >= 1ull << 10) snprintf(buf, len, "%.1f KiB", (double)n / 1024.0);
+    else snprintf(buf, len, "%llu bytes", (unsigned long long)n);
+    return buf;
+}
+
+/* Close c for a limit: its replies not yet written are dropped (but the rest
+ * of a frame partly written, so that the stream stays framed), then an error
+ * frame (request id 0, POD_E_LIMIT) names the limit; nothing more is read,
+ * its held replies are dropped and its calls not started yet are not run
+ * (run_batch). It gets KILL_LINGER_NS to take the error (sweep_closing).
+ * Returns false if c was freed. */
+static bool conn_kill(struct pod_server *s, struct conn *c, bool server_limit)
+{
+    uint64_t held = __atomic_load_n(&c->bytes, __ATOMIC_RELAXED);
+    /* What it held goes now: the peak the next trim compares with. */
+    uint64_t total = __atomic_load_n(&s->info.buffered, __ATOMIC_RELAXED);
+    if (total > s->peak) s->peak = total;
+    char msg[400], mine[32], lim[32], all[32];
+    fmt_bytes(held, mine, sizeof mine);
+    if (server_limit)
+        snprintf(msg, sizeof msg,
+                 "closing the connection: the server holds %s for its clients, more than "
+                 "server.max_buffered (%s), and this connection the most of it (%s of "
+                 "partial input, calls in flight and replies not read yet)",
+                 fmt_bytes(total, all, sizeof all), fmt_bytes(s->max_total, lim, sizeof lim),
+                 mine);
+    else
+        snprintf(msg, sizeof msg,
+                 "closing the connection: it made the server hold %s (partial input, calls in "
+                 "flight and replies not read yet), more than server.max_conn_buffered (%s); "
+                 "read the replies as they come, or have fewer calls in flight",
+                 mine, fmt_bytes(s->max_conn, lim, sizeof lim));
+    struct pod_buf frame = {0};
+    bool encoded = pod_proto_encode_reply(&frame, 0, POD_E_LIMIT, msg, NULL) == 0;
+    pthread_mutex_lock(&c->out_lock);
+    __atomic_store_n(&c->killed, 1, __ATOMIC_RELEASE);
+    if (c->out.len > c->out_head) {
+        uncharge(s, c, c->out.len - c->out_head);
+        c->out.len = c->out_head;
+    }
+    buf_shrink(&c->out);
+    if (encoded && pod_buf_reserve(&c->out, frame.len) == 0) {
+        memcpy(c->out.p + c->out.len, frame.p, frame.len);
+        c->out.len += frame.len;
+        charge(s, c, frame.len);
+    }
+    pthread_mutex_unlock(&c->out_lock);
+    pod_buf_free(&frame);
+    uncharge(s, c, c->in.len);
+    pod_buf_free(&c->in);
+    drop_held_of(s, c);
+    c->kill_deadline = pod_mono_ns() + KILL_LINGER_NS;
+    count(server_limit ? &s->info.server_limit_closes : &s->info.conn_limit_closes, 1);
+    uint64_t now = pod_mono_ns();
+    s->limit_unwarned++;
+    if (now - s->limit_warned_ns >= WARN_EVERY_NS || !s->limit_warned_ns) {
+        pod_warn("%s (%llu connection%s closed for a limit since the last such message)", msg,
+                 (unsigned long long)s->limit_unwarned, s->limit_unwarned == 1 ? "" : "s");
+        s->limit_warned_ns = now;
+        s->limit_unwarned = 0;
+    }
+    return conn_close(s, c);
+}
+
+/* The loop: while the server holds more than server.max_buffered, close the
+ * connection that holds the most (what closed ones still hold is on its way
+ * out and does not count). */
+static void enforce_total(struct pod_server *s)
+{
+    __atomic_store_n(&s->over_total, 0, __ATOMIC_RELEASE);
+    for (;;) {
+        uint64_t total = __atomic_load_n(&s->info.buffered, __ATOMIC_RELAXED);
+        if (total <= s->max_total) return;
+        struct conn *victim = NULL;
+        uint64_t most = 0, going = 0;
+        for (struct conn *c = s->conns; c; c = c->next) {
+            uint64_t b = __atomic_load_n(&c->bytes, __ATOMIC_RELAXED);
+            if (conn_killed(c)) going += b;
+            else if (b > most) {
+                most = b;
+                victim = c;
+            }
+        }
+        if (!victim || total - going <= s->max_total) return;
+        conn_kill(s, victim, true);
+    }
+}
+
+/* Give freed memory back to the system: malloc's (mimalloc, which the
+ * server links and which replaces malloc, keeps freed pages for reuse; else
+ * glibc's malloc_trim), in this thread's heap and, as they go idle, in the
+ * workers' (trim_pending). */
+static void trim_memory(struct pod_server *s)
+{
+    if (s->mimalloc) {
+        mi_collect(true);
+        __atomic_add_fetch(&s->trim_gen, 1, __ATOMIC_RELEASE);
+        wake_workers(s);
+    } else {
+        malloc_trim(0);
+    }
+}
+
+/* The loop, after each round: a trim once the connections hold
+ * TRIM_AFTER_BYTES less than at their peak since the last one (at most once
+ * a second; the loop wakes at least once a second). */
+static void maybe_trim(struct pod_server *s)
+{
+    uint64_t total = __atomic_load_n(&s->info.buffered, __ATOMIC_RELAXED);
+    if (total > s->peak) s->peak = total;
+    if (s->peak - total < TRIM_AFTER_BYTES) return;
+    uint64_t now = pod_mono_ns();
+    if (now - s->trimmed_ns < TRIM_EVERY_NS) return;
+    trim_memory(s);
+    s->peak = total;
+    s->trimmed_ns = now;
 }
 
 /* ---- reading frames ------------------------------------------------------------- */
@@ -892,22 +1355,25 @@ static void handle_frame(struct pod_server *s, struct conn *c, const unsigned ch
     count(&s->info.requests_total, 1);
     if (pod_proto_decode_call(frame, len, &cf, MAX_ARGS, err, sizeof err) != 0) {
         count(&s->info.bad_frames, 1);
-        reply_error(c, cf.request_id, POD_E_INVALID, err);
+        reply_error(s, c, cf.request_id, POD_E_INVALID, err);
         return;
     }
     int proc = find_proc(s, &cf, err, sizeof err);
     if (proc < 0) {
-        reply_error(c, cf.request_id, POD_E_INVALID, err);
+        reply_error(s, c, cf.request_id, POD_E_INVALID, err);
         return;
     }
     /* Copy the frame (the connection's buffer moves on) and the decoded
      * arguments after it, pointing into the copy. */
     size_t args_off = (len + 7) & ~(size_t)7;
-    struct request *r = malloc(sizeof *r + args_off + (size_t)cf.nargs * sizeof(pod_value));
+    size_t size = sizeof(struct request) + args_off + (size_t)cf.nargs * sizeof(pod_value);
+    struct request *r = malloc(size);
     if (!r) {
-        reply_error(c, cf.request_id, POD_E_NOMEM, "server out of memory");
+        reply_error(s, c, cf.request_id, POD_E_NOMEM, "server out of memory");
         return;
     }
+    r->size = size;
+    charge(s, c, size);
     memcpy(r->frame, frame, len);
     r->args = (pod_value *)(r->frame + args_off);
     for (int i = 0; i < cf.nargs; i++) {
@@ -927,10 +1393,10 @@ static void handle_frame(struct pod_server *s, struct conn *c, const unsigned ch
     enqueue(s, r);
 }
 
-static bool conn_full(struct conn *c)
+static bool conn_full(struct pod_server *s, struct conn *c)
 {
     pthread_mutex_lock(&c->out_lock);
-    bool full = c->out.len > OUT_HIGH || c->inflight >= MAX_INFLIGHT_PER_CONN;
+    bool full = c->out.len > s->out_high || c->inflight >= s->max_calls;
     pthread_mutex_unlock(&c->out_lock);
     return full;
 }
@@ -955,15 +1421,22 @@ static bool process_frames(struct pod_server *s, struct conn *c)
         if (fs == 0) break;
         if (fs < 0) {
             count(&s->info.bad_frames, 1);
-            reply_error(c, 0, POD_E_INVALID, "unframeable input: frame length out of range; closing");
+            reply_error(s, c, 0, POD_E_INVALID,
+                        "unframeable input: frame length out of range; closing");
             conn_close(s, c);
             return false;
         }
         handle_frame(s, c, c->in.p + off, (size_t)fs, s->args);
         off += (size_t)fs;
-        if ((full = conn_full(c))) break; /* the rest waits in c->in */
+        if (conn_over(c)) { /* its input and calls: conn_kill drops c->in */
+            conn_kill(s, c, false);
+            return false;
+        }
+        if ((full = conn_full(s, c))) break; /* the rest waits in c->in */
     }
     pod_buf_consume(&c->in, off);
+    uncharge(s, c, off);
+    buf_shrink(&c->in);
     if (full) conn_pause(s, c);
     return true;
 }
@@ -983,7 +1456,12 @@ static void conn_read(struct pod_server *s, struct conn *c)
             return;
         }
         c->in.len += (size_t)n;
+        charge(s, c, (size_t)n);
         if (!process_frames(s, c)) return;
+        if (conn_over(c)) { /* a partial frame larger than its limit */
+            conn_kill(s, c, false);
+            return;
+        }
         if ((size_t)n < READ_CHUNK) break;
     }
     conn_flush(s, c);
@@ -1060,7 +1538,7 @@ static void flush_at_shutdown(struct pod_server *s)
     uint64_t deadline = pod_mono_ns() + SHUTDOWN_FLUSH_MS * 1000000ull;
     for (struct conn *c = s->conns; c; c = c->next) {
         for (;;) {
-            flush_nowait(c);
+            flush_nowait(s, c);
             pthread_mutex_lock(&c->out_lock);
             bool pending = c->out.len > 0;
             pthread_mutex_unlock(&c->out_lock);
@@ -1076,11 +1554,22 @@ static void flush_at_shutdown(struct pod_server *s)
 
 static void sweep_closing(struct pod_server *s)
 {
+    uint64_t now = pod_mono_ns();
     for (struct conn *c = s->conns, *next; c; c = next) {
         next = c->next;
+        if (!c->closing) continue;
         /* refs == 1: no call queued or running, not on the ready list. */
-        if (c->closing && !c->want_write && __atomic_load_n(&c->refs, __ATOMIC_ACQUIRE) == 1)
+        bool idle = __atomic_load_n(&c->refs, __ATOMIC_ACQUIRE) == 1;
+        if (idle && conn_killed(c) && c->want_write && now >= c->kill_deadline) {
+            /* Closed for a limit and its error not taken in time: drop it. */
+            pthread_mutex_lock(&c->out_lock);
+            uncharge(s, c, c->out.len);
+            c->out.len = 0;
+            pthread_mutex_unlock(&c->out_lock);
+            conn_free(s, c);
+        } else if (idle && !c->want_write) {
             conn_close(s, c);
+        }
     }
 }
 
@@ -1090,7 +1579,14 @@ static void run_loop(struct pod_server *s)
     bool stopping = false;
     uint64_t stop_deadline = 0;
     for (;;) {
-        int n = epoll_wait(s->epfd, evs, 64, stopping || s->nclosing ? 10 : 1000);
+        int timeout = stopping || s->nclosing ? 10 : 1000;
+        /* Look for replies held too long (expire_held) every tenth of the
+         * wait (a worker may hold one while the loop sleeps). */
+        if (s->durable_wait_ns && s->hold_replies) {
+            uint64_t ms = s->durable_wait_ns / 10000000ull;
+            if (ms < (uint64_t)timeout) timeout = ms < 10 ? 10 : (int)ms;
+        }
+        int n = epoll_wait(s->epfd, evs, 64, timeout);
         if (n < 0 && errno != EINTR) {
             pod_error("epoll_wait: %s", strerror(errno));
             break;
@@ -1135,11 +1631,16 @@ static void run_loop(struct pod_server *s)
                 else if (evs[i].events & (EPOLLHUP | EPOLLERR)) conn_close(s, c);
             }
         }
+        expire_held(s);
+        if (__atomic_load_n(&s->info.buffered, __ATOMIC_RELAXED) > s->max_total ||
+            __atomic_load_n(&s->over_total, __ATOMIC_ACQUIRE))
+            enforce_total(s);
         /* A worker may drop a closing connection's last call reference
          * without telling the loop (it cannot touch the connection after);
          * free those here. */
         if (s->nclosing) sweep_closing(s);
         free_dead(s);
+        maybe_trim(s);
         if (stopping && (drained(s) || pod_real_ns() > stop_deadline)) {
             flush_ready(s);
             if (!drained(s)) pod_warn("shutdown: calls still running after %d ms", SHUTDOWN_GRACE_MS);
@@ -1235,6 +1736,17 @@ int pod_server_main(const struct pod_config *c, int host, const struct pod_serve
     s->info.conf = c;
     s->info.host = host;
     s->info.started_ns = pod_real_ns();
+    s->max_conn = c->server.max_conn_buffered;
+    s->max_total = c->server.max_buffered;
+    s->max_calls = c->server.max_calls_per_conn;
+    s->out_high = OUT_HIGH < s->max_conn / 4 ? OUT_HIGH : s->max_conn / 4;
+    s->out_low = OUT_LOW < s->out_high / 8 ? OUT_LOW : s->out_high / 8;
+    s->durable_wait_ns = (uint64_t)c->engine.durable_wait_ms * 1000000ull;
+    /* Does malloc come from mimalloc (linked, and replacing malloc) or from
+     * elsewhere (glibc, a sanitizer)? trim_memory asks the one in use. */
+    void *probe = malloc(64);
+    s->mimalloc = probe && mi_is_in_heap_region(probe);
+    free(probe);
     pthread_mutex_init(&s->q_lock, NULL);
     pthread_cond_init(&s->q_cond, NULL);
     pthread_mutex_init(&s->ready_lock, NULL);

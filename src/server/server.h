@@ -33,6 +33,13 @@ struct pod_server_info {
     uint64_t connections_total, connections_open;
     uint64_t requests_total, bad_frames;
     uint64_t calls_handed_back; /* queued behind a call that kept retrying, given to others */
+    /* Limits (docs/configuration.md, "server"): bytes the connections make
+     * the server hold now (atomic), connections closed for
+     * server.max_conn_buffered and for server.max_buffered, and replies
+     * answered POD_E_NOT_DURABLE after engine.durable_wait_ms. */
+    uint64_t buffered;
+    uint64_t conn_limit_closes, server_limit_closes;
+    uint64_t not_durable_replies;
     struct log_recovery_stats recovery; /* what recovery did at startup */
 };
 const struct pod_server_info *pod_server_info(void);

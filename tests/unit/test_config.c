@@ -221,6 +221,10 @@ START_TEST(test_load_minimal_file_defaults)
     ck_assert_uint_eq(cfg.engine.max_retries, 100000);
     ck_assert_uint_eq(cfg.engine.retry_timeout_ms, 10000);
     ck_assert_uint_eq(cfg.engine.slow_call_ms, 5000);
+    ck_assert_uint_eq(cfg.engine.durable_wait_ms, 30000);
+    ck_assert_uint_eq(cfg.server.max_conn_buffered, 64ULL << 20);
+    ck_assert_uint_eq(cfg.server.max_buffered, 1ULL << 30);
+    ck_assert_uint_eq(cfg.server.max_calls_per_conn, 128);
 }
 END_TEST
 
@@ -269,7 +273,12 @@ START_TEST(test_every_key)
         "  locking: false\n"
         "  max_retries: 7\n"
         "  retry_timeout_ms: 0\n"
-        "  slow_call_ms: 250\n");
+        "  slow_call_ms: 250\n"
+        "  durable_wait_ms: 0\n"
+        "server:\n"
+        "  max_conn_buffered: 1.5MiB\n"
+        "  max_buffered: 2 GB\n"
+        "  max_calls_per_conn: 65536\n");
     ck_assert_str_eq(c->region.path, "/mnt/pmem/pod");
     ck_assert_int_eq(c->region.kind, POD_REGION_FSDAX);
     ck_assert_uint_eq(c->region.size, 3ULL << 29);
@@ -307,6 +316,10 @@ START_TEST(test_every_key)
     ck_assert_uint_eq(c->engine.max_retries, 7);
     ck_assert_uint_eq(c->engine.retry_timeout_ms, 0);
     ck_assert_uint_eq(c->engine.slow_call_ms, 250);
+    ck_assert_uint_eq(c->engine.durable_wait_ms, 0);
+    ck_assert_uint_eq(c->server.max_conn_buffered, 3ULL << 19);
+    ck_assert_uint_eq(c->server.max_buffered, 2000000000ULL);
+    ck_assert_uint_eq(c->server.max_calls_per_conn, 65536);
     ck_assert_str_eq(c->source, "t.yaml");
 }
 END_TEST
@@ -528,6 +541,27 @@ START_TEST(test_digest_ignores_text_form)
                  "  numa_node: 0\n  allow_overcommit: true\n");
     ck_assert(parse_ok(over)->region.allow_overcommit);
     ck_assert_uint_eq(digest_of(over), base);
+
+    /* Neither are the server's limits: a host may be restarted with others. */
+    char limits[2048];
+    snprintf(limits, sizeof limits, "%sserver:\n  max_conn_buffered: 8MiB\n  max_buffered: 64MiB\n"
+             "  max_calls_per_conn: 7\n", DIGEST_BASE);
+    ck_assert_uint_eq(parse_ok(limits)->server.max_calls_per_conn, 7);
+    ck_assert_uint_eq(digest_of(limits), base);
+}
+END_TEST
+
+/* A smaller server.max_buffered brings the default per connection down with
+ * it; an explicit one above it is an error. */
+START_TEST(test_server_limits_between_keys)
+{
+    const struct pod_config *c = parse_ok(REGION_OK HOSTS_OK "server:\n  max_buffered: 16MiB\n");
+    ck_assert_uint_eq(c->server.max_buffered, 16ULL << 20);
+    ck_assert_uint_eq(c->server.max_conn_buffered, 16ULL << 20);
+    c = parse_ok(REGION_OK HOSTS_OK "server: {max_conn_buffered: 2MiB, max_buffered: 2MiB}\n");
+    ck_assert_uint_eq(c->server.max_conn_buffered, 2ULL << 20);
+    c = parse_ok(REGION_OK HOSTS_OK "server:\n");
+    ck_assert_uint_eq(c->server.max_conn_buffered, 64ULL << 20);
 }
 END_TEST
 
@@ -563,6 +597,7 @@ static const struct {
     {"epoch_ms: 10", "max_retries: 5"},
     {"epoch_ms: 10", "retry_timeout_ms: 0"},
     {"epoch_ms: 10", "slow_call_ms: 100"},
+    {"epoch_ms: 10", "durable_wait_ms: 0"},
     {"  - workers: 2\n    socket: /tmp/d-1.sock\n    log_dir: /tmp/d-1\n", ""},
 };
 
@@ -905,8 +940,8 @@ static const struct bad_case {
      "5:3: region.hwcc_budgt: unknown key (expected one of: path, kind, size, hwcc_budget, "
      "numa_node, simulate_noncoherent, allow_overcommit)"},
     {"misspelt section", REGION_OK HOSTS_OK "engnie:\n  epoch_ms: 5\n",
-     "10:1: engnie: unknown key (expected one of: region, hosts, host_defaults, engine, tables, "
-     "modules, workloads)"},
+     "10:1: engnie: unknown key (expected one of: region, hosts, host_defaults, engine, server, "
+     "tables, modules, workloads)"},
     {"misspelt host key",
      REGION_OK "hosts:\n  - workers: 2\n    sockt: /tmp/s\n    log_dir: /tmp/l\n",
      "8:5: hosts[0].sockt: unknown key (expected one of: workers, loggers, cpus, socket, "
@@ -914,7 +949,8 @@ static const struct bad_case {
     {"misspelt engine key", REGION_OK HOSTS_OK "engine:\n  epoch: 5\n",
      "11:3: engine.epoch: unknown key (expected one of: epoch_ms, moveout_threshold, "
      "moveback_rate, coherence, phantom_protection, checkpoint_after, reply_before_durable, eviction, "
-     "shortcut_pointers, dirty_tracking, locking, max_retries, retry_timeout_ms, slow_call_ms)"},
+     "shortcut_pointers, dirty_tracking, locking, max_retries, retry_timeout_ms, slow_call_ms, "
+     "durable_wait_ms)"},
     {"misspelt host_defaults key", REGION_OK "host_defaults:\n  worker: 1\n" HOSTS_OK,
      "7:3: host_defaults.worker: unknown key"},
     {"key in the wrong case", REGION_OK HOSTS_OK "Engine: {}\n", "10:1: Engine: unknown key"},
@@ -945,6 +981,27 @@ static const struct bad_case {
      "11:21: engine.retry_timeout_ms: -5 is out of range (0..86400000)"},
     {"watchdog period over a day", REGION_OK HOSTS_OK "engine:\n  slow_call_ms: 86400001\n",
      "11:17: engine.slow_call_ms: 86400001 is out of range (0..86400000)"},
+    {"durable wait negative", REGION_OK HOSTS_OK "engine:\n  durable_wait_ms: -1\n",
+     "11:20: engine.durable_wait_ms: -1 is out of range (0..86400000)"},
+
+    /* server limits */
+    {"misspelt server key", REGION_OK HOSTS_OK "server:\n  max_buffer: 1GiB\n",
+     "11:3: server.max_buffer: unknown key (expected one of: max_conn_buffered, max_buffered, "
+     "max_calls_per_conn)"},
+    {"server is a scalar", REGION_OK HOSTS_OK "server: big\n",
+     "10:9: server: is a scalar (expected a mapping with keys: max_conn_buffered"},
+    {"connection limit too small", REGION_OK HOSTS_OK "server:\n  max_conn_buffered: 64KiB\n",
+     "11:22: server.max_conn_buffered: 64KiB (65536 bytes) is out of range (1MiB..64TiB)"},
+    {"server limit not a size", REGION_OK HOSTS_OK "server:\n  max_buffered: lots\n",
+     "11:17: server.max_buffered: 'lots' is not a byte size"},
+    {"server limit with a bad unit", REGION_OK HOSTS_OK "server:\n  max_buffered: 1gib\n",
+     "11:17: server.max_buffered: '1gib' is not a byte size"},
+    {"connection limit above the server's", REGION_OK HOSTS_OK
+     "server:\n  max_buffered: 32MiB\n  max_conn_buffered: 64MiB\n",
+     "12:22: server.max_conn_buffered: 64MiB is more than server.max_buffered (expected at most "
+     "32MiB: one connection cannot hold more than the whole server)"},
+    {"no calls per connection", REGION_OK HOSTS_OK "server:\n  max_calls_per_conn: 0\n",
+     "11:23: server.max_calls_per_conn: 0 is out of range (1..65536)"},
     {"tcp port out of range", REGION_OK DEFAULTS_OK "hosts:\n  - tcp_port: 70000\n",
      "11:15: hosts[0].tcp_port: 70000 is out of range (1..65535)"},
     {"duplicate tcp port", REGION_OK DEFAULTS_OK "hosts:\n  - tcp_port: 7000\n  - tcp_port: 7000\n",
@@ -993,7 +1050,7 @@ static const struct bad_case {
      "11:13: hosts[0].socket: is a mapping"},
     {"non-scalar key", REGION_OK HOSTS_OK "? [a, b]\n: c\n",
      "10:3: a key is a sequence (expected a name, one of: region, hosts, host_defaults, "
-     "engine, tables, modules, workloads)"},
+     "engine, server, tables, modules, workloads)"},
 
     /* workloads */
     {"unknown workload", REGION_OK HOSTS_OK "workloads:\n  tpc-c: {}\n",
@@ -1204,7 +1261,7 @@ static const struct bad_case {
 
     /* YAML itself */
     {"empty text", "", "1:1: the configuration is empty (expected a mapping with sections: "
-                       "region, hosts, host_defaults, engine, tables, modules, workloads)"},
+                       "region, hosts, host_defaults, engine, server, tables, modules, workloads)"},
     {"only comments", "# nothing here\n\n   \n", "1:1: the configuration is empty"},
     {"null document", "---\n~\n", "2:1: the configuration is empty"},
     {"top level sequence", "- region\n- hosts\n", "1:1: the top level is a sequence"},
@@ -1290,8 +1347,8 @@ START_TEST(test_raw_nul_byte)
     pod_err err;
     ck_assert_int_eq(pod_config_parse("t.yaml", NULL, 0, &cfg, &err), -1);
     ck_assert_str_eq(err.msg, "t.yaml:1:1: the configuration is empty (expected a mapping with "
-                              "sections: region, hosts, host_defaults, engine, tables, "
-                              "modules, workloads)");
+                              "sections: region, hosts, host_defaults, engine, server, "
+                              "tables, modules, workloads)");
     expect_error("", "1:1: the configuration is empty");
     ck_assert_int_eq(pod_config_parse("t.yaml", "a: 1", 4, &cfg, NULL), -1); /* err may be NULL */
 }
@@ -1392,6 +1449,7 @@ static Suite *config_suite(void)
     tcase_add_test(good, test_size_limits);
     tcase_add_test(good, test_workloads_every_key);
     tcase_add_test(good, test_workloads_defaults);
+    tcase_add_test(good, test_server_limits_between_keys);
 
     TCase *modules = tu_tcase(s, "module paths", 0);
     tcase_add_test(modules, test_module_paths_from_config_dir);

@@ -23,7 +23,12 @@
  *     giving up.
  *   idle_pod_sleeps: a 2-host pod with logging that has nothing to do uses
  *     next to no CPU (its workers and epoch threads sleep until work
- *     arrives), and answers the next call. */
+ *     arrives), and answers the next call.
+ *   frozen_pod_answers: host 1 stopped (SIGSTOP) freezes the pod's durable
+ *     epoch; a put through host 0 is answered after engine.durable_wait_ms
+ *     with POD_E_NOT_DURABLE, naming host 1 and saying that the outcome is
+ *     unknown, instead of hanging; once host 1 goes on (SIGCONT), puts are
+ *     acknowledged again and what was put is there. */
 #include <check.h>
 #include <pthread.h>
 
@@ -520,6 +525,68 @@ START_TEST(idle_pod_sleeps)
 }
 END_TEST
 
+/* ---- a frozen pod answers -------------------------------------------------- */
+
+#define DURABLE_WAIT_MS 500
+
+static int put_key(pod_client *c, unsigned char first, int i, char *msg, size_t msglen)
+{
+    unsigned char k[2] = {first, (unsigned char)i};
+    pod_value v[3] = {pod_v_str("t"), pod_v_bytes(k, 2), pod_v_str("frozen")};
+    pod_reply *r = call(c, "kv.put", v, 3);
+    int st = pod_reply_status(r);
+    snprintf(msg, msglen, "%s", pod_reply_message(r));
+    pod_reply_free(r);
+    return st;
+}
+
+START_TEST(frozen_pod_answers)
+{
+    struct pod p;
+    struct pod_opts o = {1, 1, "16MiB", SMALL_TABLE, "  durable_wait_ms: 500\n"};
+    pod_start(&p, &o);
+    pod_client *c = connect_to(&p, 0, 60000);
+    char msg[2048];
+    /* Host 0's partition (first byte below 0x80): nothing of host 1 is
+     * needed to commit. */
+    ck_assert_int_eq(put_key(c, 0x10, 0, msg, sizeof msg), POD_OK);
+    ck_assert_int_eq(kill(p.pid[1], SIGSTOP), 0);
+    uint64_t t0 = sh_now_ms();
+    int st = put_key(c, 0x10, 1, msg, sizeof msg);
+    uint64_t took = sh_now_ms() - t0;
+    printf("a put while host 1 is stopped: status %d after %llu ms: %s\n", st,
+           (unsigned long long)took, msg);
+    ck_assert_msg(st == POD_E_NOT_DURABLE, "status %d (%s): %s", st, pod_status_name(st), msg);
+    ck_assert_msg(strstr(msg, "host 1") && strstr(msg, "outcome is unknown") &&
+                      strstr(msg, "not acknowledged") && strstr(msg, "engine.durable_wait_ms"),
+                  "the message does not say why and what it means: %s", msg);
+    ck_assert_msg(!strstr(msg, "failed"), "the message says the call failed: %s", msg);
+    /* It waited for durability first, and not for ever (the bound leaves
+     * room for a loaded machine). */
+    ck_assert_uint_ge(took, DURABLE_WAIT_MS - 50);
+    ck_assert_uint_lt(took, 30000);
+    ck_assert_int_ge(stat_of(c, "server.not_durable_replies"), 1);
+    ck_assert_int_eq(kill(p.pid[1], SIGCONT), 0);
+    /* The pod goes on: puts are acknowledged again (the first ones may
+     * still be answered before host 1 has caught up). */
+    uint64_t end = sh_now_ms() + 60000;
+    int i = 2;
+    while ((st = put_key(c, 0x10, i, msg, sizeof msg)) != POD_OK) {
+        ck_assert_msg(st == POD_E_NOT_DURABLE, "status %d: %s", st, msg);
+        ck_assert_msg(sh_now_ms() < end, "no put acknowledged 60 s after SIGCONT: %s", msg);
+        i++;
+    }
+    /* The put answered "not durable" committed in memory: it is there. */
+    unsigned char k[2] = {0x10, 1};
+    pod_value g[2] = {pod_v_str("t"), pod_v_bytes(k, 2)};
+    pod_reply *r = call(c, "kv.get", g, 2);
+    ck_assert_int_eq(pod_reply_status(r), POD_OK);
+    pod_reply_free(r);
+    pod_client_close(c);
+    pod_stop(&p);
+}
+END_TEST
+
 int main(void)
 {
     sh_init();
@@ -532,6 +599,7 @@ int main(void)
     tcase_add_test(tc, over_quota_fails_fast);
     tcase_add_test(tc, missing_key_stress);
     tcase_add_test(tc, idle_pod_sleeps);
+    tcase_add_test(tc, frozen_pod_answers);
     suite_add_tcase(s, tc);
     SRunner *sr = srunner_create(s);
     srunner_run_all(sr, CK_NORMAL);

@@ -17,6 +17,11 @@
  *   - empty_starts_allowed: a host that never logged may start with an
  *     empty directory, and a pod whose every log directory was removed
  *     with its region starts afresh.
+ *   - removed_answers_not_durable: with engine.durable_wait_ms set, the puts
+ *     after the removal are not left hanging: through either host they are
+ *     answered POD_E_NOT_DURABLE within a bounded time, with a message
+ *     naming host 1's lost log directory and saying that the outcome is
+ *     unknown.
  * Every wait is bounded generously (a loaded 2-core machine): what must not
  * happen is checked with a client timeout of several seconds. */
 #include <check.h>
@@ -40,6 +45,9 @@ struct pod {
     char logdir[NHOSTS][SH_PATH];
     pid_t pid[NHOSTS];
 };
+
+/* More lines of the engine section of the next pods (or NULL). */
+static const char *engine_extra;
 
 static void new_pod(struct pod *p, const char *name)
 {
@@ -65,8 +73,8 @@ static void new_pod(struct pod *p, const char *name)
             "  log_dir: %s/log-{host}\n"
             "hosts:\n  - {}\n  - {}\n"
             "tables:\n  - name: kv\n    key_size: 16\n    value_size: 32\n    partitions: 4\n"
-            "engine:\n  epoch_ms: 10\n",
-            p->region, dir, dir);
+            "engine:\n  epoch_ms: 10\n%s",
+            p->region, dir, dir, engine_extra ? engine_extra : "");
     ck_assert_int_eq(fclose(f), 0);
 }
 
@@ -411,6 +419,43 @@ START_TEST(empty_starts_allowed)
 }
 END_TEST
 
+START_TEST(removed_answers_not_durable)
+{
+    struct pod p;
+    engine_extra = "  durable_wait_ms: 300\n";
+    new_pod(&p, "notdurable");
+    engine_extra = NULL;
+    start_pod(&p);
+    write_keys(&p);
+    remove_dir(p.logdir[1]);
+    wait_log(&p, 1, "was lost while the server ran", 30000);
+    for (int h = NHOSTS; h-- > 0;) {
+        pod_client *c = connect_to(p.sock[h], 30000);
+        char k[32];
+        key_of(k, sizeof k, h, NKEYS);
+        pod_value a[3] = {pod_v_str("kv"), pod_v_str(k), pod_v_str("after")};
+        uint64_t t0 = sh_now_ms();
+        pod_reply *r = pod_client_call(c, "kv.put", a, 3);
+        uint64_t took = sh_now_ms() - t0;
+        ck_assert_msg(r != NULL, "a put through host %d got no reply in 30 s: %s", h,
+                      pod_client_error(c));
+        const char *m = pod_reply_message(r);
+        fprintf(stderr, "a put through host %d after the removal: status %d after %llu ms: %s\n",
+                h, pod_reply_status(r), (unsigned long long)took, m);
+        ck_assert_msg(pod_reply_status(r) == POD_E_NOT_DURABLE, "host %d: status %d: %s", h,
+                      pod_reply_status(r), m);
+        ck_assert_msg(strstr(m, "log directory of host 1") && strstr(m, "was lost") &&
+                          strstr(m, "outcome is unknown"),
+                      "host %d: the message does not say why and what it means: %s", h, m);
+        ck_assert_uint_ge(took, 250);
+        pod_reply_free(r);
+        pod_client_close(c);
+    }
+    for (int h = 0; h < NHOSTS; h++) kill_host(&p, h);
+    unlink(p.region);
+}
+END_TEST
+
 static Suite *logdir_suite(void)
 {
     Suite *s = suite_create("logdir");
@@ -419,6 +464,7 @@ static Suite *logdir_suite(void)
     tcase_add_test(tc, empty_restart_refused);
     tcase_add_test(tc, rejoin_refused);
     tcase_add_test(tc, empty_starts_allowed);
+    tcase_add_test(tc, removed_answers_not_durable);
     tcase_set_timeout(tc, 300);
     suite_add_tcase(s, tc);
     return s;

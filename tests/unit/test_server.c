@@ -431,7 +431,9 @@ START_TEST(test_sys_config)
                 {"region.hwcc_budget", "16777216"}, {"hosts", "1"}, {"host", "0"},
                 {"host.workers", "2"},       {"host.socket", S.sock}, {"host.tcp_port", tcp},
                 {"host.huge_pages", "false"},
-                {"engine.epoch_ms", "10"},   {"engine.phantom_protection", "true"}};
+                {"engine.epoch_ms", "10"},   {"engine.phantom_protection", "true"},
+                {"engine.durable_wait_ms", "30000"}, {"server.max_conn_buffered", "67108864"},
+                {"server.max_buffered", "1073741824"}, {"server.max_calls_per_conn", "128"}};
     for (size_t w = 0; w < sizeof want / sizeof want[0]; w++) {
         bool found = false;
         for (int i = 0; i < pod_reply_nrows(r); i++) {
@@ -498,6 +500,12 @@ START_TEST(test_sys_stats)
             else if (str_is(name, "process.cpu_ms")) ck_assert_int_ge(i64_at(r, i, 1), 0);
             else if (str_is(name, "log.dir_lost")) ck_assert_int_eq(i64_at(r, i, 1), 0);
             else if (str_is(name, "log.dir_lost_host")) ck_assert_int_eq(i64_at(r, i, 1), -1);
+            /* what clients make it hold: at least this call */
+            else if (str_is(name, "server.buffered")) ck_assert_int_gt(i64_at(r, i, 1), 0);
+            else if (str_is(name, "server.conn_limit_closes") ||
+                     str_is(name, "server.server_limit_closes") ||
+                     str_is(name, "server.not_durable_replies"))
+                ck_assert_int_eq(i64_at(r, i, 1), 0);
             else ck_abort_msg("unexpected sys.stats row %d", i);
             continue;
         }

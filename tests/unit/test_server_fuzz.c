@@ -297,7 +297,7 @@ static void fc_drain(struct worker *w, struct fconn *c, int wait_ms)
             char err[256];
             if (pod_proto_decode_reply(c->in.p, (size_t)fs, &rep, err, sizeof err) != 0)
                 fail_once(w, "malformed reply from the server: %s", err);
-            else if (rep.status < POD_E_LIMIT || rep.status > POD_EXISTS)
+            else if (rep.status < POD_E_NOT_DURABLE || rep.status > POD_EXISTS)
                 fail_once(w, "reply with unknown status %d", rep.status);
             c->replies++;
             c->id_sum += rep.request_id;
