@@ -47,6 +47,7 @@ enum pod_status {
     POD_E_INTERNAL = -5,  /* a bug or an unexpected state; message set */
     POD_E_RETRIES = -6,   /* gave up retrying conflicts (engine.max_retries or retry_timeout_ms) */
     POD_E_LIMIT = -7,     /* the transaction can never fit a hard limit (named in the message) */
+    POD_E_AUTH = -8,      /* a TCP connection without the host's token (sys.auth); it is closed */
 };
 
 /* Pass on a negative status: `POD_TRY(pod_get(...));` */

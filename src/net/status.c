@@ -14,6 +14,7 @@ const char *pod_status_name(int status)
     case POD_E_INTERNAL: return "internal error";
     case POD_E_RETRIES: return "too many conflicts";
     case POD_E_LIMIT: return "over a limit";
+    case POD_E_AUTH: return "not authenticated";
     default: return "unknown status";
     }
 }
