@@ -728,11 +728,13 @@ static int tcp_listener(int *fd)
 START_TEST(refused_start_leaves_nothing)
 {
     struct sh_server s;
-    char host_extra[64], tail[SH_PATH + 64], needle[SH_PATH + 64];
+    char host_extra[2 * SH_PATH], tail[SH_PATH + 64], needle[SH_PATH + 64];
 
     int lfd, port = tcp_listener(&lfd);
     ck_assert_int_eq(sh_prepare(&s, 1, 0, NULL), 0);
-    snprintf(host_extra, sizeof host_extra, "    tcp_port: %d\n", port);
+    ck_assert_int_eq(sh_write_token(&s), 0);
+    snprintf(host_extra, sizeof host_extra, "    tcp_port: %d\n    tcp_token_file: %s\n", port,
+             s.token_file);
     write_conf(&s, 1, "512MiB", "64", host_extra, "");
     snprintf(needle, sizeof needle, "cannot listen on 127.0.0.1:%d", port);
     const char *tcp[] = {needle, "in use"};
