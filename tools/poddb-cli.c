@@ -49,6 +49,12 @@ static const char usage_text[] =
     "  -s, --socket PATH   the server's Unix socket (or tcp:HOST:PORT)\n"
     "  -c, --conf FILE     the pod's YAML config: call the server of host N\n"
     "  -H, --host N        with --conf: the host, 0 .. hosts-1 (default 0)\n"
+    "      --token-file FILE\n"
+    "                      with tcp:HOST:PORT: the file holding the host's token\n"
+    "                      (its hosts[].tcp_token_file), given first on the\n"
+    "                      connection; without it $POD_TOKEN_FILE (a file) or\n"
+    "                      $POD_TOKEN (the token) is used. A TCP listener refuses\n"
+    "                      every call without the token; the Unix socket needs none\n"
     "\n"
     "Options:\n"
     "  -j, --json          print each result as one JSON object on one line\n"
@@ -94,7 +100,7 @@ static const char usage_text[] =
     "     gets \"poddb-cli: PROC: STATUS: MESSAGE\"; with --json the error is the\n"
     "     JSON object, on stdout\n"
     "  2  usage error, bad argument or config, or a transport error (cannot\n"
-    "     connect, connection lost, timeout)\n"
+    "     connect, connection lost, timeout, the token refused)\n"
     "  3  an outcome: the key was not found, or exists already\n"
     "  The shell exits 0 on a terminal; reading a pipe it exits with the status of\n"
     "  the last command that did not return 0 (0 if none). Either way it exits 2\n"
@@ -105,6 +111,7 @@ static const char usage_text[] =
     "  poddb-cli --socket /tmp/poddb-default-0.sock call kv.put kv alice '{\"age\":3}'\n"
     "  poddb-cli --conf conf/pod.yaml --host 1 --json call kv.get kv alice\n"
     "  poddb-cli -s /tmp/poddb-default-0.sock call kv.put kv s:42 x:00ff\n"
+    "  poddb-cli -s tcp:127.0.0.1:7000 --token-file ~/.poddb-token call sys.ping\n"
     "  printf 'sys.ping\\nkv.get kv alice\\n' | poddb-cli -c conf/pod.yaml\n"
     "(kv.* take a table of the config, kv in conf/pod.yaml, then keys and values that\n"
     "must be bytes: write a key that looks like a number as s:42.)\n";
@@ -118,6 +125,7 @@ static const char shell_help_text[] =
 
 struct cli {
     char address[POD_PATH_MAX];
+    const char *token_file; /* --token-file: given on a TCP connection first */
     bool json;
     int timeout_ms;
     unsigned call_flags;
@@ -199,9 +207,25 @@ static int resolve_address(struct cli *cli, const struct options *o)
     return CLI_OK;
 }
 
+/* --token-file is for a TCP address, and wins over $POD_TOKEN_FILE and
+ * $POD_TOKEN (the client library reads those when it connects). */
+static int check_token_file(struct cli *cli)
+{
+    if (!cli->token_file) return CLI_OK;
+    if (strncmp(cli->address, "tcp:", 4) != 0)
+        return usage_error("--token-file is for a tcp:HOST:PORT server (a Unix socket needs no "
+                           "token)", cli->token_file);
+    unsetenv("POD_TOKEN_FILE");
+    unsetenv("POD_TOKEN");
+    return CLI_OK;
+}
+
+enum { OPT_TOKEN_FILE = 1000 };
+
 static int parse_options(int argc, char **argv, struct cli *cli)
 {
     static const struct option longopts[] = {
+        {"token-file", required_argument, NULL, OPT_TOKEN_FILE},
         {"socket", required_argument, NULL, 's'}, {"conf", required_argument, NULL, 'c'},
         {"host", required_argument, NULL, 'H'},   {"json", no_argument, NULL, 'j'},
         {"timeout", required_argument, NULL, 't'}, {"early", no_argument, NULL, 'e'},
@@ -217,6 +241,7 @@ static int parse_options(int argc, char **argv, struct cli *cli)
         case 's': o.socket = optarg; break;
         case 'c': o.conf = optarg; break;
         case 'H': o.host = optarg; break;
+        case OPT_TOKEN_FILE: cli->token_file = optarg; break;
         case 'j': cli->json = true; break;
         case 'e': cli->call_flags |= POD_CALL_EARLY_REPLY; break;
         case 't':
@@ -235,7 +260,8 @@ static int parse_options(int argc, char **argv, struct cli *cli)
         }
         }
     }
-    return resolve_address(cli, &o);
+    int rc = resolve_address(cli, &o);
+    return rc == CLI_OK ? check_token_file(cli) : rc;
 }
 
 /* ---- arguments ------------------------------------------------------------- */
@@ -603,6 +629,12 @@ static int cli_connect(struct cli *cli)
         return CLI_TRANSPORT;
     }
     if (cli->timeout_ms > 0) pod_client_set_timeout(cli->client, cli->timeout_ms);
+    if (cli->token_file && pod_client_auth_file(cli->client, cli->token_file) != POD_OK) {
+        fprintf(stderr, "poddb-cli: %s: %s\n", cli->address, pod_client_error(cli->client));
+        pod_client_close(cli->client);
+        cli->client = NULL;
+        return CLI_TRANSPORT;
+    }
     return CLI_OK;
 }
 

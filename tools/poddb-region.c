@@ -276,6 +276,7 @@ static void config_json(const struct pod_config *c)
         json_kv_str(&w, "socket", hc->socket_path);
         json_kv_str(&w, "log_dir", hc->log_dir);
         json_kv_i64(&w, "tcp_port", hc->tcp_port); /* 0: none */
+        json_kv_str(&w, "tcp_token_file", hc->tcp_token_file); /* "": none */
         json_kv_bool(&w, "huge_pages", hc->huge_pages);
         json_obj_end(&w);
     }

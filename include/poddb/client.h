@@ -32,8 +32,22 @@ typedef struct pod_client pod_client;
 typedef struct pod_reply pod_reply;
 
 /* address: a Unix socket path, or "tcp:HOST:PORT" (loopback). NULL and a
- * message in err on failure. */
+ * message in err on failure. A TCP listener answers nothing but sys.auth
+ * until a call of it gave the host's token (docs/security.md): for a TCP
+ * address the token is read from the file named by $POD_TOKEN_FILE, else
+ * taken from $POD_TOKEN, and given at once (a refusal fails the connect);
+ * with neither set, call pod_client_auth before anything else. */
 pod_client *pod_client_connect(const char *address, char *err, size_t errlen);
+/* Give a TCP connection the host's token (the contents of its
+ * hosts[].tcp_token_file), len bytes. POD_OK, or a negative status with
+ * pod_client_error saying why: POD_E_AUTH (a wrong token: the server closed
+ * the connection), POD_E_INVALID (on a Unix socket, which needs no token),
+ * POD_E_INTERNAL (a transport error). */
+int pod_client_auth(pod_client *c, const void *token, size_t len);
+/* The same with the token read from a file: its bytes without one trailing
+ * newline, 16..4096 of them (POD_E_INVALID when the file cannot be read or
+ * holds no such token). */
+int pod_client_auth_file(pod_client *c, const char *path);
 void pod_client_close(pod_client *c);
 /* Give up on a reply after timeout_ms (0: wait forever, the default). */
 void pod_client_set_timeout(pod_client *c, int timeout_ms);

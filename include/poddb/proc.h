@@ -50,6 +50,7 @@ enum pod_status {
     POD_E_NOT_DURABLE = -8, /* no reply within engine.durable_wait_ms: the pod's durable epoch
                              * stopped (the message says why if known); the outcome is
                              * unknown: the call may have committed, but it is not acknowledged */
+    POD_E_AUTH = -9,      /* a TCP connection without the host's token (sys.auth); it is closed */
 };
 
 /* Pass on a negative status: `POD_TRY(pod_get(...));` */

@@ -16,6 +16,7 @@
  * Sends use MSG_NOSIGNAL: a server that went away is an error
  * ("connection closed by server"), never a SIGPIPE. */
 #include <errno.h>
+#include <fcntl.h>
 #include <inttypes.h>
 #include <netdb.h>
 #include <netinet/in.h>
@@ -27,6 +28,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/un.h>
 #include <time.h>
 #include <unistd.h>
@@ -35,6 +37,9 @@
 #include "poddb/client.h"
 
 #define READ_CHUNK (64u << 10)
+/* A token's length, as the server accepts it (src/server/token.h). */
+#define TOKEN_MIN 16
+#define TOKEN_MAX 4096
 
 struct pod_reply {
     uint64_t id;
@@ -325,6 +330,21 @@ static int connect_tcp(const char *address, char *err, size_t errlen)
     return fd;
 }
 
+/* A TCP connection gives the token of $POD_TOKEN_FILE or $POD_TOKEN, when
+ * either is set. 0, or -1 with err. */
+static int auth_from_env(pod_client *c, const char *address, char *err, size_t errlen)
+{
+    const char *file = getenv("POD_TOKEN_FILE"), *token = getenv("POD_TOKEN");
+    int rc;
+    if (file && *file) rc = pod_client_auth_file(c, file);
+    else if (token && *token) rc = pod_client_auth(c, token, strlen(token));
+    else return 0;
+    if (rc == POD_OK) return 0;
+    set_errbuf(err, errlen, "%s: %s (the token of $%s)", address, c->err,
+               file && *file ? "POD_TOKEN_FILE" : "POD_TOKEN");
+    return -1;
+}
+
 pod_client *pod_client_connect(const char *address, char *err, size_t errlen)
 {
     if (err && errlen) err[0] = '\0';
@@ -337,13 +357,17 @@ pod_client *pod_client_connect(const char *address, char *err, size_t errlen)
         set_errbuf(err, errlen, "out of memory");
         return NULL;
     }
-    c->fd = strncmp(address, "tcp:", 4) == 0 ? connect_tcp(address, err, errlen)
-                                               : connect_unix(address, err, errlen);
+    bool tcp = strncmp(address, "tcp:", 4) == 0;
+    c->fd = tcp ? connect_tcp(address, err, errlen) : connect_unix(address, err, errlen);
     if (c->fd < 0) {
         free(c);
         return NULL;
     }
     c->next_id = 1;
+    if (tcp && auth_from_env(c, address, err, errlen) != 0) {
+        pod_client_close(c);
+        return NULL;
+    }
     return c;
 }
 
@@ -673,4 +697,75 @@ pod_reply *pod_client_call_flags(pod_client *c, const char *proc, const pod_valu
 pod_reply *pod_client_call(pod_client *c, const char *proc, const pod_value *args, int nargs)
 {
     return pod_client_call_flags(c, proc, args, nargs, 0);
+}
+
+/* ---- the TCP listener's token ------------------------------------------------ */
+
+int pod_client_auth(pod_client *c, const void *token, size_t len)
+{
+    if (!c) return POD_E_INVALID;
+    if (len > TOKEN_MAX || (len && !token)) {
+        set_err(c, "a token has at most %d bytes", TOKEN_MAX);
+        return POD_E_INVALID;
+    }
+    pod_value v = pod_v_bytes(token, (uint32_t)len);
+    pod_reply *r = pod_client_call(c, "sys.auth", &v, 1);
+    /* The call is written: its copy of the token goes. */
+    if (c->out.len == 0 && c->out.p) explicit_bzero(c->out.p, c->out.cap);
+    if (!r) return POD_E_INTERNAL;
+    int status = pod_reply_status(r);
+    if (status != POD_OK)
+        set_err(c, "token refused: %s: %s", pod_status_name(status), pod_reply_message(r));
+    pod_reply_free(r);
+    return status;
+}
+
+int pod_client_auth_file(pod_client *c, const char *path)
+{
+    if (!c) return POD_E_INVALID;
+    unsigned char buf[TOKEN_MAX + 3];
+    size_t n = 0;
+    struct stat st;
+    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
+    if (fd < 0 || fstat(fd, &st) != 0) {
+        set_err(c, "cannot read token file %s: %s", path, strerror(errno));
+        if (fd >= 0) close(fd);
+        return POD_E_INVALID;
+    }
+    if (!S_ISREG(st.st_mode)) {
+        set_err(c, "token file %s is not a regular file", path);
+        close(fd);
+        return POD_E_INVALID;
+    }
+    while (n < sizeof buf) {
+        ssize_t r = read(fd, buf + n, sizeof buf - n);
+        if (r < 0 && errno == EINTR) continue;
+        if (r < 0) {
+            set_err(c, "cannot read token file %s: %s", path, strerror(errno));
+            close(fd);
+            explicit_bzero(buf, sizeof buf);
+            return POD_E_INVALID;
+        }
+        if (r == 0) break;
+        n += (size_t)r;
+    }
+    close(fd);
+    /* As the server reads its file: one trailing "\n" or "\r\n" is not the token's. */
+    size_t len = n;
+    if (len && buf[len - 1] == '\n') len--;
+    if (len && n > len && buf[len - 1] == '\r') len--;
+    int rc;
+    if (len < TOKEN_MIN || len > TOKEN_MAX) {
+        if (n == sizeof buf)
+            set_err(c, "token file %s holds more than %d bytes (expected a token of %d..%d bytes)",
+                    path, TOKEN_MAX, TOKEN_MIN, TOKEN_MAX);
+        else
+            set_err(c, "token file %s holds %zu bytes of token (expected %d..%d; a trailing "
+                    "newline is not counted)", path, len, TOKEN_MIN, TOKEN_MAX);
+        rc = POD_E_INVALID;
+    } else {
+        rc = pod_client_auth(c, buf, len);
+    }
+    explicit_bzero(buf, sizeof buf);
+    return rc;
 }

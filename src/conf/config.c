@@ -395,8 +395,8 @@ static int get_path(const struct ctx *c, const struct item *it, int host_index, 
         if (strncmp(p, HOST_PLACEHOLDER, strlen(HOST_PLACEHOLDER)) == 0) {
             if (host_index < 0)
                 return fail_node(c, v, it->path,
-                                 "{host} is only replaced in a host's socket and log_dir "
-                                 "(expected %s)", it->spec->expect);
+                                 "{host} is only replaced in a host's socket, log_dir and "
+                                 "tcp_token_file (expected %s)", it->spec->expect);
             addlen = (size_t)snprintf(piece, sizeof piece, "%d", host_index);
             p += strlen(HOST_PLACEHOLDER);
         } else if (*p == '{' && host_index >= 0) {
@@ -539,7 +539,8 @@ static const struct key_spec region_keys[R_NKEYS] = {
     [R_ALLOW_OVERCOMMIT] = {"allow_overcommit", false, "true, false, yes, no, on or off"},
 };
 
-enum { H_WORKERS, H_LOGGERS, H_CPUS, H_SOCKET, H_LOG_DIR, H_TCP_PORT, H_HUGE_PAGES, H_NKEYS };
+enum { H_WORKERS, H_LOGGERS, H_CPUS, H_SOCKET, H_LOG_DIR, H_TCP_PORT, H_TCP_TOKEN_FILE,
+       H_HUGE_PAGES, H_NKEYS };
 static const struct key_spec host_keys[H_NKEYS] = {
     [H_WORKERS] = {"workers", true, "an integer in 1..64"},
     [H_LOGGERS] = {"loggers", false, "an integer in 0..16"},
@@ -548,6 +549,9 @@ static const struct key_spec host_keys[H_NKEYS] = {
     [H_LOG_DIR] = {"log_dir", true, "a directory path; {host} becomes the host index"},
     [H_TCP_PORT] = {"tcp_port", false, "a TCP port in 1..65535 for a listener on 127.0.0.1 "
                                        "(default: none)"},
+    [H_TCP_TOKEN_FILE] = {"tcp_token_file", false,
+                          "a file holding the TCP listener's token, required with tcp_port "
+                          "(a relative path is taken from the config's directory)"},
     [H_HUGE_PAGES] = {"huge_pages", false, "true, false, yes, no, on or off"},
 };
 
@@ -667,6 +671,9 @@ static int load_region(const struct ctx *c, const struct item *section, struct p
     return 0;
 }
 
+static int resolve_relative(const struct ctx *c, const struct item *it, char *path,
+                            size_t pathsz);
+
 /* Converts the host keys present in items[] into h (absent keys keep h's value). */
 static int convert_host(const struct ctx *c, const struct item *it, int host_index,
                         struct pod_host_conf *h)
@@ -686,6 +693,12 @@ static int convert_host(const struct ctx *c, const struct item *it, int host_ind
         return -1;
     if (it[H_TCP_PORT].value && get_int(c, &it[H_TCP_PORT], 1, 65535, &h->tcp_port) < 0)
         return -1;
+    if (it[H_TCP_TOKEN_FILE].value &&
+        (get_path(c, &it[H_TCP_TOKEN_FILE], host_index, POD_PATH_MAX - 1, "POD_PATH_MAX",
+                  h->tcp_token_file, sizeof h->tcp_token_file) < 0 ||
+         resolve_relative(c, &it[H_TCP_TOKEN_FILE], h->tcp_token_file,
+                          sizeof h->tcp_token_file) < 0))
+        return -1;
     if (it[H_HUGE_PAGES].value && get_bool(c, &it[H_HUGE_PAGES], &h->huge_pages) < 0) return -1;
     return 0;
 }
@@ -694,6 +707,27 @@ static void default_host(struct pod_host_conf *h)
 {
     memset(h, 0, sizeof *h);
     h->loggers = 1;
+}
+
+/* A TCP listener needs a token file (docs/security.md), and a token file
+ * belongs to a TCP listener: one in a host's own entry without tcp_port is
+ * a mistake, one from host_defaults is for the hosts that have a port. */
+static int check_tcp_token(const struct ctx *c, const struct ynode *node, const struct item *own,
+                           const struct item *merged, struct pod_host_conf *h)
+{
+    if (h->tcp_port && !merged[H_TCP_TOKEN_FILE].key)
+        return fail_node(c, node, own[H_TCP_TOKEN_FILE].path,
+                         "missing required key (expected %s; the listener on tcp_port %d "
+                         "answers only calls that give the token; set it in this entry or in "
+                         "host_defaults)",
+                         host_keys[H_TCP_TOKEN_FILE].expect, h->tcp_port);
+    if (!h->tcp_port && own[H_TCP_TOKEN_FILE].key)
+        return fail_node(c, own[H_TCP_TOKEN_FILE].key, own[H_TCP_TOKEN_FILE].path,
+                         "is set but the host has no tcp_port (expected tcp_port in this entry "
+                         "or in host_defaults, or no tcp_token_file: only the TCP listener "
+                         "uses a token)");
+    if (!h->tcp_port) h->tcp_token_file[0] = '\0';
+    return 0;
 }
 
 /* hosts[i] must not share a socket or log directory with an earlier host. */
@@ -748,6 +782,7 @@ static int load_host(const struct ctx *c, const struct ynode *node, int i,
                              "missing required key (expected %s; set it in this entry or "
                              "in host_defaults)",
                              host_keys[k].expect);
+    if (check_tcp_token(c, node, own, merged, &cfg->hosts[i]) < 0) return -1;
     return check_unique_paths(c, cfg, i, merged);
 }
 
@@ -972,9 +1007,10 @@ static size_t join_relative(const char *dir, const char *rel, char *out, size_t 
     return len;
 }
 
-/* A relative module path is taken from the config file's directory, not from
- * the working directory of whoever starts the server. */
-static int resolve_module(const struct ctx *c, const struct item *it, char *path, size_t pathsz)
+/* A relative path (a module's, a token file's) is taken from the config
+ * file's directory, not from the working directory of whoever starts the
+ * server. */
+static int resolve_relative(const struct ctx *c, const struct item *it, char *path, size_t pathsz)
 {
     char dir[PATH_MAX], full[PATH_MAX];
     if (path[0] == '/') return 0;
@@ -1009,7 +1045,7 @@ static int load_modules(const struct ctx *c, const struct item *section, struct 
         snprintf(it.path, sizeof it.path, "modules[%zu]", i);
         if (get_path(c, &it, -1, POD_PATH_MAX - 1, "POD_PATH_MAX", cfg->modules[i],
                      sizeof cfg->modules[i]) < 0 ||
-            resolve_module(c, &it, cfg->modules[i], sizeof cfg->modules[i]) < 0)
+            resolve_relative(c, &it, cfg->modules[i], sizeof cfg->modules[i]) < 0)
             return -1;
         cfg->module_line[i] = it.value->line;
         cfg->module_col[i] = it.value->col;

@@ -45,6 +45,10 @@ struct pod_host_conf {
     char socket_path[POD_PATH_MAX];/* Unix-domain socket of this host's server */
     char log_dir[POD_PATH_MAX];    /* directory of this host's log segments */
     int tcp_port;                  /* 0: no TCP listener; else 127.0.0.1:tcp_port */
+    /* The file holding the TCP listener's token (set exactly when tcp_port
+     * is); absolute: a relative path is taken from the file's directory.
+     * Not part of the digest: it is read and checked at start. */
+    char tcp_token_file[POD_PATH_MAX];
     bool huge_pages;               /* large tables' rows on transparent huge pages */
 };
 

@@ -15,6 +15,7 @@ const char *pod_status_name(int status)
     case POD_E_RETRIES: return "too many conflicts";
     case POD_E_LIMIT: return "over a limit";
     case POD_E_NOT_DURABLE: return "not durable (outcome unknown)";
+    case POD_E_AUTH: return "not authenticated";
     default: return "unknown status";
     }
 }

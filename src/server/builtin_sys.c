@@ -1,7 +1,8 @@
 /* Administrative procedures: sys.ping, sys.stats, sys.config, sys.procs,
- * sys.tables, sys.log, sys.pod, sys.checkpoint (docs/procedures.md). They
- * read server and engine state (sys.checkpoint asks the checkpoint thread for
- * a checkpoint); none touches a table. */
+ * sys.tables, sys.log, sys.pod, sys.checkpoint, sys.auth (docs/procedures.md).
+ * They read server and engine state (sys.checkpoint asks the checkpoint
+ * thread for a checkpoint); none touches a table. sys.auth is answered by the
+ * server's loop (server/token.h) and never reaches a worker. */
 #include "pod/cxl_index.h"
 #include "pod/pod.h"
 #include <stdarg.h>
@@ -175,6 +176,7 @@ static int sys_config(pod_txn *tx, const pod_args *a, pod_result *res, void *ctx
     kv_row(res, &row, "host.cpus", "%s", h->ncpus ? h->cpu_list : "(not pinned)");
     kv_row(res, &row, "host.socket", "%s", h->socket_path);
     kv_row(res, &row, "host.tcp_port", "%d", h->tcp_port);
+    kv_row(res, &row, "host.tcp_token_file", "%s", h->tcp_port ? h->tcp_token_file : "");
     kv_bool(res, &row, "host.huge_pages", h->huge_pages);
     kv_row(res, &row, "host.log_dir", "%s", h->log_dir);
     kv_row(res, &row, "engine.epoch_ms", "%d", c->engine.epoch_ms);
@@ -378,8 +380,21 @@ static int sys_pod(pod_txn *tx, const pod_args *a, pod_result *res, void *ctx)
     return POD_OK;
 }
 
+/* sys.auth TOKEN: the server's loop answers it, since what it changes is
+ * the connection's state (server/token.h); a call that gets here came some
+ * other way (a module's, say) and has no connection to authenticate. */
+static int sys_auth(pod_txn *tx, const pod_args *a, pod_result *res, void *ctx)
+{
+    (void)a;
+    (void)res;
+    (void)ctx;
+    return pod_txn_fail(tx, POD_E_INVALID, "sys.auth authenticates a TCP connection and is "
+                        "answered by the server itself");
+}
+
 int pod_builtin_sys_init(pod_db *db, char *err, size_t errlen)
 {
+    static const enum pod_type auth_args[] = {POD_T_BYTES};
     const pod_proc_def defs[] = {
         {"sys.ping", sys_ping, NULL, 0, NULL, true},
         {"sys.stats", sys_stats, NULL, 0, NULL, true},
@@ -389,6 +404,7 @@ int pod_builtin_sys_init(pod_db *db, char *err, size_t errlen)
         {"sys.log", sys_log, NULL, 0, NULL, true},
         {"sys.checkpoint", sys_checkpoint, NULL, -1, NULL, true},
         {"sys.pod", sys_pod, NULL, 0, NULL, true},
+        {"sys.auth", sys_auth, NULL, 1, auth_args, true},
     };
     for (size_t i = 0; i < sizeof defs / sizeof defs[0]; i++)
         if (pod_proc_register(db, &defs[i], err, errlen) < 0) return -1;

@@ -3,7 +3,8 @@
  * Threads: the main thread runs an epoll loop over the listeners, the client
  * connections, an eventfd that workers ring when replies are ready, and a
  * signalfd for SIGTERM/SIGINT. It reads and decodes frames, answers framing
- * and lookup errors itself, and queues calls; the host's worker threads take
+ * and lookup errors and sys.auth (a TCP connection's token: token.h) itself,
+ * and queues calls; the host's worker threads take
  * calls off the queue, run them (pod_call), encode the reply into the
  * connection's output buffer and ring the eventfd; the main thread writes.
  *
@@ -71,6 +72,7 @@
 #include "net/proto.h"
 #include "pod/pod.h"
 #include "server/startcheck.h"
+#include "server/token.h"
 #include "txn/txn.h"
 #include "storage/row_slab.h"
 #include "util/log.h"
@@ -106,6 +108,7 @@ struct conn {
     uint32_t armed;         /* epoll events currently registered */
     int loop_watch;         /* atomic: reading paused or closing; the loop wants every reply */
     bool dead;              /* freed in this batch of events: ignore its events */
+    uint8_t auth;           /* enum pod_conn_auth: TCP connections need the token first */
     uint32_t inflight;      /* calls queued or running (under out_lock) */
     uint64_t bytes;         /* atomic: what it makes the server hold (server.max_conn_buffered) */
     int over;               /* atomic: it passed server.max_conn_buffered; the loop closes it */
@@ -185,6 +188,7 @@ struct pod_server {
     struct conn *dead;          /* retired during this batch of events */
     int spare_fd;               /* reserved for shedding connections when out of descriptors */
     pod_value args[MAX_ARGS];   /* decoded arguments of the frame being handled */
+    struct pod_auth auth;       /* the TCP listener's token (token.h) */
     uint64_t shed, shed_warned_ns;
     /* limits (server section of the config) */
     uint64_t max_conn, max_total;
@@ -360,6 +364,7 @@ static void accept_all(struct pod_server *s, int lfd)
             continue;
         }
         c->fd = fd;
+        c->auth = lfd == s->tcp_fd ? POD_CONN_TCP_WAITING : POD_CONN_UNIX;
         c->refs = 1;
         c->reading = true;
         c->armed = EPOLLIN | EPOLLRDHUP;
@@ -1345,23 +1350,32 @@ static int find_proc(struct pod_server *s, const struct pod_call_frame *cf, char
     return -1;
 }
 
-/* Handle one complete frame: queue the call, or answer the error. */
-static void handle_frame(struct pod_server *s, struct conn *c, const unsigned char *frame,
+/* Handle one complete frame: queue the call, or answer the error. false:
+ * the connection is to be closed once the answer is sent. */
+static bool handle_frame(struct pod_server *s, struct conn *c, const unsigned char *frame,
                          size_t len, pod_value *args)
 {
     struct pod_call_frame cf = {0};
     cf.args = args;
-    char err[256];
+    char err[256], msg[512];
+    int status;
     count(&s->info.requests_total, 1);
-    if (pod_proto_decode_call(frame, len, &cf, MAX_ARGS, err, sizeof err) != 0) {
-        count(&s->info.bad_frames, 1);
+    bool decoded = pod_proto_decode_call(frame, len, &cf, MAX_ARGS, err, sizeof err) == 0;
+    enum pod_auth_action auth = pod_auth_gate(&s->auth, s->db, &c->auth, decoded ? &cf : NULL,
+                                              &status, msg, sizeof msg);
+    if (!decoded) count(&s->info.bad_frames, 1);
+    if (auth != POD_AUTH_PASS) {
+        reply_error(s, c, cf.request_id, status, msg);
+        return auth == POD_AUTH_ANSWER;
+    }
+    if (!decoded) {
         reply_error(s, c, cf.request_id, POD_E_INVALID, err);
-        return;
+        return true;
     }
     int proc = find_proc(s, &cf, err, sizeof err);
     if (proc < 0) {
         reply_error(s, c, cf.request_id, POD_E_INVALID, err);
-        return;
+        return true;
     }
     /* Copy the frame (the connection's buffer moves on) and the decoded
      * arguments after it, pointing into the copy. */
@@ -1370,7 +1384,7 @@ static void handle_frame(struct pod_server *s, struct conn *c, const unsigned ch
     struct request *r = malloc(size);
     if (!r) {
         reply_error(s, c, cf.request_id, POD_E_NOMEM, "server out of memory");
-        return;
+        return true;
     }
     r->size = size;
     charge(s, c, size);
@@ -1391,6 +1405,7 @@ static void handle_frame(struct pod_server *s, struct conn *c, const unsigned ch
     c->inflight++;
     pthread_mutex_unlock(&c->out_lock);
     enqueue(s, r);
+    return true;
 }
 
 static bool conn_full(struct pod_server *s, struct conn *c)
@@ -1417,8 +1432,9 @@ static bool process_frames(struct pod_server *s, struct conn *c)
     size_t off = 0;
     bool full = false;
     for (;;) {
+        int status;
+        char msg[512];
         long fs = pod_proto_frame_size(c->in.p + off, c->in.len - off);
-        if (fs == 0) break;
         if (fs < 0) {
             count(&s->info.bad_frames, 1);
             reply_error(s, c, 0, POD_E_INVALID,
@@ -1426,7 +1442,17 @@ static bool process_frames(struct pod_server *s, struct conn *c)
             conn_close(s, c);
             return false;
         }
-        handle_frame(s, c, c->in.p + off, (size_t)fs, s->args);
+        if (!pod_auth_frame_ok(&s->auth, c->auth, c->in.p + off, c->in.len - off, &status, msg,
+                               sizeof msg)) {
+            reply_error(s, c, 0, status, msg);
+            conn_close(s, c);
+            return false;
+        }
+        if (fs == 0) break;
+        if (!handle_frame(s, c, c->in.p + off, (size_t)fs, s->args)) {
+            conn_close(s, c);
+            return false;
+        }
         off += (size_t)fs;
         if (conn_over(c)) { /* its input and calls: conn_kill drops c->in */
             conn_kill(s, c, false);
@@ -1762,10 +1788,13 @@ int pod_server_main(const struct pod_config *c, int host, const struct pod_serve
 
     use_huge_pages(hc);
     /* Whatever can refuse the start is found before anything is created:
-     * the socket, the TCP port and the log directory here, the tables and
-     * modules in build_db (process memory only), the region in its open. */
+     * the TCP token file, the socket, the TCP port and the log directory
+     * here, the tables and modules in build_db (process memory only), the
+     * region in its open. */
     struct pod_start_undo undo;
-    if (pod_start_check(c, host, &undo, &err) || build_db(s, &err)) goto out;
+    if (pod_auth_load(&s->auth, c, host, &err) || pod_start_check(c, host, &undo, &err) ||
+        build_db(s, &err))
+        goto out;
     s->region = cxl_region_open(c, host, CXL_OPEN_CREATE | CXL_OPEN_HEARTBEAT, &err);
     if (!s->region) goto out;
     pod_info("attached to region %s as host %d (generation %llu%s)", c->region.path, host,
@@ -1803,7 +1832,9 @@ int pod_server_main(const struct pod_config *c, int host, const struct pod_serve
     cxl_region_set_state(s->region, CXL_HOST_RUNNING);
     pod_info("serving on %s%s%s with %d worker%s", hc->socket_path, hc->tcp_port ? " and tcp " : "",
              hc->tcp_port ? "127.0.0.1" : "", hc->workers, hc->workers == 1 ? "" : "s");
-    if (hc->tcp_port) pod_info("tcp listener on 127.0.0.1:%d", hc->tcp_port);
+    if (hc->tcp_port)
+        pod_info("tcp listener on 127.0.0.1:%d (calls need the token of %s)", hc->tcp_port,
+                 hc->tcp_token_file);
     run_loop(s);
 
     pthread_mutex_lock(&s->q_lock);
@@ -1857,6 +1888,7 @@ out:
     pthread_mutex_destroy(&s->q_lock);
     pthread_cond_destroy(&s->q_cond);
     pthread_mutex_destroy(&s->ready_lock);
+    pod_auth_forget(&s->auth);
     free(s);
     return rc;
 }

@@ -1,10 +1,17 @@
 # poddb-cli end to end against a real poddb-server: one-shot calls with text
 # and --json output, typed arguments, exit codes (0 ok, 1 the procedure
 # failed, 2 usage/transport, 3 not found / exists), the shell reading a pipe,
-# --help. Then the server must stop cleanly on SIGTERM.
+# --help, calls over TCP with the host's token (--token-file, $POD_TOKEN_FILE,
+# $POD_TOKEN) and without it. Then the server must stop cleanly on SIGTERM.
 source tests/lib.sh
 conf=$(make_conf)
 sock=$(grep -m1 '^ *socket:' "$conf" | awk '{print $2}' | sed 's/{host}/0/')
+# host 0 also listens on TCP, with the token in $TMP/token (named relative to
+# the config's directory, $TMP)
+port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+grep -q '^  - cpus: "0" ' "$conf" || fail "conf/pod.yaml's hosts[0] line changed: adapt this script"
+sed -i "s|^  - cpus: \"0\" .*|  - {cpus: \"0\", tcp_port: $port, tcp_token_file: token}|" "$conf"
+(umask 077; head -c 24 /dev/urandom | base64 >"$TMP/token")
 CLI="$BIN/poddb-cli"
 on_exit "$BIN/poddb-region destroy --conf $conf --force"
 
@@ -126,7 +133,8 @@ expect_rc 0 "kv.scan limit 1"
 out_is "$(printf '\thello world')" "kv.scan limit 1 (the empty key first)"
 run "$CLI" -s "$sock" call sys.procs
 expect_rc 0 "sys.procs"
-[ "$(wc -l <"$TMP/out")" = 20 ] || fail "sys.procs: $(wc -l <"$TMP/out") lines"
+[ "$(wc -l <"$TMP/out")" = 21 ] || fail "sys.procs: $(wc -l <"$TMP/out") lines"
+grep -q "$(printf '\tsys.auth\t1\t1')" "$TMP/out" || fail "sys.procs lacks sys.auth"
 grep -q "$(printf '\tkv.multi\t-1\t0')" "$TMP/out" || fail "sys.procs lacks kv.multi"
 grep -q "$(printf '\tbench.status\t0\t1')" "$TMP/out" || fail "sys.procs lacks bench.status"
 grep -q "$(printf '\tsys.checkpoint\t-1\t1')" "$TMP/out" || fail "sys.procs lacks sys.checkpoint"
@@ -218,6 +226,55 @@ rc=$(cat "$TMP/rc")
 expect_rc 0 "shell --json"
 json_ok "$TMP/out" "shell --json"
 pass "shell exit status: last failure (1, 3), quit, cannot connect (2), --json"
+
+# ---- TCP: the host's token first, or nothing is answered ------------------------------
+tcp="tcp:127.0.0.1:$port"
+grep -q "tcp listener on 127.0.0.1:$port" "$TMP/server.log" || fail "no TCP listener in the log"
+run "$CLI" --help
+grep -q -- '--token-file FILE' "$TMP/out" || fail "--help does not describe --token-file"
+run "$CLI" -s "$tcp" --token-file "$TMP/token" call sys.ping
+expect_rc 0 "sys.ping over TCP with --token-file"
+out_is "$(printf 'pong\t0')" "sys.ping over TCP"
+no_err "sys.ping over TCP"
+run "$CLI" -s "$tcp" --token-file "$TMP/token" call kv.get kv alice
+out_is '{"age":3}' "kv.get over TCP: the data of the Unix socket"
+printf 'sys.ping\nkv.get kv alice\n' | { set +e; "$CLI" -s "$tcp" --token-file "$TMP/token" >"$TMP/out" 2>"$TMP/err"; echo $? >"$TMP/rc"; }
+rc=$(cat "$TMP/rc")
+expect_rc 0 "the shell over TCP"
+grep -qx '{"age":3}' "$TMP/out" || fail "the shell over TCP: $(cat "$TMP/out")"
+run env POD_TOKEN_FILE="$TMP/token" "$CLI" -s "$tcp" call sys.ping
+expect_rc 0 "\$POD_TOKEN_FILE"
+run env POD_TOKEN="$(cat "$TMP/token")" "$CLI" -s "$tcp" call sys.ping
+expect_rc 0 "\$POD_TOKEN"
+pass "TCP with the token: --token-file, the shell, \$POD_TOKEN_FILE, \$POD_TOKEN"
+
+run "$CLI" -s "$tcp" call sys.ping
+expect_rc 1 "TCP without a token"
+err_has "poddb-cli: sys.ping: not authenticated: " "TCP without a token"
+err_has "--token-file FILE" "TCP without a token: how to give it"
+run "$CLI" -s "$tcp" --json call kv.get kv alice
+expect_rc 1 "--json over TCP without a token"
+[ "$(json_field "$TMP/out" code)" = -9 ] && [ "$(json_field "$TMP/out" status)" = "not authenticated" ] \
+  || fail "--json without a token: $(cat "$TMP/out")"
+(umask 077; echo wrong-token-0123456789 >"$TMP/wrong")
+run "$CLI" -s "$tcp" --token-file "$TMP/wrong" call sys.ping
+expect_rc 2 "a wrong token"
+err_has "poddb-cli: $tcp: token refused: not authenticated: wrong token" "a wrong token"
+run env POD_TOKEN_FILE="$TMP/wrong" "$CLI" -s "$tcp" call sys.ping
+expect_rc 2 "a wrong \$POD_TOKEN_FILE"
+err_has "wrong token" "a wrong \$POD_TOKEN_FILE"
+run env POD_TOKEN_FILE="$TMP/wrong" "$CLI" -s "$tcp" --token-file "$TMP/token" call sys.ping
+expect_rc 0 "--token-file wins over \$POD_TOKEN_FILE"
+run "$CLI" -s "$tcp" --token-file "$TMP/no-such-token" call sys.ping
+expect_rc 2 "a missing token file"
+err_has "cannot read token file $TMP/no-such-token" "a missing token file"
+run "$CLI" -s "$sock" --token-file "$TMP/token" call sys.ping
+expect_rc 2 "--token-file with a Unix socket"
+err_has "is for a tcp:HOST:PORT server" "--token-file with a Unix socket"
+run "$CLI" -s "$sock" call sys.auth "s:$(cat "$TMP/token")"
+expect_rc 1 "sys.auth on the Unix socket"
+err_has "needs no token" "sys.auth on the Unix socket"
+pass "TCP without the token, or with a wrong one, fails with the reason"
 
 # ---- data written through the CLI is there for the client library, and the server stops cleanly
 run "$CLI" -s "$sock" call kv.get kv bob

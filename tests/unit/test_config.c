@@ -825,6 +825,44 @@ START_TEST(test_parse_cpu_list)
 }
 END_TEST
 
+/* ---- the TCP listener's token file ---------------------------------------------------- */
+
+/* Required with tcp_port; from host_defaults only for the hosts with a port;
+ * {host} replaced; a relative path taken from the config's directory; not
+ * part of the digest (it is read at start, like allow_overcommit). */
+START_TEST(test_tcp_token_file)
+{
+    static struct pod_config c;
+    pod_err err = {{0}};
+    const char *text = REGION_OK
+        "host_defaults:\n"
+        "  workers: 1\n"
+        "  socket: /tmp/t-{host}.sock\n"
+        "  log_dir: /tmp/t-{host}\n"
+        "  tcp_token_file: tokens/host-{host}\n"
+        "hosts:\n"
+        "  - tcp_port: 7000\n"
+        "  - {}\n"
+        "  - {tcp_port: 7002, tcp_token_file: /etc/poddb/token}\n";
+    ck_assert_msg(pod_config_parse("/srv/pod/pod.yaml", text, strlen(text), &c, &err) == 0, "%s",
+                  err.msg);
+    ck_assert_int_eq(c.hosts[0].tcp_port, 7000);
+    ck_assert_str_eq(c.hosts[0].tcp_token_file, "/srv/pod/tokens/host-0");
+    ck_assert_int_eq(c.hosts[1].tcp_port, 0);
+    ck_assert_str_eq(c.hosts[1].tcp_token_file, ""); /* no listener, no token */
+    ck_assert_str_eq(c.hosts[2].tcp_token_file, "/etc/poddb/token");
+
+    char with[2048], other[2048];
+    replace_once(with, sizeof with, DIGEST_BASE, "    log_dir: /tmp/d-0\n",
+                 "    log_dir: /tmp/d-0\n    tcp_port: 7000\n    tcp_token_file: /a/token\n");
+    replace_once(other, sizeof other, DIGEST_BASE, "    log_dir: /tmp/d-0\n",
+                 "    log_dir: /tmp/d-0\n    tcp_port: 7000\n    tcp_token_file: b/token\n");
+    ck_assert_str_eq(parse_ok(with)->hosts[0].tcp_token_file, "/a/token");
+    ck_assert_uint_eq(digest_of(with), digest_of(other));
+    ck_assert_uint_ne(digest_of(with), digest_of(DIGEST_BASE)); /* the port is in it */
+}
+END_TEST
+
 /* ---- module paths: a relative one is taken from the config file's directory ------------ */
 
 #define MODULES_REL "modules:\n  - ./m.so\n  - sub/./n.so\n  - ../x.so\n  - /abs//y.so\n  - z.so\n"
@@ -945,7 +983,7 @@ static const struct bad_case {
     {"misspelt host key",
      REGION_OK "hosts:\n  - workers: 2\n    sockt: /tmp/s\n    log_dir: /tmp/l\n",
      "8:5: hosts[0].sockt: unknown key (expected one of: workers, loggers, cpus, socket, "
-     "log_dir, tcp_port, huge_pages)"},
+     "log_dir, tcp_port, tcp_token_file, huge_pages)"},
     {"misspelt engine key", REGION_OK HOSTS_OK "engine:\n  epoch: 5\n",
      "11:3: engine.epoch: unknown key (expected one of: epoch_ms, moveout_threshold, "
      "moveback_rate, coherence, phantom_protection, checkpoint_after, reply_before_durable, eviction, "
@@ -1004,8 +1042,23 @@ static const struct bad_case {
      "11:23: server.max_calls_per_conn: 0 is out of range (1..65536)"},
     {"tcp port out of range", REGION_OK DEFAULTS_OK "hosts:\n  - tcp_port: 70000\n",
      "11:15: hosts[0].tcp_port: 70000 is out of range (1..65535)"},
-    {"duplicate tcp port", REGION_OK DEFAULTS_OK "hosts:\n  - tcp_port: 7000\n  - tcp_port: 7000\n",
-     "12:15: hosts[1].tcp_port: 7000 is also the tcp_port of hosts[0]"},
+    {"duplicate tcp port", REGION_OK DEFAULTS_OK "  tcp_token_file: /t\n"
+     "hosts:\n  - tcp_port: 7000\n  - tcp_port: 7000\n",
+     "13:15: hosts[1].tcp_port: 7000 is also the tcp_port of hosts[0]"},
+    {"tcp port without a token file", REGION_OK DEFAULTS_OK "hosts:\n  - {}\n  - tcp_port: 7000\n",
+     "12:5: hosts[1].tcp_token_file: missing required key (expected a file holding the TCP "
+     "listener's token, required with tcp_port (a relative path is taken from the config's "
+     "directory); the listener on tcp_port 7000 answers only calls that give the token; set it "
+     "in this entry or in host_defaults)"},
+    {"token file without a tcp port", REGION_OK DEFAULTS_OK
+     "hosts:\n  - tcp_port: 7000\n    tcp_token_file: /t\n  - tcp_token_file: /t\n",
+     "13:5: hosts[1].tcp_token_file: is set but the host has no tcp_port (expected tcp_port in "
+     "this entry or in host_defaults, or no tcp_token_file: only the TCP listener uses a token)"},
+    {"empty token file path", REGION_OK DEFAULTS_OK "hosts:\n  - tcp_port: 7000\n    tcp_token_file: ''\n",
+     "12:21: hosts[0].tcp_token_file: is empty"},
+    {"token file with a misspelt placeholder", REGION_OK DEFAULTS_OK
+     "hosts:\n  - tcp_port: 7000\n    tcp_token_file: /t-{hots}\n",
+     "12:21: hosts[0].tcp_token_file: unknown placeholder in '/t-{hots}'"},
     {"huge pages not a boolean", REGION_OK DEFAULTS_OK "hosts:\n  - huge_pages: 2MiB\n",
      "11:17: hosts[0].huge_pages: '2MiB' is not a boolean (expected true, false, yes, no, on or off)"},
 
@@ -1032,7 +1085,7 @@ static const struct bad_case {
      "7:3: hosts: is a mapping (expected a sequence of 1..16 host entries)"},
     {"host entry is a scalar", REGION_OK "hosts:\n  - hello\n",
      "7:5: hosts[0]: is a scalar (expected a mapping with keys: workers, loggers, cpus, "
-     "socket, log_dir, tcp_port, huge_pages)"},
+     "socket, log_dir, tcp_port, tcp_token_file, huge_pages)"},
     {"host entry is empty", REGION_OK DEFAULTS_OK "hosts:\n  - {}\n  -\n",
      "12:4: hosts[1]: has no value (expected a mapping; write {} to take every key"},
     {"engine is a scalar", REGION_OK HOSTS_OK "engine: fast\n",
@@ -1246,7 +1299,7 @@ static const struct bad_case {
      REGION_OK "hosts:\n  - workers: 1\n    socket: /tmp/s-{hots}.sock\n",
      "8:13: hosts[0].socket: unknown placeholder in '/tmp/s-{hots}.sock' (expected"},
     {"placeholder in region.path", "region:\n  path: /dev/shm/p-{host}\n" HOSTS_OK,
-     "2:9: region.path: {host} is only replaced in a host's socket and log_dir"},
+     "2:9: region.path: {host} is only replaced in a host's socket, log_dir and tcp_token_file"},
     {"empty path", "region:\n  path: ''\n" HOSTS_OK, "2:9: region.path: is empty"},
     {"NUL in a path", "region:\n  path: \"/a\\0b\"\n" HOSTS_OK,
      "2:9: region.path: contains a NUL character"},
@@ -1455,6 +1508,7 @@ static Suite *config_suite(void)
     tcase_add_test(modules, test_module_paths_from_config_dir);
     tcase_add_test(modules, test_module_paths_independent_of_cwd);
     tcase_add_test(modules, test_module_path_too_long);
+    tcase_add_test(modules, test_tcp_token_file);
 
     TCase *digest = tu_tcase(s, "digest", 0);
     tcase_add_test(digest, test_digest_ignores_text_form);

@@ -14,7 +14,8 @@
  *   - a refused start leaves nothing behind (no region file, log directory
  *     or socket), a socket path that holds something else than a socket is
  *     refused and left alone, and a socket's directory is checked like a
- *     log directory's.
+ *     log directory's;
+ *   - a TCP token file that others may read or replace refuses the start.
  * The log-directory tests run real servers ($PODDB_BIN/poddb-server). Tests
  * that need another user chown to uid 65534; where chown is impossible they
  * say so and are not run. */
@@ -721,18 +722,31 @@ static int tcp_listener(int *fd)
 }
 
 /* Every refusal of a start comes before its region file, log directory and
- * socket exist (a TCP port in use, a module that does not load, a region
- * too large for /dev/shm, another pod's log directory), and what a failure
+ * socket exist (a TCP token file others may read, a TCP port in use, a
+ * module that does not load, a region too large for /dev/shm, another pod's
+ * log directory), and what a failure
  * later in the start created is removed again (a key too long for a pod of
  * several hosts is found once the region is open). */
 START_TEST(refused_start_leaves_nothing)
 {
     struct sh_server s;
-    char host_extra[64], tail[SH_PATH + 64], needle[SH_PATH + 64];
+    char host_extra[2 * SH_PATH], tail[SH_PATH + 64], needle[SH_PATH + 64];
+
+    ck_assert_int_eq(sh_prepare(&s, 1, 0, NULL), 0);
+    ck_assert_int_eq(sh_write_token(&s), 0);
+    ck_assert_int_eq(chmod(s.token_file, 0640), 0);
+    snprintf(host_extra, sizeof host_extra, "    tcp_port: 1\n    tcp_token_file: %s\n",
+             s.token_file);
+    write_conf(&s, 1, "512MiB", "64", host_extra, "");
+    const char *token[] = {s.token_file, "readable by group or others"};
+    expect_refused(&s, token, 2);
+    expect_nothing_left(&s, false);
 
     int lfd, port = tcp_listener(&lfd);
     ck_assert_int_eq(sh_prepare(&s, 1, 0, NULL), 0);
-    snprintf(host_extra, sizeof host_extra, "    tcp_port: %d\n", port);
+    ck_assert_int_eq(sh_write_token(&s), 0);
+    snprintf(host_extra, sizeof host_extra, "    tcp_port: %d\n    tcp_token_file: %s\n", port,
+             s.token_file);
     write_conf(&s, 1, "512MiB", "64", host_extra, "");
     snprintf(needle, sizeof needle, "cannot listen on 127.0.0.1:%d", port);
     const char *tcp[] = {needle, "in use"};
@@ -781,6 +795,40 @@ START_TEST(refused_start_leaves_nothing)
     expect_refused(&s, key, 1);
     expect_nothing_left(&s, false);
     ck_assert(sh_file_contains(s.log, "removed region"));
+}
+END_TEST
+
+/* Whoever may replace the TCP token file chooses the token: a token file of
+ * another user, or in a directory others may write, refuses the start (and
+ * leaves nothing). */
+START_TEST(tcp_token_file_others_may_replace_is_refused)
+{
+    struct sh_server s;
+    char host_extra[2 * SH_PATH], dir[SH_PATH + 16], file[SH_PATH + 32];
+
+    ck_assert_int_eq(sh_prepare(&s, 1, 0, NULL), 0);
+    ck_assert_int_eq(sh_write_token(&s), 0);
+    snprintf(host_extra, sizeof host_extra, "    tcp_port: 1\n    tcp_token_file: %s\n",
+             s.token_file);
+    write_conf(&s, 1, "512MiB", "64", host_extra, "");
+    if (chown_or_skip(s.token_file, OTHER_UID, "tcp_token_file_others_may_replace_is_refused")) {
+        const char *owner[] = {s.token_file, "it must belong to this user or root"};
+        expect_refused(&s, owner, 2);
+        expect_nothing_left(&s, false);
+    }
+
+    ck_assert_int_eq(sh_prepare(&s, 1, 0, NULL), 0);
+    ck_assert_int_eq(sh_write_token(&s), 0);
+    snprintf(dir, sizeof dir, "%s/open", s.dir);
+    snprintf(file, sizeof file, "%s/token", dir);
+    ck_assert_int_eq(mkdir(dir, 0700), 0);
+    ck_assert_int_eq(chmod(dir, 0777), 0);
+    ck_assert_int_eq(rename(s.token_file, file), 0);
+    snprintf(host_extra, sizeof host_extra, "    tcp_port: 1\n    tcp_token_file: %s\n", file);
+    write_conf(&s, 1, "512MiB", "64", host_extra, "");
+    const char *open_dir[] = {file, dir, "writable by group or others and not sticky"};
+    expect_refused(&s, open_dir, 3);
+    expect_nothing_left(&s, false);
 }
 END_TEST
 
@@ -915,6 +963,7 @@ int main(void)
     tcase_add_test(logdir, files_are_private_under_umask_000);
     TCase *start = tu_tcase(s, "start", 300);
     tcase_add_test(start, refused_start_leaves_nothing);
+    tcase_add_test(start, tcp_token_file_others_may_replace_is_refused);
     tcase_add_test(start, late_failure_takes_back_what_it_created);
     tcase_add_test(start, socket_path_that_is_not_a_socket_is_refused);
     tcase_add_test(start, socket_dir_of_another_user_is_refused);

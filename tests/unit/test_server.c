@@ -11,7 +11,9 @@
  *
  * TCase "lifecycle" starts its own servers: a second server for the same host
  * id, SIGTERM/SIGINT shutdown (the region's host slot goes back to free), the
- * TCP listener, stale and foreign socket files, an impossible socket path. */
+ * TCP listener and its token (no call without sys.auth, a wrong token closes
+ * the connection, a token file others may read or that is missing refuses
+ * the start), stale and foreign socket files, an impossible socket path. */
 #include <arpa/inet.h>
 #include <check.h>
 #include <inttypes.h>
@@ -352,6 +354,7 @@ static const struct {
 } expected_procs[] = {
     {"sys.ping", 0, 1},   {"sys.stats", 0, 1}, {"sys.config", 0, 1}, {"sys.procs", 0, 1},
     {"sys.tables", 0, 1}, {"sys.log", 0, 1},   {"sys.pod", 0, 1},   {"sys.checkpoint", -1, 1},
+    {"sys.auth", 1, 1},
     {"kv.get", 2, 1},
     {"kv.put", 3, 0},     {"kv.insert", 3, 0},  {"kv.delete", 2, 0}, {"kv.scan", -1, 1},
     {"kv.multi", -1, 0},
@@ -1850,28 +1853,37 @@ START_TEST(test_sigterm_with_calls_in_flight)
 }
 END_TEST
 
-START_TEST(test_tcp_listener)
+/* Start a server with a TCP listener on a free port (and its token file);
+ * its address "tcp:127.0.0.1:PORT" in addr. */
+static void start_tcp_server(struct sh_server *a, char *addr, size_t addrlen)
 {
-    struct sh_server a;
     unsigned seed = (unsigned)getpid() ^ (unsigned)sh_now_ms();
     int started = -1;
     for (int attempt = 0; attempt < 8 && started != 0; attempt++) {
         int port = 20000 + (int)(rand_r(&seed) % 40000);
-        ck_assert_int_eq(sh_prepare(&a, 1, port, NULL), 0);
-        started = sh_start(&a, START_TIMEOUT_MS);
+        ck_assert_int_eq(sh_prepare(a, 1, port, NULL), 0);
+        started = sh_start(a, START_TIMEOUT_MS);
         if (started != 0) {
-            bool taken = sh_file_contains(a.log, "127.0.0.1");
-            sh_remove_region(&a);
+            bool taken = sh_file_contains(a->log, "cannot listen on 127.0.0.1");
+            sh_remove_region(a);
             if (!taken) {
-                sh_dump_log(&a, "tcp start");
+                sh_dump_log(a, "tcp start");
                 ck_abort_msg("the server with tcp_port %d did not start", port);
             }
         }
     }
     ck_assert_msg(started == 0, "no free TCP port found");
-    ck_assert(sh_file_contains(a.log, "tcp listener on 127.0.0.1"));
+    ck_assert(sh_file_contains(a->log, "tcp listener on 127.0.0.1"));
+    snprintf(addr, addrlen, "tcp:127.0.0.1:%d", a->tcp_port);
+}
+
+START_TEST(test_tcp_listener)
+{
+    struct sh_server a;
     char addr[64];
-    snprintf(addr, sizeof addr, "tcp:127.0.0.1:%d", a.tcp_port);
+    start_tcp_server(&a, addr, sizeof addr);
+    /* the client library gives the token of $POD_TOKEN_FILE when it connects */
+    ck_assert_int_eq(setenv("POD_TOKEN_FILE", a.token_file, 1), 0);
     pod_client *c = conn(addr);
     pod_reply *r = call(c, "sys.ping", NULL, 0);
     ck_assert(pod_reply_status(r) == POD_OK && str_is(pod_reply_value(r, 0, 0), "pong"));
@@ -1930,6 +1942,205 @@ START_TEST(test_tcp_listener)
     pod_client *gone = pod_client_connect(addr, err, sizeof err);
     ck_assert_msg(gone == NULL, "the TCP port still accepts after shutdown");
     sh_remove_region(&a);
+}
+END_TEST
+
+/* The next call on c fails for want of a connection: the server closed it. */
+static void expect_closed(pod_client *c, const char *what)
+{
+    pod_reply *r = pod_client_call(c, "sys.ping", NULL, 0);
+    ck_assert_msg(r == NULL, "%s: the connection still answers (status %d)", what,
+                  pod_reply_status(r));
+    const char *e = pod_client_error(c);
+    ck_assert_msg(strstr(e, "closed by server") || strstr(e, "reset by server"),
+                  "%s: '%s' is not a closed connection", what, e);
+    pod_client_close(c);
+}
+
+/* A connection without a token (neither $POD_TOKEN_FILE nor $POD_TOKEN). */
+static pod_client *conn_no_token(const char *addr)
+{
+    unsetenv("POD_TOKEN_FILE");
+    unsetenv("POD_TOKEN");
+    return conn(addr);
+}
+
+/* On TCP nothing is answered before sys.auth with the token, and a wrong
+ * token closes the connection; the right one opens it (also pipelined with
+ * the calls after it). The Unix socket needs no token. */
+START_TEST(test_tcp_token)
+{
+    struct sh_server a;
+    char addr[64], err[512];
+    start_tcp_server(&a, addr, sizeof addr);
+    size_t tlen = strlen(a.token);
+
+    /* no sys.auth: the first call is refused and the connection closed */
+    pod_client *c = conn_no_token(addr);
+    expect_error(call(c, "kv.get", (pod_value[]){pod_v_str("kv"), pod_v_str("k")}, 2),
+                 POD_E_AUTH, "must be sys.auth with the host's token", "a call before sys.auth");
+    expect_closed(c, "after a call before sys.auth");
+    c = conn_no_token(addr);
+    expect_error(call(c, "sys.ping", NULL, 0), POD_E_AUTH, "sys.auth with the host's token",
+                 "sys.ping before sys.auth");
+    expect_closed(c, "after sys.ping before sys.auth");
+    ck_assert_str_eq(pod_status_name(POD_E_AUTH), "not authenticated");
+
+    /* a wrong token: refused, closed; so are its prefix, the token with a byte
+     * more, the token with its newline, and no argument at all */
+    char longer[96];
+    snprintf(longer, sizeof longer, "%sx", a.token);
+    char newline[96];
+    snprintf(newline, sizeof newline, "%s\n", a.token);
+    const struct {
+        const void *p;
+        size_t len;
+    } wrong[] = {{"wrong-token-0123456789", 22}, {a.token, tlen - 1}, {longer, tlen + 1},
+                 {newline, tlen + 1}};
+    for (size_t i = 0; i < sizeof wrong / sizeof wrong[0]; i++) {
+        c = conn_no_token(addr);
+        ck_assert_int_eq(pod_client_auth(c, wrong[i].p, wrong[i].len), POD_E_AUTH);
+        ck_assert_msg(strstr(pod_client_error(c), "wrong token"), "wrong token %zu: %s", i,
+                      pod_client_error(c));
+        expect_closed(c, "after a wrong token");
+    }
+    c = conn_no_token(addr);
+    expect_error(call(c, "sys.auth", NULL, 0), POD_E_AUTH, "takes one argument", "no token");
+    expect_closed(c, "after sys.auth without a token");
+    ck_assert_int_eq(setenv("POD_TOKEN", "wrong-token-0123456789", 1), 0);
+    ck_assert_ptr_null(pod_client_connect(addr, err, sizeof err));
+    ck_assert_msg(strstr(err, "wrong token") && strstr(err, "$POD_TOKEN"), "%s", err);
+
+    /* the right token: everything works, on that connection only */
+    c = conn_no_token(addr);
+    ck_assert_int_eq(pod_client_auth(c, a.token, tlen), POD_OK);
+    pod_reply *r = call(c, "sys.ping", NULL, 0);
+    ck_assert(pod_reply_status(r) == POD_OK && str_is(pod_reply_value(r, 0, 0), "pong"));
+    pod_reply_free(r);
+    ck_assert_int_eq(kv_put_s(c, "kv", "token", "given"), POD_OK);
+    ck_assert_int_eq(pod_client_auth(c, a.token, tlen), POD_OK); /* again: still fine */
+    ck_assert_int_eq(kv_get_s(c, "kv", "token", "given"), POD_OK);
+    pod_client *other = conn_no_token(addr);
+    expect_error(call(other, "sys.ping", NULL, 0), POD_E_AUTH, "must be sys.auth",
+                 "another connection");
+    expect_closed(other, "another connection");
+    pod_client_close(c);
+    /* from the file (its newline is not the token's), $POD_TOKEN_FILE, $POD_TOKEN */
+    c = conn_no_token(addr);
+    ck_assert_int_eq(pod_client_auth_file(c, a.token_file), POD_OK);
+    ck_assert_int_eq(kv_get_s(c, "kv", "token", "given"), POD_OK);
+    pod_client_close(c);
+    ck_assert_int_eq(setenv("POD_TOKEN_FILE", a.token_file, 1), 0);
+    c = conn(addr);
+    ck_assert_int_eq(kv_get_s(c, "kv", "token", "given"), POD_OK);
+    pod_client_close(c);
+    unsetenv("POD_TOKEN_FILE");
+    ck_assert_int_eq(setenv("POD_TOKEN", a.token, 1), 0);
+    c = conn(addr);
+    ck_assert_int_eq(kv_get_s(c, "kv", "token", "given"), POD_OK);
+    pod_client_close(c);
+
+    /* sys.auth and the calls after it in one write */
+    c = conn_no_token(addr);
+    pod_value tok = pod_v_bytes(a.token, (uint32_t)tlen);
+    uint64_t ids[3];
+    ids[0] = pod_client_send(c, "sys.auth", &tok, 1, 0);
+    ids[1] = pod_client_send(c, "sys.ping", NULL, 0, 0);
+    ids[2] = pod_client_send(c, "kv.get", (pod_value[]){pod_v_str("kv"), pod_v_str("token")}, 2, 0);
+    ck_assert(ids[0] && ids[1] && ids[2]);
+    ck_assert_int_eq(pod_client_flush(c), 0);
+    for (int i = 0; i < 3; i++) {
+        r = pod_client_recv(c);
+        ck_assert_msg(r && pod_reply_status(r) == POD_OK, "pipelined %d: %s", i,
+                      r ? pod_reply_message(r) : pod_client_error(c));
+        pod_reply_free(r);
+    }
+    pod_client_close(c);
+
+    /* a first frame larger than any sys.auth is refused before it is read */
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+    struct sockaddr_in sa = {.sin_family = AF_INET, .sin_port = htons((uint16_t)a.tcp_port),
+                             .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+    ck_assert_int_eq(connect(fd, (struct sockaddr *)&sa, sizeof sa), 0);
+    unsigned char hdr[16] = {0x00, 0x00, 0x10, 0x00, 1, 0, 0, 0, 7}; /* 1 MiB, id 7 */
+    ck_assert_int_eq(sh_raw_send(fd, hdr, sizeof hdr), 0);
+    struct pod_buf in = {0}, frame = {0};
+    int rc = sh_raw_recv_frame(fd, &in, &frame, CALL_TIMEOUT_MS);
+    ck_assert_msg(rc == SH_FRAME, "no reply to a 1 MiB first frame (%d)", rc);
+    struct pod_reply_frame rep;
+    ck_assert_int_eq(pod_proto_decode_reply(frame.p, frame.len, &rep, NULL, 0), 0);
+    ck_assert_int_eq(rep.status, POD_E_AUTH);
+    ck_assert(reply_msg_has(&rep, "more than a call of sys.auth can be"));
+    rc = sh_raw_recv_frame(fd, &in, &frame, CALL_TIMEOUT_MS);
+    ck_assert_msg(rc == SH_EOF || rc == SH_ERROR, "the connection stays open (%d)", rc);
+    close(fd);
+    pod_buf_free(&in);
+    pod_buf_free(&frame);
+
+    /* the Unix socket: no token needed, and sys.auth there says so */
+    pod_client *u = conn(a.sock);
+    expect_error(call(u, "sys.auth", &tok, 1), POD_E_INVALID, "needs no token",
+                 "sys.auth on the Unix socket");
+    ck_assert_int_eq(kv_get_s(u, "kv", "token", "given"), POD_OK);
+    /* sys.config names the file, never the token */
+    r = call(u, "sys.config", NULL, 0);
+    bool named = false;
+    for (int i = 0; i < pod_reply_nrows(r); i++) {
+        char k[128], v[512];
+        str_at(r, i, 0, k, sizeof k);
+        str_at(r, i, 1, v, sizeof v);
+        ck_assert_msg(!strstr(v, a.token), "sys.config shows the token in %s", k);
+        if (!strcmp(k, "host.tcp_token_file")) named = !strcmp(v, a.token_file);
+    }
+    ck_assert_msg(named, "sys.config host.tcp_token_file");
+    pod_reply_free(r);
+    pod_client_close(u);
+    ck_assert(sh_file_contains(a.log, "tcp: refused"));
+    ck_assert(!sh_file_contains(a.log, a.token));
+    stop_clean(&a, SIGTERM);
+    sh_remove_region(&a);
+}
+END_TEST
+
+/* A token file others may read, a missing one and one too short refuse the
+ * start, naming the file, before the region exists. */
+START_TEST(test_tcp_token_file_refused)
+{
+    struct sh_server a;
+    const int port = 1; /* never bound: the token is read before the port is tried */
+    static const struct {
+        const char *what, *needle;
+    } cases[] = {{"readable by others", "readable by group or others"},
+                 {"missing", "does not exist"},
+                 {"too short", "holds a token of 5 bytes (expected 16..4096 bytes"},
+                 {"writable by the group", "writable by group or others"}};
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        ck_assert_int_eq(sh_prepare(&a, 1, port, NULL), 0);
+        if (i == 0) ck_assert_int_eq(chmod(a.token_file, 0644), 0);
+        if (i == 1) ck_assert_int_eq(unlink(a.token_file), 0);
+        if (i == 2) {
+            FILE *f = fopen(a.token_file, "w");
+            ck_assert_ptr_nonnull(f);
+            fputs("short\n", f);
+            ck_assert_int_eq(fclose(f), 0);
+        }
+        if (i == 3) ck_assert_int_eq(chmod(a.token_file, 0620), 0);
+        ck_assert_msg(sh_start(&a, START_TIMEOUT_MS) != 0, "%s: the server started",
+                      cases[i].what);
+        ck_assert_msg(WIFEXITED(a.status) && WEXITSTATUS(a.status) != 0, "%s: wait status %d",
+                      cases[i].what, a.status);
+        if (!sh_file_contains(a.log, cases[i].needle) || !sh_file_contains(a.log, a.token_file) ||
+            !sh_file_contains(a.log, "TCP token file")) {
+            sh_dump_log(&a, cases[i].what);
+            ck_abort_msg("%s: the refusal does not name the file and say '%s'", cases[i].what,
+                         cases[i].needle);
+        }
+        ck_assert_msg(access(a.region, F_OK) != 0, "%s: the refused start made its region",
+                      cases[i].what);
+        ck_assert_msg(access(a.sock, F_OK) != 0, "%s: the refused start made its socket",
+                      cases[i].what);
+        ck_assert_ptr_null(sh_sanitizer_error(&a));
+    }
 }
 END_TEST
 
@@ -2140,6 +2351,8 @@ static Suite *server_suite(void)
     tcase_add_test(lc, test_sigterm_clean_exit);
     tcase_add_test(lc, test_sigterm_with_calls_in_flight);
     tcase_add_test(lc, test_tcp_listener);
+    tcase_add_test(lc, test_tcp_token);
+    tcase_add_test(lc, test_tcp_token_file_refused);
     tcase_add_test(lc, test_stale_socket_replaced);
     tcase_add_test(lc, test_socket_of_other_server);
     tcase_add_test(lc, test_socket_dir_missing);

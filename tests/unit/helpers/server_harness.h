@@ -52,6 +52,8 @@ struct sh_server {
     char region[SH_PATH]; /* the region file in /dev/shm */
     char log[SH_PATH];    /* the server's stdout+stderr */
     int tcp_port;         /* 0: none */
+    char token_file[SH_PATH]; /* with tcp_port: DIR/token (0600), named relative in the config */
+    char token[80];       /* what it holds (with a newline after it) */
     int workers;
     pid_t pid;            /* 0 when not running */
     int status;           /* wait status once stopped */
@@ -189,7 +191,20 @@ static inline const char *sh_bin_dir(void)
     "  - name: safe\n    key_size: 32\n    value_size: 128\n    partitions: 3\n"    \
     "  - name: huge\n    key_size: 8\n    value_size: 1048576\n    partitions: 1\n"
 
-/* Fill in unique paths and write the config. socket_override: NULL, or a
+/* s's token file, DIR/token (mode 0600): a token of its own and a newline. */
+static inline int sh_write_token(struct sh_server *s)
+{
+    snprintf(s->token_file, sizeof s->token_file, "%s/token", s->dir);
+    snprintf(s->token, sizeof s->token, "srvtest-token-%d-%d-%llu", (int)getpid(), sh_counter,
+             (unsigned long long)sh_now_ms());
+    int fd = open(s->token_file, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+    if (fd < 0) return -1;
+    bool ok = dprintf(fd, "%s\n", s->token) > 0 && fchmod(fd, 0600) == 0;
+    return close(fd) == 0 && ok ? 0 : -1;
+}
+
+/* Fill in unique paths and write the config (with tcp_port, the token file
+ * too: see sh_write_token). socket_override: NULL, or a
  * socket path to use instead of the default one (for error tests). */
 static inline int sh_prepare(struct sh_server *s, int workers, int tcp_port,
                              const char *socket_override)
@@ -207,6 +222,7 @@ static inline int sh_prepare(struct sh_server *s, int workers, int tcp_port,
     snprintf(s->log, sizeof s->log, "%s/server.log", s->dir);
     snprintf(s->region, sizeof s->region, "/dev/shm/poddb-srvtest-%d-%d-%d", (int)sh_main_pid,
              (int)getpid(), n);
+    if (tcp_port && sh_write_token(s) != 0) return -1;
     FILE *f = fopen(s->conf, "w");
     if (!f) return -1;
     fprintf(f,
@@ -215,7 +231,7 @@ static inline int sh_prepare(struct sh_server *s, int workers, int tcp_port,
             "host_defaults:\n  workers: %d\n  loggers: 1\n  socket: %s\n  log_dir: %s/log-{host}\n"
             "hosts:\n  - workers: %d\n",
             s->region, workers, s->sock, s->dir, workers);
-    if (tcp_port) fprintf(f, "    tcp_port: %d\n", tcp_port);
+    if (tcp_port) fprintf(f, "    tcp_port: %d\n    tcp_token_file: token\n", tcp_port);
     fputs(SH_TABLES_YAML, f);
     if (sh_extra_tables) fputs(sh_extra_tables, f);
     fputs("engine:\n  epoch_ms: 10\n", f);
