@@ -72,7 +72,7 @@ grep -Eq '^  B threads \(CPU s\): .*pod-logger=[0-9.]+ .*pod-worker=[0-9.]+' "$T
 grep -Eq '^hot CRC32C before the runs: [0-9.]+ GB/s$' "$TMP/ab" &&
   grep -Eq '^hot CRC32C after the runs: [0-9.]+ GB/s$' "$TMP/ab" ||
   fail "ab.sh: no machine-speed gauge before and after: $(cat "$TMP/ab")"
-[ -z "$(ls /dev/shm | grep '^poddb-ab-' || true)" ] || fail "ab.sh left a region behind"
+[ -z "$(ls /dev/shm | grep "^$TEST_TAG-ab-" || true)" ] || fail "ab.sh left a region behind"
 pass "ab.sh: a pair with committed/s and CPU per transaction each (and by thread kind), the means, the CRC gauge, no region left"
 # --sequence: two runs on each pod, compared run by run and over both.
 tools/experiments/ab.sh --pairs 1 --duration 1 --workload ycsb --ycsb-tuples 20000 \
@@ -85,7 +85,7 @@ for r in 1 2; do
 done
 grep -Eq '^mean of all runs: A [0-9]+/s .* B/A [0-9.]+, B ahead in [012] of 2 runs$' "$TMP/ab" ||
   fail "ab.sh --sequence: no mean of all runs: $(cat "$TMP/ab")"
-[ -z "$(ls /dev/shm | grep '^poddb-ab-' || true)" ] || fail "ab.sh --sequence left a region behind"
+[ -z "$(ls /dev/shm | grep "^$TEST_TAG-ab-" || true)" ] || fail "ab.sh --sequence left a region behind"
 pass "ab.sh --sequence: each run of the sequence compared, and all runs together"
 for bad in "--sequence --remote;;--remote" "--bench --remote --sequence --remote"; do
   set +e
@@ -123,7 +123,7 @@ d = json.loads(sys.stdin.read())
 assert d["tool"] == "ckptcost" and d["checkpoints"] == 4, d
 assert d["full_ns_per_row"] > 0 and d["delta_ns_per_row"] > 0, d
 assert all(n > 0 for n in d["rows_per_host"]), d' || fail "ckptcost.sh --json"
-[ -z "$(ls /dev/shm | grep '^poddb-ckptcost-' || true)" ] || fail "ckptcost.sh left a region behind"
+[ -z "$(ls /dev/shm | grep "^$TEST_TAG-ckptcost-" || true)" ] || fail "ckptcost.sh left a region behind"
 set +e
 tools/experiments/ckptcost.sh --rounds 0 >"$TMP/ck" 2>&1
 rc=$?
@@ -152,7 +152,7 @@ grep -q '^3 worker samples$' "$TMP/fold" && grep -Eq '^ +66\.7% +p_new_order$' "
 pass "fold-profile.py folds worker samples by procedure and call, inlined frames with their function"
 
 # The scripts below use the release build, as a measurement would, and
-# regions named after themselves (pod2.sh) or after $PODDB_EXP_TAG (explib.py).
+# regions named after $PODDB_EXP_TAG and the script (pod2.sh, explib.py).
 # no_pods WHAT REGION_PATTERN: no region matching it and no pid file is left
 no_pods() {
   local left
@@ -238,7 +238,7 @@ for (label, unit), row in zip(want, rows[1:]):
     assert unit != "/s" or int(m.group(1)) > 0, row
 assert int(rows[3].split()[-1]) > 0, "no tuple of host 0 in CXL memory after the multi-partition run"
 PY
-no_pods moveback.sh '^poddb-moveback-'
+no_pods moveback.sh "^$TEST_TAG-moveback-"
 pass "moveback.sh: each run's throughput, host 0's tuples in CXL memory after the multi-partition run, no pod left"
 
 # tools/experiments/crowded.sh: one pair of this build against itself, small
@@ -257,5 +257,5 @@ for label, mean in (("4 hosts", "4 hosts on 2 CPUs"), ("2 pods ", "2 pods on 2 C
     m = re.search(rf"^mean {mean}: {side}  B/A ([0-9.]+), B ahead in [01] of 1$", text, re.M)
     assert m and all(float(v) > 0 for v in m.groups()), mean
 PY
-no_pods crowded.sh '^poddb-crowded-'
+no_pods crowded.sh "^$TEST_TAG-crowded-"
 pass "crowded.sh: a pair on the 4-host pod and on two pods at once, throughput and reply waits above 0, the means, no pod left"

@@ -34,6 +34,10 @@ trees() {
 
 WORK=$(mktemp -d "/tmp/poddb-$NAME.XXXXXX")
 TAG=$NAME-$$
+# The regions' (and run directories') names start with RPFX: $PODDB_EXP_TAG
+# when set (a test sets its own, so that runs side by side, as two clones'
+# test suites, each find only their own leftovers).
+RPFX=${PODDB_EXP_TAG:-poddb}-$TAG
 CONF=
 PODS_UP=() # the configs of the pods that are up
 cleanup() {
@@ -43,7 +47,7 @@ cleanup() {
         mkdir -p "$KEEP" &&
             find "$WORK" -mindepth 1 -maxdepth 1 ! -name '*-log-*' -exec cp -r {} "$KEEP"/ \;
     fi
-    rm -rf "$WORK" /dev/shm/poddb-"$TAG"-*
+    rm -rf "$WORK" /dev/shm/"$RPFX"-*
 }
 trap cleanup EXIT
 trap 'exit 2' INT TERM
@@ -59,7 +63,7 @@ make_conf() {
     local f=$WORK/$1.yaml
     cat >"$f" <<EOC
 region:
-  path: /dev/shm/poddb-$TAG-$1
+  path: /dev/shm/$RPFX-$1
   kind: shm
   size: 4GiB
   hwcc_budget: 256MiB
@@ -93,11 +97,11 @@ run_base() {
     else echo "/tmp/poddb-run-$(id -u)"; fi
 }
 # pod_dir [CONF]: the run directory of the pod of CONF (default $CONF):
-# tools/pod names it after the region, poddb-$TAG-NAME
+# tools/pod names it after the region, $RPFX-NAME
 pod_dir() {
     local name
     name=$(basename "${1:-$CONF}" .yaml)
-    ls -d "$(run_base)/poddb-$TAG-$name"-* | head -1
+    ls -d "$(run_base)/$RPFX-$name"-* | head -1
 }
 # pod_pids [CONF]: the servers' process ids, host 0 first
 pod_pids() {
