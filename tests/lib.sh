@@ -37,3 +37,16 @@ for k in sys.argv[2].split("."):
     d=d[int(k)] if isinstance(d,list) else d[k]
 print(d)' "$1" "$2"
 }
+
+# run CMD...: sets rc, $TMP/out and $TMP/err (never stops the script); the
+# checks below look at the last run.
+run() {
+  set +e
+  "$@" >"$TMP/out" 2>"$TMP/err"
+  rc=$?
+  set -e
+}
+expect_rc() { [ "$rc" = "$1" ] || fail "$2: exit $rc, expected $1 (stdout: $(cat "$TMP/out"); stderr: $(cat "$TMP/err"))"; }
+out_is() { [ "$(cat "$TMP/out")" = "$1" ] || fail "$2: stdout '$(cat "$TMP/out")', expected '$1'"; }
+out_has() { grep -qF -- "$1" "$TMP/out" || fail "$2: stdout lacks '$1': $(cat "$TMP/out")"; }
+err_has() { grep -qF -- "$1" "$TMP/err" || fail "$2: stderr lacks '$1': $(cat "$TMP/err")"; }

@@ -283,17 +283,8 @@ static int listen_unix(struct pod_server *s, const char *path, pod_err *err)
 
 static int listen_tcp(int port, pod_err *err)
 {
-    int fd = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
-    if (fd < 0) {
-        pod_err_set(err, "socket: %s", strerror(errno));
-        return -1;
-    }
-    int one = 1;
-    setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
-    /* Loopback only: the protocol has no authentication. */
-    struct sockaddr_in sa = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port),
-                             .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
-    if (bind(fd, (struct sockaddr *)&sa, sizeof sa) != 0 || listen(fd, 512) != 0) {
+    int fd = pod_tcp_bind_loopback(port, SOCK_NONBLOCK, err);
+    if (fd >= 0 && listen(fd, 512) != 0) {
         pod_err_set(err, "cannot listen on 127.0.0.1:%d: %s", port, strerror(errno));
         close(fd);
         return -1;

@@ -109,10 +109,9 @@ static int check_socket(const char *path, pod_err *err)
     return pod_socket_probe(path, err) < 0 ? -1 : 0;
 }
 
-/* The port is free on 127.0.0.1 (bound for an instant, never listened on). */
-static int check_tcp(int port, pod_err *err)
+int pod_tcp_bind_loopback(int port, int flags, pod_err *err)
 {
-    int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC | flags, 0);
     if (fd < 0) {
         pod_err_set(err, "socket: %s", strerror(errno));
         return -1;
@@ -121,10 +120,21 @@ static int check_tcp(int port, pod_err *err)
     setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
     struct sockaddr_in sa = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port),
                              .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
-    int rc = bind(fd, (struct sockaddr *)&sa, sizeof sa);
-    if (rc != 0) pod_err_set(err, "cannot listen on 127.0.0.1:%d: %s", port, strerror(errno));
+    if (bind(fd, (struct sockaddr *)&sa, sizeof sa) != 0) {
+        pod_err_set(err, "cannot listen on 127.0.0.1:%d: %s", port, strerror(errno));
+        close(fd);
+        return -1;
+    }
+    return fd;
+}
+
+/* The port is free on 127.0.0.1 (bound for an instant, never listened on). */
+static int check_tcp(int port, pod_err *err)
+{
+    int fd = pod_tcp_bind_loopback(port, 0, err);
+    if (fd < 0) return -1;
     close(fd);
-    return rc ? -1 : 0;
+    return 0;
 }
 
 /* Which directories of dir a start will create: the topmost missing one. */

@@ -31,6 +31,12 @@ struct pod_start_undo {
  * full. 0, or -1 with err. */
 int pod_start_check(const struct pod_config *c, int host, struct pod_start_undo *u, pod_err *err);
 
+/* A TCP socket bound to 127.0.0.1:port (SO_REUSEADDR), not listening yet;
+ * flags: socket()'s type flags besides SOCK_STREAM | SOCK_CLOEXEC. The
+ * descriptor, or -1 with err. Loopback only: the token crosses the
+ * connection in clear (docs/security.md). */
+int pod_tcp_bind_loopback(int port, int flags, pod_err *err);
+
 /* What is at a socket path. */
 enum pod_socket_state {
     POD_SOCKET_FREE,  /* nothing */

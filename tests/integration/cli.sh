@@ -27,17 +27,6 @@ done
 "$CLI" -s "$sock" -t 2000 call sys.ping >/dev/null 2>&1 || { cat "$TMP/server.log" >&2; fail "the server does not answer"; }
 pass "server up on $sock"
 
-# run CMD...: sets rc, and $TMP/out, $TMP/err (never stops the script)
-run() {
-  set +e
-  "$@" >"$TMP/out" 2>"$TMP/err"
-  rc=$?
-  set -e
-}
-# expect RC: the last run's exit status
-expect_rc() { [ "$rc" = "$1" ] || fail "$2: exit $rc, expected $1 (stdout: $(cat "$TMP/out"); stderr: $(cat "$TMP/err"))"; }
-out_is() { [ "$(cat "$TMP/out")" = "$1" ] || fail "$2: stdout '$(cat "$TMP/out")', expected '$1'"; }
-err_has() { grep -qF -- "$1" "$TMP/err" || fail "$2: stderr '$(cat "$TMP/err")' lacks '$1'"; }
 no_err() { [ ! -s "$TMP/err" ] || fail "$1: unexpected stderr: $(cat "$TMP/err")"; }
 # json_ok FILE: one valid JSON document (python3 -m json.tool)
 json_ok() { python3 -m json.tool "$1" >/dev/null || fail "$2: not valid JSON: $(cat "$1")"; }

@@ -16,15 +16,6 @@ export PODDB_RUN_DIR=$TMP/run     # the pod's pid files and logs stay inside $TM
 on_exit "$POD down --conf $conf --bin $BIN_ABS --timeout 5"
 sock() { echo "$TMP/pod-$1.sock"; }
 
-run() {
-  set +e
-  "$@" >"$TMP/out" 2>"$TMP/err"
-  rc=$?
-  set -e
-}
-expect_rc() { [ "$rc" = "$1" ] || fail "$2: exit $rc, expected $1 (stdout: $(cat "$TMP/out"); stderr: $(cat "$TMP/err"))"; }
-out_has() { grep -qF -- "$1" "$TMP/out" || fail "$2: stdout lacks '$1': $(cat "$TMP/out")"; }
-err_has() { grep -qF -- "$1" "$TMP/err" || fail "$2: stderr lacks '$1': $(cat "$TMP/err")"; }
 # No process of this pod: nothing whose command line names the config or the run directory.
 no_pod_process() {
   local left

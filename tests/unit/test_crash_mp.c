@@ -38,7 +38,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "helpers/server_harness.h"
+#include "helpers/pod_harness.h"
 #include "poddb/client.h"
 #include "util/clock.h"
 #include "helpers/testutil.h"
@@ -99,17 +99,11 @@ static void write_conf(struct pod *p, const char *name)
     char mod[PATH_MAX];
     ck_assert_msg(realpath("build/test/modules/bank.so", mod) != NULL,
                   "build/test/modules/bank.so is not built (make test builds it)");
-    snprintf(p->dir, sizeof p->dir, "%s/%s-%d", sh_root, name, (int)getpid());
-    ck_assert_int_eq(mkdir(p->dir, 0700), 0);
-    snprintf(p->conf, sizeof p->conf, "%s/pod.yaml", p->dir);
-    snprintf(p->region, sizeof p->region, "/dev/shm/poddb-srvtest-%d-%s", (int)sh_main_pid, name);
-    char dir[sizeof p->dir];
-    memcpy(dir, p->dir, sizeof dir);
-    for (int h = 0; h < NHOSTS; h++) {
-        snprintf(p->sock[h], sizeof p->sock[h], "%s/pod-%d.sock", dir, h);
-        snprintf(p->log[h], sizeof p->log[h], "%s/server-%d.log", dir, h);
-        snprintf(p->logdir[h], sizeof p->logdir[h], "%s/log-%d", dir, h);
-    }
+    ph_pod_paths(name, p->dir, sizeof p->dir, p->conf, sizeof p->conf, p->region,
+                 sizeof p->region);
+    for (int h = 0; h < NHOSTS; h++)
+        ph_host_paths(p->dir, h, p->sock[h], sizeof p->sock[h], p->log[h], sizeof p->log[h],
+                      p->logdir[h], sizeof p->logdir[h]);
     FILE *f = fopen(p->conf, "w");
     ck_assert_ptr_nonnull(f);
     fprintf(f,
@@ -221,13 +215,8 @@ static void pick_accounts(struct client *cl, int64_t *from, int64_t *to)
 static void *client_main(void *arg)
 {
     struct client *cl = arg;
-    char err[256];
-    pod_client *c = pod_client_connect(cl->p->sock[cl->host], err, sizeof err);
-    if (!c) {
-        snprintf(cl->err, sizeof cl->err, "connect: %.200s", err);
-        return NULL;
-    }
-    pod_client_set_timeout(c, 10000);
+    pod_client *c = ph_connect(cl->p->sock[cl->host], 10000, cl->err, sizeof cl->err);
+    if (!c) return NULL;
     uint64_t txid_of[2 * DEPTH * 4] = {0};
     const size_t ring = sizeof txid_of / sizeof txid_of[0];
     uint64_t seq = 0;

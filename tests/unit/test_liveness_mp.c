@@ -65,12 +65,8 @@ static void pod_start(struct pod *p, const struct pod_opts *o)
 {
     sh_adopt();
     memset(p, 0, sizeof *p);
-    int n = sh_counter++;
-    snprintf(p->dir, sizeof p->dir, "%s/%d-%d", sh_root, (int)getpid(), n);
-    ck_assert(mkdir(p->dir, 0700) == 0 || errno == EEXIST);
-    snprintf(p->conf, sizeof p->conf, "%s/pod.yaml", p->dir);
-    snprintf(p->region, sizeof p->region, "/dev/shm/poddb-srvtest-%d-%d-%d", (int)sh_main_pid,
-             (int)getpid(), n);
+    ph_pod_paths("live", p->dir, sizeof p->dir, p->conf, sizeof p->conf, p->region,
+                 sizeof p->region);
     char mod[SH_PATH];
     ck_assert(realpath(modules_dir(), mod) != NULL);
     FILE *f = fopen(p->conf, "w");
@@ -408,13 +404,8 @@ struct stress_arg {
 static void *stress_client(void *argp)
 {
     struct stress_arg *a = argp;
-    char err[256];
-    pod_client *c = pod_client_connect(a->p->sock[a->host], err, sizeof err);
-    if (!c) {
-        snprintf(a->failure, sizeof a->failure, "connect: %s", err);
-        return NULL;
-    }
-    pod_client_set_timeout(c, 30000);
+    pod_client *c = ph_connect(a->p->sock[a->host], 30000, a->failure, sizeof a->failure);
+    if (!c) return NULL;
     static const char *const ops[] = {"insert", "get", "delete", "put"};
     uint64_t end = sh_now_ms() + STRESS_MS;
     unsigned char keys[3][2];

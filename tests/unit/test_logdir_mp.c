@@ -51,20 +51,12 @@ static const char *engine_extra;
 
 static void new_pod(struct pod *p, const char *name)
 {
-    static int n;
     memset(p, 0, sizeof *p);
-    snprintf(p->dir, sizeof p->dir, "%s/%s-%d-%d", sh_root, name, (int)getpid(), n++);
-    ck_assert_int_eq(mkdir(p->dir, 0700), 0);
-    snprintf(p->conf, sizeof p->conf, "%s/pod.yaml", p->dir);
-    snprintf(p->region, sizeof p->region, "/dev/shm/poddb-srvtest-%d-%s-%d", (int)sh_main_pid,
-             name, (int)getpid());
-    char dir[sizeof p->dir];
-    memcpy(dir, p->dir, sizeof dir);
-    for (int h = 0; h < NHOSTS; h++) {
-        snprintf(p->sock[h], sizeof p->sock[h], "%s/pod-%d.sock", dir, h);
-        snprintf(p->log[h], sizeof p->log[h], "%s/server-%d.log", dir, h);
-        snprintf(p->logdir[h], sizeof p->logdir[h], "%s/log-%d", dir, h);
-    }
+    ph_pod_paths(name, p->dir, sizeof p->dir, p->conf, sizeof p->conf, p->region,
+                 sizeof p->region);
+    for (int h = 0; h < NHOSTS; h++)
+        ph_host_paths(p->dir, h, p->sock[h], sizeof p->sock[h], p->log[h], sizeof p->log[h],
+                      p->logdir[h], sizeof p->logdir[h]);
     FILE *f = fopen(p->conf, "w");
     ck_assert_ptr_nonnull(f);
     fprintf(f,
@@ -74,7 +66,7 @@ static void new_pod(struct pod *p, const char *name)
             "hosts:\n  - {}\n  - {}\n"
             "tables:\n  - name: kv\n    key_size: 16\n    value_size: 32\n    partitions: 4\n"
             "engine:\n  epoch_ms: 10\n%s",
-            p->region, dir, dir, engine_extra ? engine_extra : "");
+            p->region, p->dir, p->dir, engine_extra ? engine_extra : "");
     ck_assert_int_eq(fclose(f), 0);
 }
 

@@ -69,13 +69,9 @@ static void pod_start_logged(struct pod *p, int nhosts, int workers, const char 
 {
     sh_adopt();
     memset(p, 0, sizeof *p);
-    int n = sh_counter++;
     p->nhosts = nhosts;
-    snprintf(p->dir, sizeof p->dir, "%s/%d-%d", sh_root, (int)getpid(), n);
-    ck_assert(mkdir(p->dir, 0700) == 0 || errno == EEXIST);
-    snprintf(p->conf, sizeof p->conf, "%s/pod.yaml", p->dir);
-    snprintf(p->region, sizeof p->region, "/dev/shm/poddb-srvtest-%d-%d-%d", (int)sh_main_pid,
-             (int)getpid(), n);
+    ph_pod_paths("pod", p->dir, sizeof p->dir, p->conf, sizeof p->conf, p->region,
+                 sizeof p->region);
     char mod[SH_PATH];
     ck_assert(realpath(modules_dir(), mod) != NULL);
     FILE *f = fopen(p->conf, "w");
