@@ -165,6 +165,9 @@ damage_during_run() {
   local call=()
   while [ "$1" != -- ]; do call+=("$1"); shift; done
   shift
+  # Emptied here, not only by the child's redirection: the loop below must not
+  # find the previous run's progress line before the child opens the file.
+  : >"$TMP/bench.err"
   set +e
   "$BENCH" --conf "$conf" --duration 5 --warmup 0 --check --json "$@" >"$TMP/bench.json" 2>"$TMP/bench.err" &
   local bpid=$!
