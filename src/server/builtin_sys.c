@@ -104,6 +104,7 @@ static int sys_stats(pod_txn *tx, const pod_args *a, pod_result *res, void *ctx)
     name_i64_row(res, "server.conn_limit_closes", si ? rd(&si->conn_limit_closes) : 0);
     name_i64_row(res, "server.server_limit_closes", si ? rd(&si->server_limit_closes) : 0);
     name_i64_row(res, "server.not_durable_replies", si ? rd(&si->not_durable_replies) : 0);
+    name_i64_row(res, "server.stalls", si ? rd(&si->stalls) : 0);
     /* The log directory lost under the server (docs/durability.md, "The log
      * directory watched"): this host's, and the lowest host's of the pod. */
     if (db->log) {

@@ -97,6 +97,14 @@
 #define TRIM_EVERY_NS (1000ull * 1000 * 1000)
 #define WARN_EVERY_NS (10ull * 1000 * 1000 * 1000)
 #define SHUTDOWN_GRACE_MS 10000
+/* The loop sleeps at most LOOP_SLEEP_MS. A wake-up more than STALL_SLACK_NS
+ * later than it asked for means that the server did not run (a stopped or
+ * starved process, a paused machine): that time is not counted against a
+ * held reply's engine.durable_wait_ms, since the epoch thread did not run
+ * either and the durable epoch could not move. Over STALL_WARN_NS: logged. */
+#define LOOP_SLEEP_MS 1000
+#define STALL_SLACK_NS (1000ull * 1000 * 1000)
+#define STALL_WARN_NS (5000ull * 1000 * 1000)
 
 struct conn {
     int fd;
@@ -116,7 +124,9 @@ struct conn {
     uint64_t kill_deadline; /* killed: dropped at this pod_mono_ns() even if not written */
     struct pod_buf in;
     pthread_mutex_t out_lock;
-    struct pod_buf out;     /* encoded replies not yet written (under out_lock) */
+    struct pod_buf out;     /* encoded replies; those from out_at on not yet written
+                               (under out_lock) */
+    size_t out_at;
     size_t out_head;        /* bytes at the start of out that finish a frame partly sent
                                (under out_lock) */
     struct conn *next_ready;
@@ -144,6 +154,7 @@ struct held_reply {
     struct conn *conn;
     uint64_t epoch;         /* released once epoch < the persisted durable epoch */
     uint64_t since;         /* pod_mono_ns() when it was held (engine.durable_wait_ms) */
+    uint64_t stalled;       /* the server's stalled_ns then */
     uint64_t id;            /* the call's request id */
     size_t len;
     unsigned char frame[];
@@ -203,6 +214,8 @@ struct pod_server {
     /* replies held too long (engine.durable_wait_ms) */
     uint64_t durable_wait_ns;   /* 0: wait for ever */
     uint64_t expire_next_ns, durable_warned_ns, durable_unwarned;
+    /* how long the server did not run (LOOP_SLEEP_NS): atomic, written by the loop */
+    uint64_t stalled_ns, loop_woke_ns;
     struct pod_server_info info;
 };
 
@@ -422,13 +435,21 @@ static void buf_shrink(struct pod_buf *b)
     b->cap = READ_CHUNK;
 }
 
-/* n bytes of c->out were written (under out_lock): follow the frame
- * boundaries (conn_kill keeps the rest of a frame partly written). */
+/* Bytes of c's output not written yet (under out_lock). */
+static size_t out_pending(const struct conn *c) { return c->out.len - c->out_at; }
+
+/* n bytes of c's output were written (under out_lock): follow the frame
+ * boundaries (conn_kill keeps the rest of a frame partly written). The
+ * written bytes leave the front of the buffer once they are as many as
+ * those left: each byte is moved once at most on average, however long the
+ * backlog of a slow reader (a move of the rest after every send made
+ * writing n bytes cost n squared over the socket's buffer size). */
 static void out_consume(struct pod_server *s, struct conn *c, size_t n)
 {
     for (size_t at = 0; at < n;) {
         if (!c->out_head) {
-            const unsigned char *f = c->out.p + at; /* a frame starts here: its length */
+            /* a frame starts here: its length */
+            const unsigned char *f = c->out.p + c->out_at + at;
             c->out_head = 4 + ((size_t)f[0] | (size_t)f[1] << 8 | (size_t)f[2] << 16 |
                                (size_t)f[3] << 24);
         }
@@ -436,8 +457,36 @@ static void out_consume(struct pod_server *s, struct conn *c, size_t n)
         at += t;
         c->out_head -= t;
     }
-    pod_buf_consume(&c->out, n);
+    c->out_at += n;
+    if (c->out_at == c->out.len) {
+        c->out_at = c->out.len = 0;
+    } else if (c->out_at >= out_pending(c)) {
+        memmove(c->out.p, c->out.p + c->out_at, out_pending(c));
+        c->out.len -= c->out_at;
+        c->out_at = 0;
+    }
     uncharge(s, c, n);
+    if (!c->out_at) buf_shrink(&c->out);
+}
+
+/* Write c's output (under out_lock) until it is all written or the socket
+ * takes no more: 0; -1 when the peer is gone. */
+static int out_send(struct pod_server *s, struct conn *c)
+{
+    while (out_pending(c)) {
+        ssize_t n = send(c->fd, c->out.p + c->out_at, out_pending(c), MSG_NOSIGNAL | MSG_DONTWAIT);
+        if (n > 0) out_consume(s, c, (size_t)n);
+        else if (n < 0 && errno == EINTR) continue;
+        else return n < 0 && errno == EAGAIN ? 0 : -1;
+    }
+    return 0;
+}
+
+/* Drop c's output that is not written (under out_lock). */
+static void out_drop(struct pod_server *s, struct conn *c)
+{
+    uncharge(s, c, out_pending(c));
+    c->out.len = c->out_at = c->out_head = 0;
     buf_shrink(&c->out);
 }
 
@@ -476,11 +525,7 @@ static void free_dead(struct pod_server *s)
 static void flush_nowait(struct pod_server *s, struct conn *c)
 {
     pthread_mutex_lock(&c->out_lock);
-    while (c->out.len) {
-        ssize_t n = send(c->fd, c->out.p, c->out.len, MSG_NOSIGNAL | MSG_DONTWAIT);
-        if (n <= 0 && !(n < 0 && errno == EINTR)) break;
-        if (n > 0) out_consume(s, c, (size_t)n);
-    }
+    out_send(s, c);
     pthread_mutex_unlock(&c->out_lock);
 }
 
@@ -500,7 +545,7 @@ static bool conn_close(struct pod_server *s, struct conn *c)
     if (__atomic_load_n(&c->refs, __ATOMIC_ACQUIRE) == 1) {
         flush_nowait(s, c);
         pthread_mutex_lock(&c->out_lock);
-        bool pending = c->out.len > 0;
+        bool pending = out_pending(c) > 0;
         pthread_mutex_unlock(&c->out_lock);
         if (!pending) {
             conn_free(s, c);
@@ -525,24 +570,10 @@ static bool conn_flush(struct pod_server *s, struct conn *c)
         return false;
     }
     pthread_mutex_lock(&c->out_lock);
-    bool failed = false;
-    while (c->out.len) {
-        ssize_t n = send(c->fd, c->out.p, c->out.len, MSG_NOSIGNAL | MSG_DONTWAIT);
-        if (n > 0) {
-            out_consume(s, c, (size_t)n);
-            continue;
-        }
-        if (n < 0 && errno == EINTR) continue;
-        if (n < 0 && errno == EAGAIN) break;
-        failed = true; /* the peer is gone: drop what it will never read */
-        uncharge(s, c, c->out.len);
-        c->out.len = 0;
-        c->out_head = 0;
-        buf_shrink(&c->out);
-        break;
-    }
-    bool backlog = c->out.len > 0;
-    bool resume = !c->closing && !c->reading && c->out.len < s->out_low &&
+    bool failed = out_send(s, c) != 0;
+    if (failed) out_drop(s, c); /* the peer is gone: what it will never read goes */
+    bool backlog = out_pending(c) > 0;
+    bool resume = !c->closing && !c->reading && out_pending(c) < s->out_low &&
                   c->inflight < (s->max_calls + 1) / 2;
     pthread_mutex_unlock(&c->out_lock);
     c->want_write = backlog && !failed;
@@ -734,14 +765,10 @@ static void wake_workers(void *arg)
 static void worker_flush(struct pod_server *s, struct conn *c)
 {
     pthread_mutex_lock(&c->out_lock);
-    while (c->out.len) {
-        ssize_t n = send(c->fd, c->out.p, c->out.len, MSG_NOSIGNAL | MSG_DONTWAIT);
-        if (n > 0) out_consume(s, c, (size_t)n);
-        else if (!(n < 0 && errno == EINTR)) break;
-    }
+    out_send(s, c);
     /* The loop also re-arms reading after backpressure, closes dead peers
      * and connections over their limit. */
-    bool hand_over = (c->out.len || __atomic_load_n(&c->loop_watch, __ATOMIC_ACQUIRE) ||
+    bool hand_over = (out_pending(c) || __atomic_load_n(&c->loop_watch, __ATOMIC_ACQUIRE) ||
                       conn_over(c)) &&
                      !c->flush_queued;
     if (hand_over) {
@@ -913,6 +940,7 @@ static void run_batch(struct pod_server *s, struct pod_worker *w, struct request
                 h->conn = r->conn;
                 h->epoch = e;
                 h->since = pod_mono_ns();
+                h->stalled = __atomic_load_n(&s->stalled_ns, __ATOMIC_RELAXED);
                 h->id = r->id;
                 h->len = out->len;
                 memcpy(h->frame, out->p, out->len);
@@ -1082,6 +1110,34 @@ static size_t release_durable(struct pod_server *s)
     return left;
 }
 
+/* How long h has waited while the server ran (STALL_SLACK_NS). */
+static uint64_t held_for(const struct pod_server *s, const struct held_reply *h, uint64_t now)
+{
+    uint64_t waited = now - h->since;
+    uint64_t stalled = __atomic_load_n(&s->stalled_ns, __ATOMIC_RELAXED) - h->stalled;
+    return waited > stalled ? waited - stalled : 0;
+}
+
+/* The loop, after each wake-up from a sleep of at most timeout_ms: the time
+ * since the last wake-up beyond that (the loop's own work included) is a
+ * stall of the server when it passes STALL_SLACK_NS. */
+static void note_stall(struct pod_server *s, int timeout_ms)
+{
+    uint64_t now = pod_mono_ns();
+    uint64_t gap = s->loop_woke_ns ? now - s->loop_woke_ns : 0;
+    uint64_t asked = (uint64_t)timeout_ms * 1000000ull;
+    s->loop_woke_ns = now;
+    if (gap <= asked + STALL_SLACK_NS) return;
+    uint64_t stall = gap - asked;
+    __atomic_fetch_add(&s->stalled_ns, stall, __ATOMIC_RELAXED);
+    count(&s->info.stalls, 1);
+    if (stall > STALL_WARN_NS)
+        pod_warn("the server did not run for %.1f s (the process was stopped or starved of "
+                 "CPU, or the machine paused): replies held for the durable epoch wait that "
+                 "much longer before engine.durable_wait_ms ends them",
+                 (double)stall / 1e9);
+}
+
 /* The loop: replies held longer than engine.durable_wait_ms (the pod's
  * durable epoch stopped: a host died or stopped, a log directory was lost,
  * a logger is stuck) are answered POD_E_NOT_DURABLE, saying why if it is
@@ -1102,7 +1158,7 @@ static void expire_held(struct pod_server *s)
     for (int wi = 0; wi < s->db->opt.nworkers; wi++) {
         struct held_queue *q = &s->held[wi];
         pthread_mutex_lock(&q->lock);
-        while (q->head && now - q->head->since >= s->durable_wait_ns) {
+        while (q->head && held_for(s, q->head, now) >= s->durable_wait_ns) {
             struct held_reply *h = q->head;
             q->head = h->next;
             h->next = NULL;
@@ -1240,9 +1296,10 @@ static bool conn_kill(struct pod_server *s, struct conn *c, bool server_limit)
     bool encoded = pod_proto_encode_reply(&frame, 0, POD_E_LIMIT, msg, NULL) == 0;
     pthread_mutex_lock(&c->out_lock);
     __atomic_store_n(&c->killed, 1, __ATOMIC_RELEASE);
-    if (c->out.len > c->out_head) {
-        uncharge(s, c, c->out.len - c->out_head);
-        c->out.len = c->out_head;
+    if (out_pending(c) > c->out_head) {
+        uncharge(s, c, out_pending(c) - c->out_head);
+        c->out.len = c->out_at + c->out_head;
+        if (!c->out_head) c->out.len = c->out_at = 0;
     }
     buf_shrink(&c->out);
     if (encoded && pod_buf_reserve(&c->out, frame.len) == 0) {
@@ -1402,7 +1459,7 @@ static bool handle_frame(struct pod_server *s, struct conn *c, const unsigned ch
 static bool conn_full(struct pod_server *s, struct conn *c)
 {
     pthread_mutex_lock(&c->out_lock);
-    bool full = c->out.len > s->out_high || c->inflight >= s->max_calls;
+    bool full = out_pending(c) > s->out_high || c->inflight >= s->max_calls;
     pthread_mutex_unlock(&c->out_lock);
     return full;
 }
@@ -1557,7 +1614,7 @@ static void flush_at_shutdown(struct pod_server *s)
         for (;;) {
             flush_nowait(s, c);
             pthread_mutex_lock(&c->out_lock);
-            bool pending = c->out.len > 0;
+            bool pending = out_pending(c) > 0;
             pthread_mutex_unlock(&c->out_lock);
             uint64_t now = pod_mono_ns();
             if (!pending || now >= deadline) break;
@@ -1580,8 +1637,7 @@ static void sweep_closing(struct pod_server *s)
         if (idle && conn_killed(c) && c->want_write && now >= c->kill_deadline) {
             /* Closed for a limit and its error not taken in time: drop it. */
             pthread_mutex_lock(&c->out_lock);
-            uncharge(s, c, c->out.len);
-            c->out.len = 0;
+            out_drop(s, c);
             pthread_mutex_unlock(&c->out_lock);
             conn_free(s, c);
         } else if (idle && !c->want_write) {
@@ -1596,7 +1652,7 @@ static void run_loop(struct pod_server *s)
     bool stopping = false;
     uint64_t stop_deadline = 0;
     for (;;) {
-        int timeout = stopping || s->nclosing ? 10 : 1000;
+        int timeout = stopping || s->nclosing ? 10 : LOOP_SLEEP_MS;
         /* Look for replies held too long (expire_held) every tenth of the
          * wait (a worker may hold one while the loop sleeps). */
         if (s->durable_wait_ns && s->hold_replies) {
@@ -1604,6 +1660,7 @@ static void run_loop(struct pod_server *s)
             if (ms < (uint64_t)timeout) timeout = ms < 10 ? 10 : (int)ms;
         }
         int n = epoll_wait(s->epfd, evs, 64, timeout);
+        note_stall(s, timeout);
         if (n < 0 && errno != EINTR) {
             pod_error("epoll_wait: %s", strerror(errno));
             break;

@@ -36,10 +36,13 @@ struct pod_server_info {
     /* Limits (docs/configuration.md, "server"): bytes the connections make
      * the server hold now (atomic), connections closed for
      * server.max_conn_buffered and for server.max_buffered, and replies
-     * answered POD_E_NOT_DURABLE after engine.durable_wait_ms. */
+     * answered POD_E_NOT_DURABLE after engine.durable_wait_ms; and how
+     * often the server did not run for a second or more (that time is not
+     * counted against the wait). */
     uint64_t buffered;
     uint64_t conn_limit_closes, server_limit_closes;
     uint64_t not_durable_replies;
+    uint64_t stalls;
     struct log_recovery_stats recovery; /* what recovery did at startup */
 };
 const struct pod_server_info *pod_server_info(void);

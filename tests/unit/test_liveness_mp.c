@@ -28,7 +28,11 @@
  *     epoch; a put through host 0 is answered after engine.durable_wait_ms
  *     with POD_E_NOT_DURABLE, naming host 1 and saying that the outcome is
  *     unknown, instead of hanging; once host 1 goes on (SIGCONT), puts are
- *     acknowledged again and what was put is there. */
+ *     acknowledged again and what was put is there.
+ *   paused_server_acknowledges: host 0 stopped (SIGSTOP) for longer than
+ *     engine.durable_wait_ms while it holds a reply: once the pod goes on,
+ *     the reply is acknowledged (the time a server did not run is not
+ *     counted against the wait). */
 #include <check.h>
 #include <pthread.h>
 
@@ -578,6 +582,49 @@ START_TEST(frozen_pod_answers)
 }
 END_TEST
 
+/* A server stopped longer than engine.durable_wait_ms while it holds a
+ * reply: the time it did not run is not counted, so once the pod runs again
+ * the reply is acknowledged, not answered POD_E_NOT_DURABLE by a loop that
+ * woke before the epoch thread could look at the durable epoch. */
+#define PAUSED_WAIT_MS 3000
+
+START_TEST(paused_server_acknowledges)
+{
+    struct pod p;
+    char eng[64];
+    snprintf(eng, sizeof eng, "  durable_wait_ms: %d\n", PAUSED_WAIT_MS);
+    struct pod_opts o = {1, 1, "16MiB", SMALL_TABLE, eng};
+    pod_start(&p, &o);
+    pod_client *c = connect_to(&p, 0, 60000);
+    char msg[2048];
+    ck_assert_int_eq(put_key(c, 0x10, 0, msg, sizeof msg), POD_OK);
+    /* Host 1 stopped: the pod's durable epoch stands, the put's reply is
+     * held on host 0 (which commits it alone: its own partition). */
+    ck_assert_int_eq(kill(p.pid[1], SIGSTOP), 0);
+    unsigned char k[2] = {0x10, 1};
+    pod_value v[3] = {pod_v_str("t"), pod_v_bytes(k, 2), pod_v_str("paused")};
+    ck_assert(pod_client_send(c, "kv.put", v, 3, 0) != 0);
+    ck_assert_int_eq(pod_client_flush(c), 0);
+    sh_sleep_ms(300);
+    /* Then host 0 itself stops for longer than the wait, as in a machine
+     * that pauses; both go on, host 1 first. */
+    ck_assert_int_eq(kill(p.pid[0], SIGSTOP), 0);
+    sh_sleep_ms(PAUSED_WAIT_MS + 2000);
+    ck_assert_int_eq(kill(p.pid[1], SIGCONT), 0);
+    ck_assert_int_eq(kill(p.pid[0], SIGCONT), 0);
+    pod_reply *r = pod_client_recv(c);
+    ck_assert_msg(r != NULL, "no reply: %s", pod_client_error(c));
+    ck_assert_msg(pod_reply_status(r) == POD_OK, "status %d (%s) after the pause: %s",
+                  pod_reply_status(r), pod_status_name(pod_reply_status(r)),
+                  pod_reply_message(r));
+    pod_reply_free(r);
+    ck_assert_int_ge(stat_of(c, "server.stalls"), 1);
+    ck_assert_int_eq(stat_of(c, "server.not_durable_replies"), 0);
+    pod_client_close(c);
+    pod_stop(&p);
+}
+END_TEST
+
 int main(void)
 {
     sh_init();
@@ -591,6 +638,7 @@ int main(void)
     tcase_add_test(tc, missing_key_stress);
     tcase_add_test(tc, idle_pod_sleeps);
     tcase_add_test(tc, frozen_pod_answers);
+    tcase_add_test(tc, paused_server_acknowledges);
     suite_add_tcase(s, tc);
     SRunner *sr = srunner_create(s);
     srunner_run_all(sr, CK_NORMAL);

@@ -109,7 +109,11 @@ static void shared_teardown(void)
     if (S.pid <= 0) return;
     shared_exit_status = sh_stop(&S, SIGTERM, STOP_TIMEOUT_MS);
     shared_sanitizer = sh_sanitizer_error(&S);
-    if (shared_exit_status != 0 || shared_sanitizer) sh_dump_log(&S, "shared server shutdown");
+    /* A reply answered POD_E_NOT_DURABLE means the durable epoch stalled: the
+     * server's log says what it saw then. */
+    if (shared_exit_status != 0 || shared_sanitizer ||
+        sh_file_contains(S.log, "engine.durable_wait_ms"))
+        sh_dump_log(&S, "shared server shutdown");
 }
 
 #define REQUIRE_SHARED() ck_assert_msg(!setup_error[0], "setup: %s", setup_error)
@@ -509,6 +513,8 @@ START_TEST(test_sys_stats)
                      str_is(name, "server.server_limit_closes") ||
                      str_is(name, "server.not_durable_replies"))
                 ck_assert_int_eq(i64_at(r, i, 1), 0);
+            /* a loaded machine may have stalled it */
+            else if (str_is(name, "server.stalls")) ck_assert_int_ge(i64_at(r, i, 1), 0);
             else ck_abort_msg("unexpected sys.stats row %d", i);
             continue;
         }
