@@ -7,6 +7,8 @@
 #include "conf/config.h"
 #include "engine/worker.h"
 #include "storage/table.h"
+#include "store/record_store.h"
+#include "txn/cc.h"
 #include "txn/ebr.h"
 #include "txn/txn.h"
 
@@ -92,6 +94,16 @@ pod_db *pod_db_new(const struct pod_db_options *o, char *err, size_t errlen)
     db->epoch = 1;
     pthread_mutex_init(&db->admin_lock, NULL);
     db->space = (bt_space){NULL, node_alloc, node_retire, db};
+    db->cc = &cc_tigon_2pl;
+    if (o->store == POD_STORE_ARRAY) {
+        pod_err e;
+        if (!(db->store = rs_array_new(&e))) {
+            snprintf(err, errlen, "%s", e.msg);
+            pod_db_free(db);
+            return NULL;
+        }
+        db->cc = &cc_rs_2pl;
+    }
     /* One EBR slot per worker, and one for the admin worker. */
     if (!(db->ebr = ebr_domain_new(o->nworkers + 1))) goto nomem;
     if (!(db->workers = calloc((size_t)o->nworkers, sizeof *db->workers))) goto nomem;
@@ -115,6 +127,8 @@ void pod_db_free(pod_db *db)
     worker_free(db->admin);
     for (uint32_t i = 0; i < db->nprocs; i++) free((char *)db->procs[i].name);
     free(db->workers);
+    if (db->cc && db->cc->db_fini) db->cc->db_fini(db);
+    if (db->store) db->store->ops->destroy(db->store);
     pthread_mutex_destroy(&db->admin_lock);
     free(db);
 }
@@ -135,7 +149,12 @@ pod_table *pod_table_create(pod_db *db, const pod_table_def *def, char *err, siz
     }
     pod_table *t = table_new(db, db->ntables, def, &db->space, (uint32_t)db->opt.nhosts, err,
                              errlen);
-    if (t) db->tables[db->ntables++] = t;
+    if (!t) return NULL;
+    if (db->cc->table_added && db->cc->table_added(db, t, err, errlen) != 0) {
+        table_free(t);
+        return NULL;
+    }
+    db->tables[db->ntables++] = t;
     return t;
 }
 

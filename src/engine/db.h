@@ -37,6 +37,13 @@ struct pod_proc_stats {
     uint64_t by_cause[POD_CAUSE_COUNT];
 };
 
+/* Where the records of a database live, and so which concurrency control runs
+ * it (src/txn/cc.h). */
+enum pod_store_kind {
+    POD_STORE_TABLES = 0, /* this host's tables in DRAM and the pod's CXL region: tigon-2pl */
+    POD_STORE_ARRAY,      /* an in-process record store (src/store/record_store.h): rs-2pl */
+};
+
 struct pod_db_options {
     int nworkers;              /* worker threads (EBR slots); 1..POD_MAX_WORKERS */
     int host_id, nhosts;       /* which partitions are local: p % nhosts == host_id */
@@ -44,6 +51,7 @@ struct pod_db_options {
     bool no_locking;           /* BENCHMARK ONLY: local rows are never locked (not isolated) */
     int max_retries;           /* attempts per call; 0 = default (100000) */
     uint64_t retry_timeout_ms; /* a call stops retrying after this long; 0 = no limit */
+    enum pod_store_kind store;
 };
 
 struct pod_worker;
@@ -64,6 +72,9 @@ struct pod_db {
     struct pod_worker **workers;
     int nrunning;
     struct pod_host *pod;      /* in a pod of several hosts (src/pod/pod.h), else NULL */
+    const struct cc_ops *cc;   /* the concurrency control (src/txn/cc.h) */
+    void *cc_state;            /* the protocol's own, per database */
+    struct record_store *store; /* POD_STORE_ARRAY's records, else NULL */
 };
 
 pod_db *pod_db_new(const struct pod_db_options *o, char *err, size_t errlen);

@@ -37,18 +37,13 @@
 #include "log/txlog.h"
 #include "pod/pod_int.h"
 #include "pod/rowlock.h"
+#include "txn/cc.h"
 #include "txn/ebr.h"
 #include "txn/lock.h"
 #include "txn/txn_int.h"
+#include "util/arena.h"
 #include "util/cpu.h"
 
-/* Before-images live in chunks that are reused from one attempt to the next;
- * pointers into them stay valid for the whole attempt. */
-struct undo_chunk {
-    struct undo_chunk *next;
-    size_t used, cap;
-    _Alignas(16) unsigned char data[];
-};
 
 /* The region whose records hold the locks of moved rows (NULL outside a pod). */
 static inline const struct cxl_region *txn_region(const struct pod_txn *tx)
@@ -58,10 +53,11 @@ static inline const struct cxl_region *txn_region(const struct pod_txn *tx)
 
 /* ---- lifecycle ------------------------------------------------------------ */
 
-struct pod_txn *txn_new(pod_db *db, struct pod_worker *w)
+static pod_txn *tigon_txn_new(pod_db *db, struct pod_worker *w)
 {
     struct pod_txn *tx = calloc(1, sizeof *tx);
     if (!tx) return NULL;
+    tx->head.cc = &cc_tigon_2pl;
     tx->db = db;
     tx->w = w;
     tx->cap = 64;
@@ -73,19 +69,15 @@ struct pod_txn *txn_new(pod_db *db, struct pod_worker *w)
     return tx;
 }
 
-void txn_free(struct pod_txn *tx)
+static void tigon_txn_free(pod_txn *tx)
 {
-    if (!tx) return;
     free(tx->hidx);
-    for (struct undo_chunk *c = tx->chunks, *n; c; c = n) {
-        n = c->next;
-        free(c);
-    }
+    arena_free(&tx->undo);
     free(tx->acc);
     free(tx);
 }
 
-void txn_begin(struct pod_txn *tx)
+static void tigon_begin(pod_txn *tx)
 {
     tx->nacc = 0;
     tx->hvalid = false;
@@ -93,8 +85,7 @@ void txn_begin(struct pod_txn *tx)
     tx->status = POD_OK;
     tx->touched = false;
     tx->msg[0] = 0;
-    for (struct undo_chunk *c = tx->chunks; c; c = c->next) c->used = 0;
-    tx->cur = tx->chunks;
+    arena_reset(&tx->undo);
     leaf_memo_begin(&tx->memo);
     tx->pf_n = 0;
     tx->active = true;
@@ -103,20 +94,12 @@ void txn_begin(struct pod_txn *tx)
     if (tx->db->pod) xebr_enter(tx->db->pod->x, tx->w->id);
 }
 
-int txn_status(const struct pod_txn *tx) { return tx->status; }
-bool txn_touched_tables(const struct pod_txn *tx) { return tx->touched; }
-enum pod_abort_cause txn_abort_cause(const struct pod_txn *tx) { return tx->cause; }
-const char *txn_message(const struct pod_txn *tx) { return tx->msg; }
-pod_db *pod_txn_db(pod_txn *tx) { return tx->db; }
-
-int pod_txn_fail(pod_txn *tx, int status, const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(tx->msg, sizeof tx->msg, fmt, ap);
-    va_end(ap);
-    return status;
-}
+static int tigon_status(const pod_txn *tx) { return tx->status; }
+static bool tigon_touched_tables(const pod_txn *tx) { return tx->touched; }
+static enum pod_abort_cause tigon_abort_cause(const pod_txn *tx) { return tx->cause; }
+static char *tigon_message(pod_txn *tx) { return tx->msg; }
+static pod_db *tigon_db(pod_txn *tx) { return tx->db; }
+_Static_assert(sizeof ((struct pod_txn *)0)->msg == CC_MSG_LEN, "the message buffer of cc.h");
 
 int txn_conflict(struct pod_txn *tx, enum pod_abort_cause cause)
 {
@@ -128,31 +111,9 @@ int txn_conflict(struct pod_txn *tx, enum pod_abort_cause cause)
 }
 #define conflict txn_conflict
 
-void *txn_undo_alloc(struct pod_txn *tx, size_t n)
-{
-    n = (n + 15) & ~(size_t)15;
-    for (;;) {
-        if (tx->cur && tx->cur->cap - tx->cur->used >= n) {
-            void *p = tx->cur->data + tx->cur->used;
-            tx->cur->used += n;
-            return p;
-        }
-        if (tx->cur && tx->cur->next) { /* a chunk kept from an earlier attempt */
-            tx->cur = tx->cur->next;
-            tx->cur->used = 0;
-            continue;
-        }
-        size_t cap = n > 65536 ? n : 65536;
-        struct undo_chunk *c = malloc(sizeof *c + cap);
-        if (!c) return NULL;
-        c->next = NULL;
-        c->used = 0;
-        c->cap = cap;
-        if (tx->cur) tx->cur->next = c;
-        else tx->chunks = c;
-        tx->cur = c;
-    }
-}
+/* Before-images live in the arena: reused from one attempt to the next,
+ * pointers into it valid for the whole attempt. */
+void *txn_undo_alloc(struct pod_txn *tx, size_t n) { return arena_alloc(&tx->undo, n); }
 
 /* ---- the access set ------------------------------------------------------- */
 
@@ -433,10 +394,7 @@ static int check_op(struct pod_txn *tx, pod_table *t, const void *key)
 {
     tx->touched = true;
     if (tx->status != POD_OK) return tx->status;
-    if (!t || t->db != tx->db)
-        return pod_txn_fail(tx, POD_E_INVALID, "table handle does not belong to this database");
-    if (!key) return pod_txn_fail(tx, POD_E_INVALID, "%s: key is NULL", t->name);
-    return POD_OK;
+    return cc_check_key(tx, tx->db, t, key);
 }
 
 /* ---- next-key locking ----------------------------------------------------- */
@@ -539,7 +497,7 @@ static int get_impl(struct pod_txn *tx, pod_table *t, const void *key, void *out
     return POD_OK;
 }
 
-int pod_prefetch(pod_txn *tx, pod_table *t, const void *keys, uint32_t n)
+static int tigon_prefetch(pod_txn *tx, pod_table *t, const void *keys, uint32_t n)
 {
     int rc = check_op(tx, t, keys);
     if (rc) return rc;
@@ -573,14 +531,10 @@ int pod_prefetch(pod_txn *tx, pod_table *t, const void *keys, uint32_t n)
     return POD_OK;
 }
 
-int pod_get(pod_txn *tx, pod_table *t, const void *key, void *tuple_out)
+static int tigon_get(pod_txn *tx, pod_table *t, const void *key, void *tuple_out,
+                     bool for_update)
 {
-    return get_impl(tx, t, key, tuple_out, HELD_READ);
-}
-
-int pod_get_for_update(pod_txn *tx, pod_table *t, const void *key, void *tuple_out)
-{
-    return get_impl(tx, t, key, tuple_out, HELD_WRITE);
+    return get_impl(tx, t, key, tuple_out, for_update ? HELD_WRITE : HELD_READ);
 }
 
 /* A local row written while in CXL memory is published at commit
@@ -670,7 +624,7 @@ static int lock_in_place(struct pod_txn *tx, pod_table *t, const void *key, cons
     return fr == MISSING ? POD_NOT_FOUND : POD_OK;
 }
 
-int pod_get_ref(pod_txn *tx, pod_table *t, const void *key, const void **tuple)
+static int tigon_get_ref(pod_txn *tx, pod_table *t, const void *key, const void **tuple)
 {
     struct access *a;
     int rc = lock_in_place(tx, t, key, tuple, HELD_READ, &a);
@@ -678,29 +632,25 @@ int pod_get_ref(pod_txn *tx, pod_table *t, const void *key, const void **tuple)
     return rc;
 }
 
-int pod_update_ref(pod_txn *tx, pod_table *t, const void *key, void **tuple)
-{
-    struct access *a;
-    int rc = lock_in_place(tx, t, key, tuple, HELD_WRITE, &a);
-    if (rc == POD_OK && !(*tuple = writable_tuple(tx, t, a))) return POD_E_NOMEM;
-    return rc;
-}
-
-int pod_update_range(pod_txn *tx, pod_table *t, const void *key, uint32_t off, uint32_t len,
-                     void **tuple)
+/* whole: pod_update_ref */
+static int tigon_update_range(pod_txn *tx, pod_table *t, const void *key, bool whole,
+                              uint32_t off, uint32_t len, void **tuple)
 {
     int rc = check_op(tx, t, key);
     if (rc) return rc;
-    if (len == 0 || off > t->tuple_size || len > t->tuple_size - off)
-        return pod_txn_fail(tx, POD_E_INVALID, "%s: bytes %" PRIu32 "+%" PRIu32
-                            " are not within its %" PRIu32 "-byte tuples", t->name, off, len,
-                            t->tuple_size);
+    if (whole) {
+        struct access *a;
+        rc = lock_in_place(tx, t, key, tuple, HELD_WRITE, &a);
+        if (rc == POD_OK && !(*tuple = writable_tuple(tx, t, a))) return POD_E_NOMEM;
+        return rc;
+    }
+    if ((rc = cc_check_range(tx, t, off, len))) return rc;
     struct access *a;
     if ((rc = lock_in_place(tx, t, key, tuple, HELD_WRITE, &a)) != POD_OK) return rc;
     return (*tuple = writable_range(tx, a, off, off + len)) ? POD_OK : POD_E_NOMEM;
 }
 
-int pod_put(pod_txn *tx, pod_table *t, const void *key, const void *tuple)
+static int tigon_put(pod_txn *tx, pod_table *t, const void *key, const void *tuple)
 {
     int rc = check_op(tx, t, key);
     if (rc) return rc;
@@ -713,7 +663,7 @@ int pod_put(pod_txn *tx, pod_table *t, const void *key, const void *tuple)
     return write_row(tx, t, a, tuple);
 }
 
-int pod_delete(pod_txn *tx, pod_table *t, const void *key)
+static int tigon_remove(pod_txn *tx, pod_table *t, const void *key)
 {
     int rc = check_op(tx, t, key);
     if (rc) return rc;
@@ -727,7 +677,7 @@ int pod_delete(pod_txn *tx, pod_table *t, const void *key)
     return POD_OK;
 }
 
-int pod_insert(pod_txn *tx, pod_table *t, const void *key, const void *tuple)
+static int tigon_insert(pod_txn *tx, pod_table *t, const void *key, const void *tuple)
 {
     int rc = check_op(tx, t, key);
     if (rc) return rc;
@@ -939,22 +889,14 @@ static int scan_backward(struct scan_state *s)
     }
 }
 
-int pod_scan(pod_txn *tx, pod_table *t, const void *lo, const void *hi, uint32_t limit,
-             unsigned flags, pod_scan_fn fn, void *arg)
+static int tigon_scan(pod_txn *tx, pod_table *t, const void *lo, const void *hi, uint32_t limit,
+                      unsigned flags, pod_scan_fn fn, void *arg)
 {
     tx->touched = true;
     if (tx->status != POD_OK) return tx->status;
-    if (!t || t->db != tx->db)
-        return pod_txn_fail(tx, POD_E_INVALID, "table handle does not belong to this database");
-    uint32_t part = 0;
-    if (lo) part = table_partition_of(t, lo);
-    else if (hi) part = table_partition_of(t, hi);
-    else if (t->nparts > 1)
-        return pod_txn_fail(tx, POD_E_INVALID,
-                            "%s: an unbounded scan needs lo or hi to pick a partition", t->name);
-    if (lo && hi && table_partition_of(t, hi) != part)
-        return pod_txn_fail(tx, POD_E_INVALID, "%s: the scan range crosses partitions", t->name);
-    if (lo && hi && memcmp(lo, hi, t->key_size) > 0) return POD_OK; /* empty range */
+    uint32_t part;
+    int rc = cc_check_scan(tx, tx->db, t, lo, hi, &part);
+    if (rc) return rc < 0 ? rc : POD_OK;
     uint8_t want = (flags & POD_SCAN_FOR_UPDATE) ? HELD_WRITE : HELD_READ;
     if (txn_is_remote(tx, t, part))
         return remote_scan(tx, t, part, lo, hi, limit, flags & POD_SCAN_REVERSE, want, fn, arg);
@@ -980,12 +922,6 @@ static void remove_row(struct pod_txn *tx, struct access *a)
     ebr_retire(tx->db->ebr, tx->w->id, a->row, row_free_cb, (void *)a->table);
 }
 
-/* Tigon/SiloR: a tuple written again in the same epoch gets version + 1,
- * in a new epoch version 0. */
-uint64_t txn_next_epoch_version(uint64_t ev, uint64_t epoch)
-{
-    return (ev >> 32) == epoch ? ev + 1 : epoch << 32;
-}
 
 /* A local row written while in CXL memory: other hosts read the CXL copy. */
 static void publish_moved(struct pod_txn *tx, struct access *a)
@@ -999,7 +935,7 @@ static void publish_moved(struct pod_txn *tx, struct access *a)
                         a->table->tuple_size, 1, a->row->epoch_version, false);
 }
 
-void txn_commit(struct pod_txn *tx)
+static void tigon_commit(pod_txn *tx)
 {
     struct log_worker *lw = log_txn_worker(tx->db, tx->w->id);
     uint64_t epoch = log_commit_epoch(tx->db, lw);
@@ -1042,7 +978,7 @@ void txn_commit(struct pod_txn *tx)
     ebr_exit(tx->db->ebr, tx->w->id);
 }
 
-void txn_abort(struct pod_txn *tx)
+static void tigon_abort(pod_txn *tx)
 {
     for (uint32_t i = tx->nacc; i-- > 0;) {
         struct access *a = &tx->acc[i];
@@ -1057,3 +993,25 @@ void txn_abort(struct pod_txn *tx)
     if (tx->db->pod) xebr_exit(tx->db->pod->x, tx->w->id);
     ebr_exit(tx->db->ebr, tx->w->id);
 }
+
+const struct cc_ops cc_tigon_2pl = {
+    .name = "tigon-2pl",
+    .txn_new = tigon_txn_new,
+    .txn_free = tigon_txn_free,
+    .begin = tigon_begin,
+    .commit = tigon_commit,
+    .abort = tigon_abort,
+    .status = tigon_status,
+    .abort_cause = tigon_abort_cause,
+    .message = tigon_message,
+    .touched_tables = tigon_touched_tables,
+    .db = tigon_db,
+    .get = tigon_get,
+    .get_ref = tigon_get_ref,
+    .update_range = tigon_update_range,
+    .put = tigon_put,
+    .insert = tigon_insert,
+    .remove = tigon_remove,
+    .prefetch = tigon_prefetch,
+    .scan = tigon_scan,
+};

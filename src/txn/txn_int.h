@@ -10,8 +10,10 @@
 #include "engine/worker.h"
 #include "pod/pod.h"
 #include "storage/table.h"
+#include "txn/cc.h"
 #include "txn/leaf_memo.h"
 #include "txn/txn.h"
+#include "util/arena.h"
 
 enum {
     HELD_NONE = 0,
@@ -64,9 +66,9 @@ static inline const void *access_id(const struct access *a)
     return a->row ? (const void *)a->row : (const void *)a->rec;
 }
 
-struct undo_chunk;
 
 struct pod_txn {
+    struct cc_txn_head head; /* first: the protocol's ops (cc.h) */
     pod_db *db;
     struct pod_worker *w;
     struct access *acc;
@@ -81,7 +83,7 @@ struct pod_txn {
      * most lookups are of rows not yet touched, and a clear bit answers
      * them without a search. Removals leave their bit (a false "maybe"). */
     uint64_t seen[16];
-    struct undo_chunk *chunks, *cur;
+    struct arena undo;      /* before-images (txn_undo_alloc) */
     int status;
     enum pod_abort_cause cause;
     uint64_t epoch;
@@ -118,7 +120,6 @@ struct access *txn_add_access(struct pod_txn *tx, struct pod_row *row, cxl_recor
                               pod_table *t, uint32_t part, uint8_t held, const void *key);
 /* Give back the newest access if this operation just took it for nothing. */
 void txn_unlock_fresh(struct pod_txn *tx, struct access *a);
-uint64_t txn_next_epoch_version(uint64_t ev, uint64_t epoch);
 
 /* ---- txn_remote.c: partitions owned by another host ---- */
 

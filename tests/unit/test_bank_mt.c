@@ -661,5 +661,12 @@ int main(void)
     tcase_add_test(mt, bank_64_accounts);
     tcase_add_test(mt, bank_8_accounts_hot);
     tcase_add_test(mt, bank_2_accounts_hottest);
+    /* The same through the record-store seam: rs-2pl over the array store. */
+    TCase *rs = tu_tcase(s, "record_store", 120);
+    tcase_add_checked_fixture(rs, tu_use_array_store, NULL);
+    tcase_add_test(rs, undo_single_thread);
+    tcase_add_test(rs, bank_64_accounts);
+    tcase_add_test(rs, bank_8_accounts_hot);
+    tcase_add_test(rs, bank_2_accounts_hottest);
     return tu_run(s);
 }

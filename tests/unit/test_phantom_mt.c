@@ -364,9 +364,10 @@ static struct ph *ph_new(int nworkers, bool protect, int max_retries)
     ck_assert_ptr_nonnull(h);
     h->db = pod_db_new(&(struct pod_db_options){.nworkers = nworkers, .host_id = 0, .nhosts = 1,
                                                 .phantom_protection = protect,
-                                                .max_retries = max_retries},
+                                                .max_retries = max_retries, .store = tu_store},
                        err, sizeof err);
     ck_assert_msg(h->db, "pod_db_new: %s", err);
+    tu_check_protocol(h->db);
     static const pod_column cols[] = {{"val", POD_COL_I64, 0, 8}};
     h->t = pod_table_create(h->db, &(pod_table_def){.name = "t", .key_size = 8,
                                                      .tuple_size = sizeof(struct row), .ncols = 1,
@@ -1362,5 +1363,14 @@ int main(void)
     tcase_add_test(mt, random_protected);
     tcase_add_test(mt, random_protected_sparse);
     tcase_add_test(mt, random_unprotected_shows_phantoms);
+    /* The same through the record-store seam: rs-2pl over the array store
+     * (the btree race points are the tables' own index: not here). */
+    TCase *rs = tu_tcase(s, "record_store", 120);
+    tcase_add_checked_fixture(rs, tu_use_array_store, NULL);
+    tcase_add_test(rs, deterministic_protected);
+    tcase_add_test(rs, deterministic_unprotected);
+    tcase_add_test(rs, random_protected);
+    tcase_add_test(rs, random_protected_sparse);
+    tcase_add_test(rs, random_unprotected_shows_phantoms);
     return tu_run(s);
 }

@@ -12,6 +12,7 @@
 
 #include "engine/db.h"
 #include "engine/worker.h"
+#include "txn/cc.h"
 #include "util/clock.h"
 
 const enum pod_coherence tu_variants[TU_NVARIANTS] = {
@@ -169,14 +170,27 @@ void tu_host_msg(int host, const char *fmt, ...)
     fputc('\n', stderr);
 }
 
+enum pod_store_kind tu_store = POD_STORE_TABLES;
+
+void tu_use_array_store(void) { tu_store = POD_STORE_ARRAY; }
+
 pod_db *tu_db_new(int nworkers)
 {
     char err[256];
     pod_db *db = pod_db_new(&(struct pod_db_options){.nworkers = nworkers, .host_id = 0,
-                                                     .nhosts = 1, .phantom_protection = true},
+                                                     .nhosts = 1, .phantom_protection = true,
+                                                     .store = tu_store},
                             err, sizeof err);
     ck_assert_msg(db, "pod_db_new: %s", err);
+    tu_check_protocol(db);
     return db;
+}
+
+void tu_check_protocol(const pod_db *db)
+{
+    const char *want = tu_store == POD_STORE_ARRAY ? "rs-2pl" : "tigon-2pl";
+    ck_assert_msg(strcmp(db->cc->name, want) == 0, "the database runs %s, not %s", db->cc->name,
+                  want);
 }
 
 void tu_progress(uint64_t rows, void *arg)

@@ -8,6 +8,7 @@
 #include <stdint.h>
 
 #include "conf/config.h"
+#include "engine/db.h"
 #include "poddb/proc.h"
 
 struct pod_worker;
@@ -66,6 +67,14 @@ void tu_host_msg(int host, const char *fmt, ...) __attribute__((format(printf, 2
 /* A database of one host with nworkers workers and phantom protection, as
  * the workload tests run it; the test fails when it cannot be made. */
 pod_db *tu_db_new(int nworkers);
+/* Where the databases of tu_db_new (and of tests that read it) keep their
+ * records: POD_STORE_TABLES, or POD_STORE_ARRAY after tu_use_array_store
+ * (a checked fixture: the tests of that case then run rs-2pl over the
+ * in-process record store, src/store/record_store.h). */
+extern enum pod_store_kind tu_store;
+void tu_use_array_store(void);
+/* db runs the protocol of tu_store (tu_db_new checks its own). */
+void tu_check_protocol(const pod_db *db);
 
 /* A loader's progress callback (wl_progress_fn, sb_progress_fn), arg a struct
  * tu_progress: how often it was called and the last row count. */

@@ -1,0 +1,128 @@
+/* The record store: the memory that a transaction's shared records live in,
+ * behind one small table of operations chosen once per server. Concurrency
+ * control above it (src/txn/cc.h) names records by location, never by
+ * pointer, and touches them only through these operations, so that the
+ * same protocol runs over memory it can load from (the CXL region, an
+ * in-process array) and over memory it reaches with one-sided RDMA READ /
+ * WRITE / CAS / FAA (a memory node).
+ *
+ * A record has the layout of cxl/record.h: an 8-byte record word (the 2PL
+ * lock bits and flags of REC_*; changed only with word_cas / word_faa) and a
+ * row: a header (is-valid, epoch-version) and the table's tuple. An index per
+ * table maps a key (key_size bytes, compared with memcmp) to the location of
+ * its record.
+ *
+ * Operations are synchronous: when one returns, it is done and visible to
+ * every other user of the store. `batch` posts several at once and returns
+ * when all are done: a store over RDMA rings one doorbell for them; one over
+ * loads and stores just runs them in order. Word operations are atomic and
+ * ordered (a successful CAS acquires, an FAA releases): a row written under
+ * a lock and the lock's release reach the next holder together. */
+#ifndef PODDB_STORE_RECORD_STORE_H
+#define PODDB_STORE_RECORD_STORE_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "util/err.h"
+
+/* Where a record is (backend-defined: an offset in a region or in a memory
+ * node's pool). 0 is no record. */
+typedef uint64_t rs_loc;
+
+enum rs_status {
+    RS_OK = 0,
+    RS_MISSING = 1,   /* no such key (lookup, remove), no neighbour (end of the table) */
+    RS_EXISTS = 2,    /* index_insert of a key that is present */
+    RS_NOMEM = -1,    /* the store is full or out of memory */
+};
+
+/* The row's header as the protocols see it (cxl_swcc_row's fields). */
+struct rs_row_head {
+    uint32_t valid;          /* 1: committed and present */
+    uint64_t epoch_version;  /* epoch << 32 | version */
+};
+
+struct rs_table_def {
+    uint32_t id;             /* the table's id (pod_table.id): 0.. */
+    uint32_t key_size, tuple_size;
+};
+
+/* One operation of a batch. */
+enum rs_op_kind { RS_OP_READ, RS_OP_WRITE, RS_OP_CAS, RS_OP_FAA };
+struct rs_op {
+    enum rs_op_kind kind;
+    rs_loc loc;
+    /* READ / WRITE: bytes off..off+len-1 of the tuple, and the header (NULL:
+     * READ does not read it, WRITE leaves it as it is) */
+    struct rs_row_head *head;
+    void *buf;
+    uint32_t off, len;
+    /* CAS: expected (updated with the value found) and desired; FAA: add;
+     * both leave the word's old value in old, CAS its success in ok */
+    uint64_t expected, desired, add, old;
+    bool ok;
+};
+
+struct record_store;
+
+struct rs_ops {
+    const char *name;
+    /* A table's records and index; before any other operation on it. */
+    int (*table_add)(struct record_store *s, const struct rs_table_def *def, pod_err *err);
+
+    /* ---- index: key -> location ---- */
+    int (*lookup)(struct record_store *s, uint32_t table, const void *key, rs_loc *loc);
+    /* The entry after key (inclusive: at or after; key NULL: the first) or,
+     * backward, before it (key NULL: the last): its key to key_out (may be
+     * NULL) and location. RS_MISSING at the table's end. */
+    int (*neighbour)(struct record_store *s, uint32_t table, const void *key, bool inclusive,
+                     bool backward, void *key_out, rs_loc *loc);
+    int (*index_insert)(struct record_store *s, uint32_t table, const void *key, rs_loc loc);
+    int (*index_remove)(struct record_store *s, uint32_t table, const void *key);
+
+    /* ---- the record word ---- */
+    uint64_t (*word_read)(struct record_store *s, rs_loc loc);
+    /* True if *expected was the word and it is now desired; else false with
+     * the word found in *expected. */
+    bool (*word_cas)(struct record_store *s, rs_loc loc, uint64_t *expected, uint64_t desired);
+    /* Add (modulo 2^64), returning the old word. */
+    uint64_t (*word_faa)(struct record_store *s, rs_loc loc, uint64_t add);
+
+    /* ---- the row ---- */
+    /* head (may be NULL) and tuple bytes off..off+len-1 to buf */
+    void (*row_read)(struct record_store *s, rs_loc loc, struct rs_row_head *head, void *buf,
+                     uint32_t off, uint32_t len);
+    /* head (NULL: kept) and bytes off..off+len-1 of the tuple from buf */
+    void (*row_write)(struct record_store *s, rs_loc loc, const struct rs_row_head *head,
+                      const void *buf, uint32_t off, uint32_t len);
+    /* A record of the table: word 0, row invalid, tuple zero. */
+    int (*alloc)(struct record_store *s, uint32_t table, rs_loc *loc);
+    /* Give back a record that no index entry names any more, once no
+     * transaction can still reach it (the backend's reclamation). */
+    void (*free)(struct record_store *s, uint32_t table, rs_loc loc);
+
+    /* ---- several operations that complete together ---- */
+    void (*batch)(struct record_store *s, struct rs_op *ops, uint32_t n);
+
+    void (*destroy)(struct record_store *s);
+};
+
+/* What every backend's instance starts with. */
+struct record_store {
+    const struct rs_ops *ops;
+};
+
+/* The batch of a store that completes each operation when it is posted. */
+void rs_batch_in_order(struct record_store *s, struct rs_op *ops, uint32_t n);
+
+/* ---- the in-process array store (src/store/array_store.c) ----
+ * Records in memory of this process, in the layout of cxl/record.h (the word
+ * beside its row), indexed by a B+-tree per table: the reference backend
+ * that a protocol is first run on, and what unit tests use in place of a
+ * region or a memory node. Records are kept until the store is destroyed
+ * (free only counts them): a transaction that still holds a location it
+ * found may always look at it. */
+struct record_store *rs_array_new(pod_err *err);
+
+#endif
