@@ -103,6 +103,14 @@ pod_db *pod_db_new(const struct pod_db_options *o, char *err, size_t errlen)
             return NULL;
         }
         db->cc = &cc_rs_2pl;
+    } else if (o->store == POD_STORE_GIVEN) {
+        if (!o->given_store) {
+            snprintf(err, errlen, "no record store given");
+            pod_db_free(db);
+            return NULL;
+        }
+        db->store = o->given_store;
+        db->cc = &cc_rs_2pl;
     }
     /* One EBR slot per worker, and one for the admin worker. */
     if (!(db->ebr = ebr_domain_new(o->nworkers + 1))) goto nomem;

@@ -42,6 +42,7 @@ struct pod_proc_stats {
 enum pod_store_kind {
     POD_STORE_TABLES = 0, /* this host's tables in DRAM and the pod's CXL region: tigon-2pl */
     POD_STORE_ARRAY,      /* an in-process record store (src/store/record_store.h): rs-2pl */
+    POD_STORE_GIVEN,      /* the record store in pod_db_options.given_store: rs-2pl */
 };
 
 struct pod_db_options {
@@ -52,6 +53,7 @@ struct pod_db_options {
     int max_retries;           /* attempts per call; 0 = default (100000) */
     uint64_t retry_timeout_ms; /* a call stops retrying after this long; 0 = no limit */
     enum pod_store_kind store;
+    struct record_store *given_store; /* POD_STORE_GIVEN: the caller's, destroyed with the db */
 };
 
 struct pod_worker;

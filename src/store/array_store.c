@@ -207,6 +207,7 @@ static void destroy(struct record_store *s)
 
 static const struct rs_ops array_ops = {
     .name = "array",
+    .ordered = true,
     .table_add = table_add,
     .lookup = lookup,
     .neighbour = neighbour,

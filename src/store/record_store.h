@@ -68,6 +68,9 @@ struct record_store;
 
 struct rs_ops {
     const char *name;
+    /* neighbour works (an ordered index): scans and next-key locking. A
+     * store with a hash index only serves point operations. */
+    bool ordered;
     /* A table's records and index; before any other operation on it. */
     int (*table_add)(struct record_store *s, const struct rs_table_def *def, pod_err *err);
 

@@ -568,6 +568,9 @@ static int rs_scan(pod_txn *tx, pod_table *t, const void *lo, const void *hi, ui
     uint32_t part;
     int rc = cc_check_scan(tx, x->db, t, lo, hi, &part);
     if (rc) return rc < 0 ? rc : POD_OK;
+    if (!OPS(x)->ordered)
+        return pod_txn_fail(tx, POD_E_INVALID, "%s: the %s record store has no ordered index: "
+                            "no scans", t->name, OPS(x)->name);
     struct scan s = {.x = x, .t = t, .lo = lo, .hi = hi, .limit = limit, .fn = fn, .arg = arg,
                      .want = (flags & POD_SCAN_FOR_UPDATE) ? HELD_WRITE : HELD_READ};
     return scan_dir(&s, flags & POD_SCAN_REVERSE);
@@ -706,6 +709,11 @@ static int rs_table_added(pod_db *db, pod_table *t, char *err, size_t errlen)
     }
     if (db->log) {
         snprintf(err, errlen, "rs-2pl does not log yet: a logging database runs tigon-2pl");
+        return -1;
+    }
+    if (db->opt.phantom_protection && !rs->ops->ordered) {
+        snprintf(err, errlen, "the %s record store has no ordered index: next-key locking "
+                 "(phantom_protection) cannot run on it", rs->ops->name);
         return -1;
     }
     pod_err e;
