@@ -12,8 +12,9 @@
  * table maps a key (key_size bytes, compared with memcmp) to the location of
  * its record.
  *
- * Operations are synchronous: when one returns, it is done and visible to
- * every other user of the store. `batch` posts several at once and returns
+ * Every worker of a database uses its store at once: the operations are
+ * thread-safe. They are synchronous: when one returns, it is done and
+ * visible to every other user of the store. `batch` posts several at once and returns
  * when all are done: a store over RDMA rings one doorbell for them; one over
  * loads and stores just runs them in order. Word operations are atomic and
  * ordered (a successful CAS acquires, an FAA releases): a row written under
