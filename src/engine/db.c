@@ -6,10 +6,10 @@
 
 #include "conf/config.h"
 #include "engine/worker.h"
+#include "storage/ebr.h"
 #include "storage/table.h"
 #include "store/record_store.h"
 #include "txn/cc.h"
-#include "txn/ebr.h"
 #include "txn/txn.h"
 
 #define DEFAULT_MAX_RETRIES 100000

@@ -45,8 +45,8 @@
 #include "log/log_priv.h"
 #include "log/recbuf.h"
 #include "log/route.h"
+#include "storage/ebr.h"
 #include "storage/table_load.h"
-#include "txn/ebr.h"
 #include "util/clock.h"
 #include "util/log.h"
 

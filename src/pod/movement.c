@@ -19,7 +19,7 @@
 #include "log/txlog.h"
 #include "pod/pod_int.h"
 #include "pod/rowlock.h"
-#include "txn/ebr.h"
+#include "storage/ebr.h"
 #include "util/cpu.h"
 #include "util/log.h"
 

@@ -18,7 +18,7 @@
 #include "engine/worker.h"
 #include "pod/pod_int.h"
 #include "pod/rowlock.h"
-#include "txn/ebr.h"
+#include "storage/ebr.h"
 #include "util/clock.h"
 #include "util/log.h"
 

@@ -9,7 +9,7 @@
 
 #include "cxl/record_ops.h"
 #include "engine/worker.h"
-#include "txn/lock.h"
+#include "storage/lock.h"
 #include "util/clock.h"
 #include "util/cpu.h"
 #include "util/log.h"

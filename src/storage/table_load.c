@@ -3,7 +3,7 @@
 #include <string.h>
 
 #include "engine/worker.h"
-#include "txn/ebr.h"
+#include "storage/ebr.h"
 
 enum table_install_result table_install(pod_table *t, const void *key, uint64_t ev,
                                         const void *tuple)
