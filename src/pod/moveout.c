@@ -15,7 +15,7 @@
 #include <string.h>
 
 #include "cxl/record_ops.h"
-#include "engine/worker.h"
+#include "db/types.h"
 #include "pod/pod_int.h"
 #include "pod/rowlock.h"
 #include "storage/ebr.h"

@@ -8,7 +8,7 @@
 #include <string.h>
 
 #include "cxl/record_ops.h"
-#include "engine/worker.h"
+#include "db/types.h"
 #include "storage/lock.h"
 #include "util/clock.h"
 #include "util/cpu.h"

@@ -31,7 +31,7 @@
 #include "conf/config.h"
 #include "cxl/record.h"
 #include "cxl/region.h"
-#include "engine/db.h"
+#include "db/types.h"
 #include "storage/btree.h"
 #include "storage/row.h"
 #include "util/err.h"

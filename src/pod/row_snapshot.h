@@ -19,7 +19,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "engine/db.h"
+#include "db/types.h"
 #include "storage/row.h"
 
 enum pod_snapshot_status {

@@ -33,7 +33,7 @@
 #include <string.h>
 
 #include "cxl/record_ops.h"
-#include "engine/worker.h"
+#include "db/types.h"
 #include "log/txlog.h"
 #include "pod/pod_int.h"
 #include "pod/rowlock.h"
