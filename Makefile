@@ -130,9 +130,11 @@ module: include/poddb/proc.h
 ASAN_TESTS := $(patsubst tests/unit/%.c,build/test/asan/%,$(TEST_SRCS))
 ASAN_BINS  := $(patsubst tools/%.c,build/asan/bin/%,$(BIN_SRCS))
 
-# make test: deps, the release build (integration tests use it too), sanitized unit
+# make test: deps, the modules' include order (tools/check-layers: docs/architecture.md,
+# "Layers"), the release build (integration tests use it too), sanitized unit
 # tests, then the integration scripts against the sanitized programs.
 test: deps
+	@tools/check-layers
 	@$(MAKE) --no-print-directory all $(ASAN_TESTS) $(ASAN_BINS) $(TEST_MODULES)
 	@tests/run-tests --variant asan $(ASAN_TESTS) -- $(wildcard tests/integration/*.sh)
 

@@ -6,10 +6,11 @@
 
 #include "conf/config.h"
 #include "engine/worker.h"
+#include "log/txlog.h"
+#include "storage/ebr.h"
 #include "storage/table.h"
 #include "store/record_store.h"
 #include "txn/cc.h"
-#include "txn/ebr.h"
 #include "txn/txn.h"
 
 #define DEFAULT_MAX_RETRIES 100000
@@ -52,6 +53,16 @@ static void node_retire(void *ctx, void *node, size_t size)
     struct pod_worker *w = pod_current_worker();
     if (w && w->db == db) ebr_retire(db->ebr, w->id, node, node_free_cb, NULL);
     else free(node); /* setup or teardown: no concurrent reader */
+}
+
+/* db->hooks.run_workers (db/types.h): run body on every worker thread and wait for them. */
+static int run_workers(pod_db *db, const int *cpus, int ncpus,
+                       void (*body)(struct pod_worker *w, void *arg), void *arg, char *err,
+                       size_t errlen)
+{
+    if (pod_workers_start(db, cpus, ncpus, body, arg, err, errlen)) return -1;
+    pod_workers_join(db);
+    return 0;
 }
 
 static struct pod_worker *worker_new(pod_db *db, int id)
@@ -112,6 +123,13 @@ pod_db *pod_db_new(const struct pod_db_options *o, char *err, size_t errlen)
         db->store = o->given_store;
         db->cc = &cc_rs_2pl;
     }
+    /* What pod/ and log/, below this layer, call up into (db/types.h). */
+    db->hooks = (struct pod_db_hooks){
+        .row_removed = log_row_removed,
+        .admin_begin = pod_admin_begin,
+        .admin_end = pod_admin_end,
+        .run_workers = run_workers,
+    };
     /* One EBR slot per worker, and one for the admin worker. */
     if (!(db->ebr = ebr_domain_new(o->nworkers + 1))) goto nomem;
     if (!(db->workers = calloc((size_t)o->nworkers, sizeof *db->workers))) goto nomem;

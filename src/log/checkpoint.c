@@ -39,7 +39,7 @@
 #include <unistd.h>
 #include <sys/resource.h>
 
-#include "engine/worker.h"
+#include "db/types.h"
 #include "log/log_priv.h"
 #include "pod/row_snapshot.h"
 #include "storage/table.h"
@@ -233,7 +233,7 @@ static int scan_partition(struct checkpointer *c, pod_table *t, uint32_t p, uint
             pod_err_set(err, "stopped");
             return -1;
         }
-        struct pod_worker *aw = pod_admin_begin(db); /* its EBR slots keep rows readable */
+        struct pod_worker *aw = db->hooks.admin_begin(db); /* its EBR slots keep rows readable */
         pod_snapshot_enter(db, aw->id);
         s.n = 0;
         s.left = ROWS_PER_CHUNK;
@@ -245,7 +245,7 @@ static int scan_partition(struct checkpointer *c, pod_table *t, uint32_t p, uint
          * still to be read. */
         if (!s.stopped) done = write_batch(&s);
         pod_snapshot_exit(db, aw->id);
-        pod_admin_end(db);
+        db->hooks.admin_end(db);
         if (s.rc) return -1;
         if (s.busy) {
             __atomic_fetch_add(&c->busy_waits, 1, __ATOMIC_RELAXED);

@@ -9,7 +9,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "engine/worker.h"
+#include "db/types.h"
 #include "log/emptylog.h"
 #include "log/log_priv.h"
 #include "log/txlog.h"

@@ -20,7 +20,7 @@
 
 #include "conf/config.h"
 #include "cxl/region.h"
-#include "engine/db.h"
+#include "db/types.h"
 #include "util/err.h"
 
 struct log_host;

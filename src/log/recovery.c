@@ -40,13 +40,13 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "engine/worker.h"
+#include "db/types.h"
 #include "log/crc32c.h"
 #include "log/log_priv.h"
 #include "log/recbuf.h"
 #include "log/route.h"
+#include "storage/ebr.h"
 #include "storage/table_load.h"
-#include "txn/ebr.h"
 #include "util/clock.h"
 #include "util/log.h"
 
@@ -346,7 +346,8 @@ static void drop_tombstones(struct recovery_ctx *x, struct pod_worker *w,
     struct logrec_iter it;
     ebr_enter(x->db->ebr, w->id);
     for (const struct logrec_entry *e = logrec_first(tombs, &it); e; e = logrec_next(&it)) {
-        dropped += (uint64_t)table_drop_tombstone(x->db->tables[e->table_id], e->data);
+        dropped += (uint64_t)table_drop_tombstone(x->db->tables[e->table_id], e->data, x->db->ebr,
+                                                      w->id);
         if (++k % EBR_BATCH == 0) {
             ebr_exit(x->db->ebr, w->id);
             ebr_enter(x->db->ebr, w->id);
@@ -664,12 +665,12 @@ int log_host_recover(struct log_host *lh, struct log_recovery_stats *stp, pod_er
     if (!x.lists || !x.out) goto nomem;
     pthread_barrier_init(&x.bar, NULL, (unsigned)x.n);
     char msg[256];
-    if (pod_workers_start(lh->o.db, lh->o.cpus, lh->o.ncpus, replay_body, &x, msg, sizeof msg)) {
+    if (lh->o.db->hooks.run_workers(lh->o.db, lh->o.cpus, lh->o.ncpus, replay_body, &x, msg,
+                                    sizeof msg)) {
         pthread_barrier_destroy(&x.bar);
         pod_err_set(err, "recovery: %s", msg);
         goto out;
     }
-    pod_workers_join(lh->o.db);
     pthread_barrier_destroy(&x.bar);
     if (x.failed) {
         pod_err_set(err, "recovery failed: %s", x.err.msg);

@@ -19,7 +19,7 @@
 
 #include <stdint.h>
 
-#include "engine/db.h"
+#include "db/types.h"
 
 struct log_worker;
 

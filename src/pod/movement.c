@@ -15,11 +15,10 @@
 #include <string.h>
 
 #include "cxl/record_ops.h"
-#include "engine/worker.h"
-#include "log/txlog.h"
+#include "db/types.h"
 #include "pod/pod_int.h"
 #include "pod/rowlock.h"
-#include "txn/ebr.h"
+#include "storage/ebr.h"
 #include "util/cpu.h"
 #include "util/log.h"
 
@@ -413,7 +412,7 @@ static void unlink_req(struct pod_worker *w, pod_table *t, uint32_t part,
     while ((rc = rec_row_read(ph->r, ph->coh, pod_rec(ph, rq->rec), NULL, t->tuple_size, &valid,
                               &ev)) == REC_BUSY)
         pod_cpu_relax();
-    if (rc == REC_OK && !valid && ev) log_row_removed(w->db, t, rq->key, ev);
+    if (rc == REC_OK && !valid && ev) w->db->hooks.row_removed(w->db, t, rq->key, ev);
     pod_unlink_moved(w, t, part, rq->key, row);
 }
 

@@ -15,10 +15,10 @@
 #include <string.h>
 
 #include "cxl/record_ops.h"
-#include "engine/worker.h"
+#include "db/types.h"
 #include "pod/pod_int.h"
 #include "pod/rowlock.h"
-#include "txn/ebr.h"
+#include "storage/ebr.h"
 #include "util/clock.h"
 #include "util/log.h"
 

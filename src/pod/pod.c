@@ -8,8 +8,8 @@
 #include <string.h>
 
 #include "cxl/record_ops.h"
-#include "engine/worker.h"
-#include "txn/lock.h"
+#include "db/types.h"
+#include "storage/lock.h"
 #include "util/clock.h"
 #include "util/cpu.h"
 #include "util/log.h"

@@ -7,7 +7,7 @@
  * tuple into CXL memory when another host asks for it: an HWcc record + SWcc
  * row (cxl/record.h), entered in the partition's CXL index (owned by the same
  * host), with the local row's shortcut pointing at the record and its lock
- * word frozen (LOCK_MOVED, src/txn/lock.h) so the record's lock is the only
+ * word frozen (LOCK_MOVED, src/storage/lock.h) so the record's lock is the only
  * live lock of the tuple. Other hosts find CXL-resident tuples in the index
  * and lock, read and write them there with no message; a tuple that is not in
  * CXL memory is requested from the owner over the MPSC rings. The owner moves
@@ -31,7 +31,7 @@
 #include "conf/config.h"
 #include "cxl/record.h"
 #include "cxl/region.h"
-#include "engine/db.h"
+#include "db/types.h"
 #include "storage/btree.h"
 #include "storage/row.h"
 #include "util/err.h"

@@ -6,8 +6,8 @@
 #include "cxl/record_ops.h"
 #include "pod/pod_int.h"
 #include "pod/rowlock.h"
+#include "storage/ebr.h"
 #include "storage/table.h"
-#include "txn/ebr.h"
 
 void pod_snapshot_enter(pod_db *db, int worker)
 {

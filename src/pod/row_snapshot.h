@@ -3,7 +3,7 @@
  * src/log/checkpoint.c; the pod layer's rules are in docs/pod.md).
  *
  * A row the owner moved into CXL memory has its 2PL lock in the HWcc record
- * (LOCK_MOVED, src/txn/lock.h), and once another host wrote it there
+ * (LOCK_MOVED, src/storage/lock.h), and once another host wrote it there
  * (is-dirty) its current tuple and epoch-version are in the SWcc row, not in
  * the owner's DRAM; a row another host inserted is valid only there. So a
  * reader takes a shared lock where it lives (src/pod/rowlock.h) and reads the
@@ -19,7 +19,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "engine/db.h"
+#include "db/types.h"
 #include "storage/row.h"
 
 enum pod_snapshot_status {

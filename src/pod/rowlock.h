@@ -1,6 +1,6 @@
 /* The 2PL lock of a local row wherever it lives: in the row's own word, or in
  * the HWcc record of its CXL copy once the owner moved it there (LOCK_MOVED,
- * src/txn/lock.h). Every call is NO_WAIT.
+ * src/storage/lock.h). Every call is NO_WAIT.
  *
  * *in_cxl tells the caller where the lock was taken, which is where it must
  * be released (or upgraded, downgraded): a lock taken in the record stays
@@ -22,8 +22,8 @@
 #include "cxl/record_ops.h"
 #include "cxl/region.h"
 #include "pod/cxl_index.h"
+#include "storage/lock.h"
 #include "storage/row.h"
-#include "txn/lock.h"
 
 enum { ROWLOCK_READ = 1, ROWLOCK_WRITE = 2 };
 

@@ -1,4 +1,4 @@
-/* Cross-host EBR: src/txn/ebr.c's domain with its announcement slots and
+/* Cross-host EBR: src/storage/ebr.c's domain with its announcement slots and
  * global epoch in the control block (HWcc memory), one view per host process.
  *
  * Why the single-process argument of ebr.c carries over: the slots and the

@@ -8,7 +8,7 @@
  * that slot), so an object is always freed by the host that retired it, which
  * must be the host that owns its memory (only the owner may cxl_free).
  *
- * The rule is the three-epoch rule of src/txn/ebr.h, now across processes:
+ * The rule is the three-epoch rule of src/storage/ebr.h, now across processes:
  * the global epoch advances only when every slot of every host is idle or
  * pinned at the current epoch, and an object retired at epoch e is freed once
  * the global epoch reaches e + 2. So a reader on any host that entered its
@@ -35,7 +35,7 @@
 #include <stdint.h>
 
 #include "cxl/region.h"
-#include "txn/ebr.h"
+#include "storage/ebr.h"
 #include "util/err.h"
 
 /* Byte written over HWcc memory freed through xebr_retire_hwcc before it goes

@@ -8,10 +8,10 @@
 
 #include "cxl/offset.h"
 
-/* The row word (pod_row.lock): the 2PL lock (txn/lock.h) and two flags that
+/* The row word (pod_row.lock): the 2PL lock (storage/lock.h) and two flags that
  * share its 32 bits, changed only with atomics that keep the other bits.
  *   bit  31     LOCK_W       exclusive (write) lock
- *   bit  30     LOCK_MOVED   the lock lives in the CXL record (txn/lock.h)
+ *   bit  30     LOCK_MOVED   the lock lives in the CXL record (storage/lock.h)
  *   bit  29     ROW_LATCH    orders the row's movements (pod_row_latch_try)
  *   bit  28     ROW_VALID    committed and present; clear while being
  *                            inserted and once deleted

@@ -4,7 +4,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "engine/db.h"
 #include "storage/row_slab.h"
 
 /* Rows are not cache-line aligned: that would cost a larger block for every

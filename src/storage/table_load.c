@@ -2,8 +2,7 @@
 
 #include <string.h>
 
-#include "engine/worker.h"
-#include "txn/ebr.h"
+#include "storage/ebr.h"
 
 enum table_install_result table_install(pod_table *t, const void *key, uint64_t ev,
                                         const void *tuple)
@@ -42,14 +41,13 @@ enum table_install_result table_patch(pod_table *t, const void *key, uint64_t ev
     return TABLE_INSTALLED;
 }
 
-int table_drop_tombstone(pod_table *t, const void *key)
+int table_drop_tombstone(pod_table *t, const void *key, struct ebr_domain *ebr, int slot)
 {
     uint32_t part = table_partition_of(t, key);
     struct pod_row *row = table_lookup(t, part, key, NULL);
     if (!row || row_valid(row)) return 0;
     table_index_remove(t, part, key);
-    struct pod_worker *w = pod_current_worker();
-    if (w && w->db == t->db) ebr_retire(t->db->ebr, w->id, row, row_free_cb, t);
+    if (ebr) ebr_retire(ebr, slot, row, row_free_cb, t);
     else row_free(t, row);
     return 1;
 }

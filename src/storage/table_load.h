@@ -12,6 +12,8 @@
 
 #include "storage/table.h"
 
+struct ebr_domain;
+
 enum table_install_result {
     TABLE_INSTALLED = 0, /* the row now carries ev (and tuple, or is a tombstone) */
     TABLE_NOT_NEWER,     /* the row already had an epoch-version >= ev: unchanged */
@@ -33,7 +35,10 @@ enum table_install_result table_patch(pod_table *t, const void *key, uint64_t ev
                                       uint64_t base_ev, uint32_t offset, const void *bytes,
                                       uint32_t len);
 
-/* Remove key's row if it is a tombstone. 1 removed, 0 not (absent or valid). */
-int table_drop_tombstone(pod_table *t, const void *key);
+/* Remove key's row if it is a tombstone. 1 removed, 0 not (absent or valid).
+ * The row is retired in slot `slot` of ebr, the caller's EBR domain and slot
+ * (inside its critical section), or freed at once when ebr is NULL (no
+ * other thread reads the table). */
+int table_drop_tombstone(pod_table *t, const void *key, struct ebr_domain *ebr, int slot);
 
 #endif

@@ -17,7 +17,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "engine/db.h"
+#include "db/types.h"
 
 #define CC_MSG_LEN 256 /* a transaction's message buffer (pod_txn_fail) */
 

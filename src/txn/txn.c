@@ -33,13 +33,13 @@
 #include <string.h>
 
 #include "cxl/record_ops.h"
-#include "engine/worker.h"
+#include "db/types.h"
 #include "log/txlog.h"
 #include "pod/pod_int.h"
 #include "pod/rowlock.h"
+#include "storage/ebr.h"
+#include "storage/lock.h"
 #include "txn/cc.h"
-#include "txn/ebr.h"
-#include "txn/lock.h"
 #include "txn/txn_int.h"
 #include "util/arena.h"
 #include "util/cpu.h"

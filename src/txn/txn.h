@@ -3,7 +3,7 @@
 #ifndef PODDB_TXN_TXN_H
 #define PODDB_TXN_TXN_H
 
-#include "engine/db.h"
+#include "db/types.h"
 #include "storage/table.h"
 
 struct pod_txn *txn_new(pod_db *db, struct pod_worker *w);

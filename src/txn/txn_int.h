@@ -7,7 +7,7 @@
 #include <stdint.h>
 
 #include "cxl/record.h"
-#include "engine/worker.h"
+#include "db/types.h"
 #include "pod/pod.h"
 #include "storage/table.h"
 #include "txn/cc.h"

@@ -1,4 +1,4 @@
-/* Epoch-based reclamation (src/txn/ebr.c); also built with ThreadSanitizer by
+/* Epoch-based reclamation (src/storage/ebr.c); also built with ThreadSanitizer by
  * make tsan.
  *
  * Single-thread cases pin down the rules: nothing retired is freed while a
@@ -23,7 +23,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "txn/ebr.h"
+#include "storage/ebr.h"
 #include "helpers/testutil.h"
 
 /* ---- counting free functions ------------------------------------------------- */

@@ -1,4 +1,4 @@
-/* The row word (src/storage/row.h) shared by the 2PL lock (src/txn/lock.h),
+/* The row word (src/storage/row.h) shared by the 2PL lock (src/storage/lock.h),
  * the row latch (src/pod/pod_int.h) and the valid bit; also built with
  * ThreadSanitizer by make tsan.
  *
@@ -14,7 +14,7 @@
 #include <stdlib.h>
 
 #include "pod/pod_int.h"
-#include "txn/lock.h"
+#include "storage/lock.h"
 #include "helpers/testutil.h"
 
 enum { ROUNDS = 2000000 };

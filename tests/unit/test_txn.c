@@ -9,8 +9,8 @@
 #include "engine/db.h"
 #include "engine/result.h"
 #include "engine/worker.h"
+#include "storage/lock.h"
 #include "txn/leaf_memo.h"
-#include "txn/lock.h"
 #include "txn/txn.h"
 #include "helpers/testutil.h"
 

@@ -20,8 +20,8 @@
  * by the thread that currently owns s. ebr_epoch and ebr_get_stats may be
  * called from any thread. Creating and freeing a domain is not concurrent
  * with anything else on it. */
-#ifndef PODDB_TXN_EBR_H
-#define PODDB_TXN_EBR_H
+#ifndef PODDB_STORAGE_EBR_H
+#define PODDB_STORAGE_EBR_H
 
 #include <stddef.h>
 #include <stdint.h>

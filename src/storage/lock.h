@@ -8,8 +8,8 @@
  * until the row is moved out. So one lock word is live at any time. The
  * word's bits, with the row's latch and valid bits beside the lock's, are
  * laid out in storage/row.h. */
-#ifndef PODDB_TXN_LOCK_H
-#define PODDB_TXN_LOCK_H
+#ifndef PODDB_STORAGE_LOCK_H
+#define PODDB_STORAGE_LOCK_H
 
 #include <stdbool.h>
 #include <stdint.h>

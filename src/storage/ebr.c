@@ -54,7 +54,7 @@
  * append to a 4 KiB chunk (chunks are recycled). collect: one scan of the
  * announcement words plus at most one CAS on G (two when that lets the
  * slot's oldest entry go), then frees from the FIFO head. */
-#include "txn/ebr.h"
+#include "storage/ebr.h"
 
 #include <errno.h>
 #include <stdbool.h>
