@@ -885,18 +885,23 @@ static void give_back_queued(struct pod_worker *w, void *arg)
 }
 
 /* The message of a reply that waited for epoch e to become durable for
- * longer than engine.durable_wait_ms. It must not say that the call failed:
- * it may have committed, and may yet become durable. */
-static void not_durable_msg(struct pod_server *s, uint64_t e, const char *why, char *buf,
-                            size_t len)
+ * longer than engine.durable_wait_ms, or (at_shutdown) until the server
+ * shut down. It must not say that the call failed: it may have committed,
+ * and may yet become durable. */
+static void not_durable_msg(struct pod_server *s, uint64_t e, bool at_shutdown, const char *why,
+                            char *buf, size_t len)
 {
+    char when[96];
+    if (at_shutdown)
+        snprintf(when, sizeof when, "before the server shut down (");
+    else
+        snprintf(when, sizeof when, "within %u ms (engine.durable_wait_ms; ",
+                 s->conf->engine.durable_wait_ms);
     snprintf(buf, len,
              "not acknowledged: the pod's durable epoch did not pass this call's epoch %llu "
-             "within %u ms (engine.durable_wait_ms; this host's durable epoch is %llu): %s. "
-             "The outcome is unknown: the call may have committed in memory, but it is not "
-             "durable and could be lost in a crash",
-             (unsigned long long)e, s->conf->engine.durable_wait_ms,
-             (unsigned long long)log_host_persisted(s->log), why);
+             "%sthis host's durable epoch is %llu): %s. The outcome is unknown: the call may "
+             "have committed in memory, but it is not durable and could be lost in a crash",
+             (unsigned long long)e, when, (unsigned long long)log_host_persisted(s->log), why);
 }
 
 /* Run a batch of calls and hand their replies to the connections (or hold
@@ -960,7 +965,7 @@ static void run_batch(struct pod_server *s, struct pod_worker *w, struct request
                 if (s->durable_wait_ns && pod_mono_ns() - t0 >= s->durable_wait_ns) {
                     char why[1024], nd[2048];
                     log_host_why_not_durable(s->log, why, sizeof why);
-                    not_durable_msg(s, e, why[0] ? why : "the reason is not known", nd,
+                    not_durable_msg(s, e, false, why[0] ? why : "the reason is not known", nd,
                                     sizeof nd);
                     out->len = 0;
                     pod_proto_encode_reply(out, r->id, POD_E_NOT_DURABLE, nd, NULL);
@@ -1028,9 +1033,10 @@ static void call_done(struct conn *c)
 
 /* The loop: hand held replies taken off the queues to their connections, as
  * they are, or (why != NULL) replaced by POD_E_NOT_DURABLE errors saying
- * why; their connections are added to *touched (flush_touched). */
+ * why (not_durable_msg); their connections are added to *touched
+ * (flush_touched). */
 static void hand_held(struct pod_server *s, struct held_reply *list, const char *why,
-                      struct conn **touched)
+                      bool at_shutdown, struct conn **touched)
 {
     char msg[2048];
     struct pod_buf err = {0};
@@ -1040,7 +1046,7 @@ static void hand_held(struct pod_server *s, struct held_reply *list, const char 
         struct conn *c = h->conn;
         if (why) {
             uncharge(s, c, h->len);
-            not_durable_msg(s, h->epoch, why, msg, sizeof msg);
+            not_durable_msg(s, h->epoch, at_shutdown, why, msg, sizeof msg);
             err.len = 0;
             if (pod_proto_encode_reply(&err, h->id, POD_E_NOT_DURABLE, msg, NULL) == 0)
                 conn_reply(s, c, &err, true, false);
@@ -1104,7 +1110,7 @@ static size_t release_durable(struct pod_server *s)
         left += q->len;
         pthread_mutex_unlock(&q->lock);
         if (n) log_host_waiters_add(s->log, -(int64_t)n);
-        hand_held(s, list, NULL, &touched);
+        hand_held(s, list, NULL, false, &touched);
     }
     flush_touched(s, touched);
     return left;
@@ -1176,7 +1182,7 @@ static void expire_held(struct pod_server *s)
     log_host_why_not_durable(s->log, why, sizeof why);
     if (!why[0]) snprintf(why, sizeof why, "the reason is not known (see the servers' logs)");
     struct conn *touched = NULL;
-    hand_held(s, list, why, &touched);
+    hand_held(s, list, why, false, &touched);
     flush_touched(s, touched);
     count(&s->info.not_durable_replies, (int64_t)n);
     s->durable_unwarned += n;
@@ -1231,8 +1237,9 @@ static void drop_held_of(struct pod_server *s, struct conn *c)
     if (n) log_host_waiters_add(s->log, -(int64_t)n);
 }
 
-/* At shutdown, after the workers stopped: replies whose epochs never became
- * durable are dropped (the client sees no reply: not acknowledged). */
+/* A server that failed after it started: the replies still held are dropped
+ * (the client sees no reply: not acknowledged). A clean shutdown answers
+ * them (answer_held). */
 static size_t drop_held(struct pod_server *s)
 {
     size_t n = 0;
@@ -1778,8 +1785,36 @@ static int start_log(struct pod_server *s, pod_err *err)
     return 0;
 }
 
+/* At shutdown, after the workers stopped: every reply still held is
+ * answered POD_E_NOT_DURABLE, saying why (the client learns that its call
+ * was not acknowledged, rather than seeing the connection close). */
+static size_t answer_held(struct pod_server *s, const char *why)
+{
+    struct held_reply *list = NULL, **tail = &list;
+    size_t n = 0;
+    for (int wi = 0; wi < s->db->opt.nworkers; wi++) {
+        struct held_queue *q = &s->held[wi];
+        pthread_mutex_lock(&q->lock);
+        if (q->head) {
+            *tail = q->head;
+            tail = &q->tail->next;
+        }
+        n += q->len;
+        q->head = q->tail = NULL;
+        q->len = 0;
+        pthread_mutex_unlock(&q->lock);
+    }
+    if (!n) return 0;
+    log_host_waiters_add(s->log, -(int64_t)n);
+    struct conn *touched = NULL;
+    hand_held(s, list, why, true, &touched);
+    flush_touched(s, touched);
+    count(&s->info.not_durable_replies, (int64_t)n);
+    return n;
+}
+
 /* After the workers stopped: give the last replies time to become durable
- * (the epoch thread keeps running), then drop what is still held. */
+ * (the epoch thread keeps running), then answer what is still held. */
 static void wait_held_durable(struct pod_server *s)
 {
     if (!s->hold_replies) return;
@@ -1790,11 +1825,14 @@ static void wait_held_durable(struct pod_server *s)
         struct timespec nap = {0, 1000000};
         nanosleep(&nap, NULL);
     }
-    size_t dropped = drop_held(s);
-    if (dropped)
-        pod_warn("shutdown: %zu replies dropped: their epochs did not become durable within "
-                 "%llu ms (those calls were not acknowledged)", dropped,
-                 (unsigned long long)wait_ms);
+    char why[1024];
+    log_host_why_not_durable(s->log, why, sizeof why);
+    if (!why[0]) snprintf(why, sizeof why, "the reason is not known");
+    size_t n = answer_held(s, why);
+    if (n)
+        pod_warn("shutdown: %zu repl%s answered POD_E_NOT_DURABLE: their epochs did not become "
+                 "durable within %llu ms (those calls were not acknowledged): %s", n,
+                 n == 1 ? "y" : "ies", (unsigned long long)wait_ms, why);
 }
 
 int pod_server_main(const struct pod_config *c, int host, const struct pod_server_flags *f)

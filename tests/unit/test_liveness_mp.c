@@ -32,7 +32,10 @@
  *   paused_server_acknowledges: host 0 stopped (SIGSTOP) for longer than
  *     engine.durable_wait_ms while it holds a reply: once the pod goes on,
  *     the reply is acknowledged (the time a server did not run is not
- *     counted against the wait). */
+ *     counted against the wait).
+ *   shutdown_answers_held: host 0 told to stop (SIGTERM) while it holds a
+ *     reply that cannot become durable (host 1 stopped) answers it
+ *     POD_E_NOT_DURABLE, saying it shut down. */
 #include <check.h>
 #include <pthread.h>
 
@@ -625,6 +628,44 @@ START_TEST(paused_server_acknowledges)
 }
 END_TEST
 
+/* A server told to stop while it holds a reply whose epoch cannot become
+ * durable (host 1 stopped) answers it POD_E_NOT_DURABLE, saying it shut
+ * down, instead of closing the connection on it. */
+START_TEST(shutdown_answers_held)
+{
+    struct pod p;
+    struct pod_opts o = {1, 1, "16MiB", SMALL_TABLE, "  durable_wait_ms: 60000\n"};
+    pod_start(&p, &o);
+    pod_client *c = connect_to(&p, 0, 60000);
+    char msg[2048];
+    ck_assert_int_eq(put_key(c, 0x10, 0, msg, sizeof msg), POD_OK);
+    ck_assert_int_eq(kill(p.pid[1], SIGSTOP), 0);
+    unsigned char k[2] = {0x10, 1};
+    pod_value v[3] = {pod_v_str("t"), pod_v_bytes(k, 2), pod_v_str("late")};
+    ck_assert(pod_client_send(c, "kv.put", v, 3, 0) != 0);
+    ck_assert_int_eq(pod_client_flush(c), 0);
+    sh_sleep_ms(300);
+    ck_assert_int_eq(kill(p.pid[0], SIGTERM), 0);
+    pod_reply *r = pod_client_recv(c);
+    ck_assert_msg(r != NULL, "no reply: %s", pod_client_error(c));
+    int st = pod_reply_status(r);
+    printf("a held reply at shutdown: status %d: %s\n", st, pod_reply_message(r));
+    ck_assert_msg(st == POD_E_NOT_DURABLE, "status %d (%s): %s", st, pod_status_name(st),
+                  pod_reply_message(r));
+    ck_assert_msg(strstr(pod_reply_message(r), "shut down") &&
+                      strstr(pod_reply_message(r), "not acknowledged") &&
+                      strstr(pod_reply_message(r), "host 1"),
+                  "%s", pod_reply_message(r));
+    pod_reply_free(r);
+    pod_client_close(c);
+    ph_reap(p.pid[0], p.log[0], 0);
+    ck_assert_int_eq(kill(p.pid[1], SIGCONT), 0);
+    kill(p.pid[1], SIGTERM);
+    ph_reap(p.pid[1], p.log[1], 1);
+    unlink(p.region);
+}
+END_TEST
+
 int main(void)
 {
     sh_init();
@@ -639,6 +680,7 @@ int main(void)
     tcase_add_test(tc, idle_pod_sleeps);
     tcase_add_test(tc, frozen_pod_answers);
     tcase_add_test(tc, paused_server_acknowledges);
+    tcase_add_test(tc, shutdown_answers_held);
     suite_add_tcase(s, tc);
     SRunner *sr = srunner_create(s);
     srunner_run_all(sr, CK_NORMAL);
