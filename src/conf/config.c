@@ -583,12 +583,15 @@ static const struct key_spec engine_keys[E_NKEYS] = {
                                                      "waits for durability; 0 = for ever)"},
 };
 
-enum { S_MAX_CONN_BUFFERED, S_MAX_BUFFERED, S_MAX_CALLS_PER_CONN, S_NKEYS };
+enum { S_MAX_CONN_BUFFERED, S_MAX_BUFFERED, S_MAX_CALLS_PER_CONN, S_AUTH_TIMEOUT_MS, S_NKEYS };
 static const struct key_spec server_keys[S_NKEYS] = {
     [S_MAX_CONN_BUFFERED] = {"max_conn_buffered", false,
                              "a byte size in 1MiB..64TiB, at most server.max_buffered, like 64MiB"},
     [S_MAX_BUFFERED] = {"max_buffered", false, "a byte size in 1MiB..64TiB, like 1GiB"},
     [S_MAX_CALLS_PER_CONN] = {"max_calls_per_conn", false, "an integer in 1..65536"},
+    [S_AUTH_TIMEOUT_MS] = {"auth_timeout_ms", false, "an integer in 0..86400000 (how long a TCP "
+                                                     "connection may wait before sys.auth; 0 = "
+                                                     "for ever)"},
 };
 
 static void set_defaults(struct pod_config *cfg)
@@ -614,6 +617,7 @@ static void set_defaults(struct pod_config *cfg)
     cfg->server.max_conn_buffered = SERVER_DEFAULT_CONN_BUFFERED;
     cfg->server.max_buffered = SERVER_DEFAULT_BUFFERED;
     cfg->server.max_calls_per_conn = 128;
+    cfg->server.auth_timeout_ms = 10000;
 }
 
 /* The region is mapped in whole pages (cxl_geometry_compute insists too, but
@@ -891,6 +895,9 @@ static int load_server(const struct ctx *c, const struct item *section, struct p
     if (it[S_MAX_CALLS_PER_CONN].value &&
         get_u32(c, &it[S_MAX_CALLS_PER_CONN], 1, SERVER_MAX_CALLS,
                 &cfg->server.max_calls_per_conn) < 0)
+        return -1;
+    if (it[S_AUTH_TIMEOUT_MS].value &&
+        get_u32(c, &it[S_AUTH_TIMEOUT_MS], 0, 86400000, &cfg->server.auth_timeout_ms) < 0)
         return -1;
     if (cfg->server.max_conn_buffered > cfg->server.max_buffered) {
         const struct item *conn = &it[S_MAX_CONN_BUFFERED];

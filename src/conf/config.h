@@ -165,6 +165,9 @@ struct pod_config {
         /* Calls of one connection queued, running or held before the server
          * stops reading it. Default 128. */
         uint32_t max_calls_per_conn;
+        /* A TCP connection that has not given its token (sys.auth) this
+         * long after it was accepted is closed; 0: never. Default 10 s. */
+        uint32_t auth_timeout_ms;
     } server;
 
     struct pod_workloads_conf workloads;

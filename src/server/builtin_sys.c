@@ -105,6 +105,7 @@ static int sys_stats(pod_txn *tx, const pod_args *a, pod_result *res, void *ctx)
     name_i64_row(res, "server.server_limit_closes", si ? rd(&si->server_limit_closes) : 0);
     name_i64_row(res, "server.not_durable_replies", si ? rd(&si->not_durable_replies) : 0);
     name_i64_row(res, "server.stalls", si ? rd(&si->stalls) : 0);
+    name_i64_row(res, "server.auth_timeouts", si ? rd(&si->auth_timeouts) : 0);
     /* The log directory lost under the server (docs/durability.md, "The log
      * directory watched"): this host's, and the lowest host's of the pod. */
     if (db->log) {
@@ -201,6 +202,7 @@ static int sys_config(pod_txn *tx, const pod_args *a, pod_result *res, void *ctx
            (unsigned long long)c->server.max_conn_buffered);
     kv_row(res, &row, "server.max_buffered", "%llu", (unsigned long long)c->server.max_buffered);
     kv_row(res, &row, "server.max_calls_per_conn", "%u", c->server.max_calls_per_conn);
+    kv_row(res, &row, "server.auth_timeout_ms", "%u", c->server.auth_timeout_ms);
     for (int i = 0; i < c->nmodules; i++) kv_row(res, &row, "module", "%s", c->modules[i]);
     return POD_OK;
 }

@@ -117,6 +117,7 @@ struct conn {
     int loop_watch;         /* atomic: reading paused or closing; the loop wants every reply */
     bool dead;              /* freed in this batch of events: ignore its events */
     uint8_t auth;           /* enum pod_conn_auth: TCP connections need the token first */
+    uint64_t accepted_ns;   /* pod_mono_ns(): server.auth_timeout_ms counts from here */
     uint32_t inflight;      /* calls queued or running (under out_lock) */
     uint64_t bytes;         /* atomic: what it makes the server hold (server.max_conn_buffered) */
     int over;               /* atomic: it passed server.max_conn_buffered; the loop closes it */
@@ -200,6 +201,7 @@ struct pod_server {
     int spare_fd;               /* reserved for shedding connections when out of descriptors */
     pod_value args[MAX_ARGS];   /* decoded arguments of the frame being handled */
     struct pod_auth auth;       /* the TCP listener's token (token.h) */
+    uint64_t auth_next_ns;      /* the loop's next look for expire_unauthenticated */
     uint64_t shed, shed_warned_ns;
     /* limits (server section of the config) */
     uint64_t max_conn, max_total;
@@ -369,6 +371,7 @@ static void accept_all(struct pod_server *s, int lfd)
         }
         c->fd = fd;
         c->auth = lfd == s->tcp_fd ? POD_CONN_TCP_WAITING : POD_CONN_UNIX;
+        c->accepted_ns = pod_mono_ns();
         c->refs = 1;
         c->reading = true;
         c->armed = EPOLLIN | EPOLLRDHUP;
@@ -1653,6 +1656,27 @@ static void sweep_closing(struct pod_server *s)
     }
 }
 
+/* The loop, about once a second: TCP connections that have not given their
+ * token within server.auth_timeout_ms get an error and are closed (a client
+ * that connects and says nothing must not hold a connection for ever). */
+static void expire_unauthenticated(struct pod_server *s)
+{
+    uint64_t wait = (uint64_t)s->conf->server.auth_timeout_ms * 1000000ull;
+    uint64_t now = pod_mono_ns();
+    if (s->tcp_fd < 0 || !wait || now < s->auth_next_ns) return;
+    s->auth_next_ns = now + (wait / 10 < 1000000000ull ? wait / 10 : 1000000000ull);
+    char msg[160];
+    for (struct conn *c = s->conns, *next; c; c = next) {
+        next = c->next;
+        if (c->closing || c->auth != POD_CONN_TCP_WAITING || now - c->accepted_ns < wait) continue;
+        snprintf(msg, sizeof msg, "no sys.auth with the host's token within %u ms "
+                 "(server.auth_timeout_ms): closing", s->conf->server.auth_timeout_ms);
+        reply_error(s, c, 0, POD_E_AUTH, msg);
+        count(&s->info.auth_timeouts, 1);
+        conn_close(s, c);
+    }
+}
+
 static void run_loop(struct pod_server *s)
 {
     struct epoll_event evs[64];
@@ -1713,6 +1737,7 @@ static void run_loop(struct pod_server *s)
             }
         }
         expire_held(s);
+        expire_unauthenticated(s);
         if (__atomic_load_n(&s->info.buffered, __ATOMIC_RELAXED) > s->max_total ||
             __atomic_load_n(&s->over_total, __ATOMIC_ACQUIRE))
             enforce_total(s);

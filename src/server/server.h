@@ -43,6 +43,7 @@ struct pod_server_info {
     uint64_t conn_limit_closes, server_limit_closes;
     uint64_t not_durable_replies;
     uint64_t stalls;
+    uint64_t auth_timeouts; /* TCP connections closed for server.auth_timeout_ms */
     struct log_recovery_stats recovery; /* what recovery did at startup */
 };
 const struct pod_server_info *pod_server_info(void);

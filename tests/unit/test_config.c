@@ -225,6 +225,7 @@ START_TEST(test_load_minimal_file_defaults)
     ck_assert_uint_eq(cfg.server.max_conn_buffered, 64ULL << 20);
     ck_assert_uint_eq(cfg.server.max_buffered, 1ULL << 30);
     ck_assert_uint_eq(cfg.server.max_calls_per_conn, 128);
+    ck_assert_uint_eq(cfg.server.auth_timeout_ms, 10000);
 }
 END_TEST
 
@@ -545,8 +546,9 @@ START_TEST(test_digest_ignores_text_form)
     /* Neither are the server's limits: a host may be restarted with others. */
     char limits[2048];
     snprintf(limits, sizeof limits, "%sserver:\n  max_conn_buffered: 8MiB\n  max_buffered: 64MiB\n"
-             "  max_calls_per_conn: 7\n", DIGEST_BASE);
+             "  max_calls_per_conn: 7\n  auth_timeout_ms: 0\n", DIGEST_BASE);
     ck_assert_uint_eq(parse_ok(limits)->server.max_calls_per_conn, 7);
+    ck_assert_uint_eq(parse_ok(limits)->server.auth_timeout_ms, 0);
     ck_assert_uint_eq(digest_of(limits), base);
 }
 END_TEST
@@ -1025,7 +1027,7 @@ static const struct bad_case {
     /* server limits */
     {"misspelt server key", REGION_OK HOSTS_OK "server:\n  max_buffer: 1GiB\n",
      "11:3: server.max_buffer: unknown key (expected one of: max_conn_buffered, max_buffered, "
-     "max_calls_per_conn)"},
+     "max_calls_per_conn, auth_timeout_ms)"},
     {"server is a scalar", REGION_OK HOSTS_OK "server: big\n",
      "10:9: server: is a scalar (expected a mapping with keys: max_conn_buffered"},
     {"connection limit too small", REGION_OK HOSTS_OK "server:\n  max_conn_buffered: 64KiB\n",
@@ -1040,6 +1042,8 @@ static const struct bad_case {
      "32MiB: one connection cannot hold more than the whole server)"},
     {"no calls per connection", REGION_OK HOSTS_OK "server:\n  max_calls_per_conn: 0\n",
      "11:23: server.max_calls_per_conn: 0 is out of range (1..65536)"},
+    {"auth timeout too long", REGION_OK HOSTS_OK "server:\n  auth_timeout_ms: 86400001\n",
+     "11:20: server.auth_timeout_ms: 86400001 is out of range (0..86400000)"},
     {"tcp port out of range", REGION_OK DEFAULTS_OK "hosts:\n  - tcp_port: 70000\n",
      "11:15: hosts[0].tcp_port: 70000 is out of range (1..65535)"},
     {"duplicate tcp port", REGION_OK DEFAULTS_OK "  tcp_token_file: /t\n"

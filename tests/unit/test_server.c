@@ -515,6 +515,7 @@ START_TEST(test_sys_stats)
                 ck_assert_int_eq(i64_at(r, i, 1), 0);
             /* a loaded machine may have stalled it */
             else if (str_is(name, "server.stalls")) ck_assert_int_ge(i64_at(r, i, 1), 0);
+            else if (str_is(name, "server.auth_timeouts")) ck_assert_int_eq(i64_at(r, i, 1), 0);
             else ck_abort_msg("unexpected sys.stats row %d", i);
             continue;
         }
@@ -1971,6 +1972,51 @@ static pod_client *conn_no_token(const char *addr)
     return conn(addr);
 }
 
+/* A TCP connection that says nothing is closed after server.auth_timeout_ms
+ * with an error naming the key; one that gave its token is not, however
+ * long it stays idle. */
+START_TEST(test_tcp_auth_timeout)
+{
+    struct sh_server a;
+    char addr[64];
+    start_tcp_server(&a, addr, sizeof addr);
+    pod_client *authed = conn_no_token(addr);
+    ck_assert_int_eq(pod_client_auth(authed, a.token, strlen(a.token)), POD_OK);
+    int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    ck_assert_int_ge(fd, 0);
+    struct sockaddr_in sin = {.sin_family = AF_INET, .sin_port = htons((uint16_t)a.tcp_port),
+                              .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+    ck_assert_int_eq(connect(fd, (struct sockaddr *)&sin, sizeof sin), 0);
+    uint64_t t0 = sh_now_ms();
+    char got[1024];
+    size_t n = 0;
+    for (;;) { /* everything until the server closes (bounded) */
+        struct pollfd p = {.fd = fd, .events = POLLIN};
+        ck_assert_msg(poll(&p, 1, 20000) == 1, "not closed %llu ms after it was accepted",
+                      (unsigned long long)(sh_now_ms() - t0));
+        ssize_t r = read(fd, got + n, sizeof got - 1 - n);
+        if (r <= 0) break;
+        n += (size_t)r;
+    }
+    uint64_t took = sh_now_ms() - t0;
+    close(fd);
+    got[n] = 0;
+    bool says = false;
+    for (size_t i = 0; i + 15 <= n && !says; i++) says = memcmp(got + i, "auth_timeout_ms", 15) == 0;
+    printf("an unauthenticated TCP connection closed after %llu ms (%zu bytes)\n",
+           (unsigned long long)took, n);
+    ck_assert_msg(says, "the closing error does not name server.auth_timeout_ms");
+    ck_assert_uint_ge(took, SH_AUTH_TIMEOUT_MS - 50);
+    /* the authenticated one, idle as long, still serves */
+    pod_reply *r = call(authed, "sys.ping", NULL, 0);
+    ck_assert_int_eq(pod_reply_status(r), POD_OK);
+    pod_reply_free(r);
+    pod_client_close(authed);
+    stop_clean(&a, SIGTERM);
+    sh_remove_region(&a);
+}
+END_TEST
+
 /* On TCP nothing is answered before sys.auth with the token, and a wrong
  * token closes the connection; the right one opens it (also pipelined with
  * the calls after it). The Unix socket needs no token. */
@@ -2358,6 +2404,7 @@ static Suite *server_suite(void)
     tcase_add_test(lc, test_sigterm_with_calls_in_flight);
     tcase_add_test(lc, test_tcp_listener);
     tcase_add_test(lc, test_tcp_token);
+    tcase_add_test(lc, test_tcp_auth_timeout);
     tcase_add_test(lc, test_tcp_token_file_refused);
     tcase_add_test(lc, test_stale_socket_replaced);
     tcase_add_test(lc, test_socket_of_other_server);

@@ -203,8 +203,11 @@ static inline int sh_write_token(struct sh_server *s)
     return close(fd) == 0 && ok ? 0 : -1;
 }
 
+/* A TCP server's server.auth_timeout_ms in the tests. */
+#define SH_AUTH_TIMEOUT_MS 3000
+
 /* Fill in unique paths and write the config (with tcp_port, the token file
- * too: see sh_write_token). socket_override: NULL, or a
+ * too: see sh_write_token, and server.auth_timeout_ms SH_AUTH_TIMEOUT_MS). socket_override: NULL, or a
  * socket path to use instead of the default one (for error tests). */
 static inline int sh_prepare(struct sh_server *s, int workers, int tcp_port,
                              const char *socket_override)
@@ -235,6 +238,7 @@ static inline int sh_prepare(struct sh_server *s, int workers, int tcp_port,
     fputs(SH_TABLES_YAML, f);
     if (sh_extra_tables) fputs(sh_extra_tables, f);
     fputs("engine:\n  epoch_ms: 10\n", f);
+    if (tcp_port) fprintf(f, "server:\n  auth_timeout_ms: %d\n", SH_AUTH_TIMEOUT_MS);
     return fclose(f) == 0 ? 0 : -1;
 }
 
