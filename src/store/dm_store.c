@@ -283,14 +283,21 @@ static void bucket_lock(struct dm_store *d, uint64_t b)
     }
 }
 
+/* Under d->mu: key's bucket locked and read into d->bucket; its offset. */
+static uint64_t bucket_take(struct dm_store *d, const struct dm_catalog_entry *e, const void *key)
+{
+    uint64_t b = bucket_off(e, key);
+    bucket_lock(d, b);
+    rd(d, b, d->bucket, e->bucket_bytes);
+    return b;
+}
+
 static int index_insert(struct record_store *s, uint32_t table, const void *key, rs_loc loc)
 {
     struct dm_store *d = ds(s);
     const struct dm_catalog_entry *e = &table_of(d, table)->e;
-    uint64_t b = bucket_off(e, key);
     pthread_mutex_lock(&d->mu);
-    bucket_lock(d, b);
-    rd(d, b, d->bucket, e->bucket_bytes);
+    uint64_t b = bucket_take(d, e, key);
     int rc = RS_NOMEM;
     if (find_slot(d, e, key) >= 0) {
         rc = RS_EXISTS;
@@ -314,10 +321,8 @@ static int index_remove(struct record_store *s, uint32_t table, const void *key)
 {
     struct dm_store *d = ds(s);
     const struct dm_catalog_entry *e = &table_of(d, table)->e;
-    uint64_t b = bucket_off(e, key);
     pthread_mutex_lock(&d->mu);
-    bucket_lock(d, b);
-    rd(d, b, d->bucket, e->bucket_bytes);
+    uint64_t b = bucket_take(d, e, key);
     int i = find_slot(d, e, key), rc = RS_MISSING;
     if (i >= 0) {
         uint64_t w;

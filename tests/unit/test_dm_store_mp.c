@@ -530,16 +530,22 @@ static int child_other_pod(void *p)
     return 0;
 }
 
+/* A compute node of the pod with the bank's table, or NULL (said on stderr). */
+static struct cn *cn_open_or_say(const struct refuse_arg *a, const char *who)
+{
+    char msg[256];
+    struct cn *c = cn_open(a->sock, a->provider, POD_NAME, sizeof(struct account), msg,
+                           sizeof msg);
+    if (!c) fprintf(stderr, "%s: %s\n", who, msg);
+    return c;
+}
+
 static int child_mismatch(void *p)
 {
     struct refuse_arg *a = p;
     char msg[256];
-    struct cn *first = cn_open(a->sock, a->provider, POD_NAME, sizeof(struct account), msg,
-                               sizeof msg);
-    if (!first) {
-        fprintf(stderr, "first compute node: %s\n", msg);
-        return 2;
-    }
+    struct cn *first = cn_open_or_say(a, "first compute node");
+    if (!first) return 2;
     struct cn *second = cn_open(a->sock, a->provider, POD_NAME, sizeof(struct account) + 8,
                                 a->rep->msg, sizeof a->rep->msg);
     int rc = second ? 1 : 0;
@@ -559,15 +565,8 @@ static int child_mismatch(void *p)
 /* A compute node that dies in the middle of its work (SIGKILL, no fi_close). */
 static int child_die(void *p)
 {
-    struct refuse_arg *a = p;
-    char msg[256];
-    struct cn *c = cn_open(a->sock, a->provider, POD_NAME, sizeof(struct account), msg,
-                           sizeof msg);
-    if (!c) {
-        fprintf(stderr, "dying compute node: %s\n", msg);
-        return 1;
-    }
-    raise(SIGKILL);
+    if (!cn_open_or_say(p, "dying compute node")) return 1;
+    raise(SIGKILL); /* with its endpoint, store and database open */
     return 1;
 }
 
