@@ -1,0 +1,85 @@
+/* A memory node's pool and its bootstrap protocol: the layout shared by
+ * poddb-memnode (which writes the header once, before any client comes) and
+ * the dm record store (src/store/dm_store.c), which does everything else
+ * with one-sided operations. docs/dm.md has the same byte by byte.
+ *
+ *   0 .. 4095        header (struct dm_pool_header)
+ *   4096 .. 69631    catalog: DM_MAX_TABLES (1024) entries of 64 bytes, entry i for table id i
+ *   131072 ..        allocated by FAA on the header's cursor: hash indexes and records
+ *
+ * All integers are little-endian (the byte order of the nodes; the pool is
+ * never moved between machines of another order). */
+#ifndef PODDB_DM_POOL_H
+#define PODDB_DM_POOL_H
+
+#include <stdint.h>
+
+#include "dm/fabric.h"
+
+#define DM_POOL_MAGIC 0x314c4f4f504d4450ull /* "PDMPOOL1" */
+#define DM_LAYOUT_VERSION 1u
+#define DM_POD_NAME_MAX 64
+#define DM_MAX_TABLES 1024u
+#define DM_HEADER_BYTES 4096u
+#define DM_CATALOG_OFF 4096u
+#define DM_CATALOG_ENTRY 64u
+#define DM_DATA_START 131072u
+#define DM_POOL_MIN (1ull << 20)
+
+struct dm_pool_header {
+    uint64_t magic;           /*  0: DM_POOL_MAGIC */
+    uint32_t version;         /*  8: DM_LAYOUT_VERSION */
+    uint32_t header_bytes;    /* 12: DM_HEADER_BYTES */
+    uint64_t pool_size;       /* 16: bytes */
+    uint64_t cursor;          /* 24: next free byte (FAA); may pass pool_size when full */
+    char pod[DM_POD_NAME_MAX];/* 32: the pod's name, NUL-padded */
+};                            /* 96 bytes; the rest of the 4 KiB is zero */
+
+/* state of a catalog entry (its first word, changed by CAS and WRITE) */
+#define DM_CAT_FREE 0ull
+#define DM_CAT_CREATING 1ull /* a compute node is laying the table out */
+#define DM_CAT_READY 2ull
+
+struct dm_catalog_entry {
+    uint64_t state;           /*  0: DM_CAT_* */
+    uint32_t table_id;        /*  8 */
+    uint32_t key_size;        /* 12 */
+    uint32_t tuple_size;      /* 16 */
+    uint32_t record_bytes;    /* 20: word + row header + tuple, a multiple of 8 */
+    uint64_t index_off;       /* 24: the first bucket */
+    uint64_t nbuckets;        /* 32: a power of two */
+    uint32_t bucket_bytes;    /* 40 */
+    uint32_t slots;           /* 44: per bucket */
+    uint32_t slot_bytes;      /* 48: 8 + key_size rounded up to 8 */
+    uint32_t pad[3];          /* 52 */
+};                            /* 64 bytes */
+
+_Static_assert(sizeof(struct dm_pool_header) == 96, "pool header layout");
+_Static_assert(sizeof(struct dm_catalog_entry) == DM_CATALOG_ENTRY, "catalog entry layout");
+
+/* ---- bootstrap: one request and one reply over the memory node's Unix
+ * socket; the connection then stays open for the client's lifetime. ---- */
+#define DM_BOOT_MAGIC 0x31544f4f424d4450ull /* "PDMBOOT1" */
+#define DM_BOOT_VERSION 1u
+
+struct dm_boot_req {
+    uint64_t magic;
+    uint32_t version;
+    uint32_t name_len;
+    char pod[DM_POD_NAME_MAX];
+    char provider[64];
+    unsigned char name[FAB_NAME_MAX]; /* the client's fabric address */
+};
+
+struct dm_boot_rep {
+    uint64_t magic;
+    int32_t status;           /* 0: served; else msg says why not */
+    uint32_t name_len;
+    char msg[256];
+    char pod[DM_POD_NAME_MAX];
+    char provider[64];
+    unsigned char name[FAB_NAME_MAX]; /* the memory node's fabric address */
+    struct fab_region region;
+};
+
+#endif

@@ -1,0 +1,32 @@
+/* The dm record store: the operations of record_store.h over one memory node
+ * (tools/poddb-memnode.c), reached with one-sided libfabric READ, WRITE, CAS
+ * and FAA (src/dm/fabric.h). The pool layout is in src/dm/pool.h and
+ * docs/dm.md: a header, a catalog of tables (laid out by the first compute
+ * node that adds a table, checked by every other), and per table a hash
+ * index and records in the layout of cxl/record.h.
+ *
+ * The index is a hash: ordered is false, so rs-2pl serves point operations
+ * on it and refuses scans and next-key locking (phantom_protection) clearly.
+ *
+ * One endpoint per store, used under a lock: the workers of a compute node
+ * take turns on it (an endpoint per worker is the next step).
+ *
+ * The word and row operations of record_store.h have no error path: when
+ * the fabric fails (the memory node is gone, an operation does not complete
+ * within its bound) the store prints what failed, naming the provider, the
+ * operation and the memory node, and aborts the compute node, which is the
+ * one safe thing left without CN failure handling. */
+#ifndef PODDB_STORE_DM_STORE_H
+#define PODDB_STORE_DM_STORE_H
+
+#include "store/record_store.h"
+#include "util/err.h"
+
+/* A store on the memory node serving memnode_socket for pod, over provider
+ * ("shm", "tcp;ofi_rxm"; NULL: shm). NULL with err when the memory node
+ * cannot be reached, belongs to another pod or serves another provider, or
+ * the provider is missing. */
+struct record_store *rs_dm_open(const char *memnode_socket, const char *provider, const char *pod,
+                                pod_err *err);
+
+#endif

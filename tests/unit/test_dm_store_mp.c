@@ -1,0 +1,632 @@
+/* The dm record store (src/store/dm_store.c) against a real memory node
+ * ($PODDB_BIN/poddb-memnode, else build/bin), on the providers shm and
+ * tcp;ofi_rxm:
+ *  - the record-store conformance check (tests/unit/helpers/rs_conformance.h)
+ *    in one compute-node process;
+ *  - a bank: a loader process creates the table and N accounts of INITIAL;
+ *    then two compute-node processes (each its own database running rs-2pl
+ *    over its own dm store on the same memory node) run transfers
+ *    (pod_get_for_update / pod_put, about 10% aborting with POD_USER_ABORT
+ *    after writing) and audits (a point read of every account, the total
+ *    checked) at once for DM_MP_MS milliseconds (default 2000); a last
+ *    process audits again. The total is exact, every process exits cleanly,
+ *    and conflicts were seen;
+ *  - a compute node killed with SIGKILL does not take the memory node down;
+ *    one naming another pod is refused with a clear message, and so is a
+ *    second one declaring the table with another tuple size.
+ * Every socket, log and region is named /tmp/poddb-test-TAG-PID-* and removed. */
+#include <check.h>
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/prctl.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "engine/db.h"
+#include "engine/result.h"
+#include "engine/worker.h"
+#include "helpers/rs_conformance.h"
+#include "helpers/testutil.h"
+#include "poddb/proc.h"
+#include "store/dm_store.h"
+
+#define POD_NAME "dmtest"
+#define NACCT 48
+#define INITIAL 1000
+#define NCN 2
+
+static const char *const providers[] = {"shm", "tcp;ofi_rxm"};
+
+/* ---- the memory node ---------------------------------------------------------- */
+
+struct memnode {
+    char sock[108], log[160];
+    pid_t pid;
+};
+
+static const char *tag(void)
+{
+    const char *t = getenv("PODDB_TEST_TAG");
+    return t && *t ? t : "manual";
+}
+
+static const char *bin_dir(void)
+{
+    const char *b = getenv("PODDB_BIN");
+    return b && *b ? b : "build/bin";
+}
+
+static uint64_t now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+}
+
+static void print_log(const char *path)
+{
+    FILE *f = fopen(path, "r");
+    if (!f) return;
+    char line[512];
+    while (fgets(line, sizeof line, f)) fprintf(stderr, "  memnode| %s", line);
+    fclose(f);
+}
+
+/* Start a memory node and wait until its socket answers. */
+static void memnode_start(struct memnode *m, const char *provider)
+{
+    static int n;
+    snprintf(m->sock, sizeof m->sock, "/tmp/poddb-test-%s-%d-%d-mn.sock", tag(), (int)getpid(), n);
+    snprintf(m->log, sizeof m->log, "/tmp/poddb-test-%s-%d-%d-mn.log", tag(), (int)getpid(), n++);
+    char bin[256];
+    snprintf(bin, sizeof bin, "%s/poddb-memnode", bin_dir());
+    ck_assert_msg(access(bin, X_OK) == 0, "%s is not built (make %s)", bin, bin);
+    fflush(NULL);
+    pid_t parent = getpid();
+    m->pid = fork();
+    ck_assert_int_ge(m->pid, 0);
+    if (m->pid == 0) {
+        prctl(PR_SET_PDEATHSIG, SIGKILL);
+        if (getppid() != parent) _exit(127);
+        int fd = open(m->log, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+        if (fd >= 0) {
+            dup2(fd, 1);
+            dup2(fd, 2);
+        }
+        execl(bin, bin, "--socket", m->sock, "--pod", POD_NAME, "--pool-size", "64MiB",
+              "--provider", provider, (char *)NULL);
+        _exit(127);
+    }
+    uint64_t until = now_ms() + 15000;
+    for (;;) {
+        struct sockaddr_un sa = {.sun_family = AF_UNIX};
+        snprintf(sa.sun_path, sizeof sa.sun_path, "%s", m->sock);
+        int fd = socket(AF_UNIX, SOCK_STREAM, 0);
+        bool up = fd >= 0 && connect(fd, (struct sockaddr *)&sa, sizeof sa) == 0;
+        if (fd >= 0) close(fd);
+        if (up) return;
+        int st;
+        if (waitpid(m->pid, &st, WNOHANG) == m->pid || now_ms() > until) {
+            print_log(m->log);
+            m->pid = 0;
+            ck_abort_msg("poddb-memnode (%s) did not come up", provider);
+        }
+        usleep(10000);
+    }
+}
+
+/* SIGTERM; it must exit 0 within 10 s. */
+static void memnode_stop(struct memnode *m)
+{
+    int st = -1;
+    if (m->pid > 0) {
+        kill(m->pid, SIGTERM);
+        uint64_t until = now_ms() + 10000;
+        while (waitpid(m->pid, &st, WNOHANG) == 0) {
+            if (now_ms() > until) {
+                kill(m->pid, SIGKILL);
+                waitpid(m->pid, &st, 0);
+                break;
+            }
+            usleep(5000);
+        }
+    }
+    bool clean = m->pid > 0 && WIFEXITED(st) && WEXITSTATUS(st) == 0;
+    if (!clean) print_log(m->log);
+    unlink(m->sock);
+    unlink(m->log);
+    ck_assert_msg(clean, "poddb-memnode did not exit cleanly on SIGTERM (status 0x%x)", st);
+}
+
+/* ---- the bank ----------------------------------------------------------------------- */
+
+struct account {
+    int64_t balance, owner;
+};
+
+enum { P_LOAD, P_TRANSFER, P_AUDIT, P_COUNT };
+
+struct cn {
+    pod_db *db;
+    pod_table *t;
+    int proc[P_COUNT];
+};
+
+/* What each compute node reports (shared memory). */
+struct cn_report {
+    uint64_t transfers, forced, overdrawn, audits, conflicts, bad_audits;
+    int64_t last_sum;
+    double seconds;
+    char msg[1024];
+};
+
+struct bank_run {
+    const char *sock, *provider;
+    int id;
+    int ms;
+    uint32_t tuple_size; /* of the table this node declares */
+    uint64_t seed;
+    struct cn_report *rep;
+};
+
+static int64_t arg(const pod_args *a, int i) { return a->v[i].u.i64; }
+
+static int p_load(pod_txn *tx, const pod_args *a, pod_result *res, void *ctx)
+{
+    struct cn *c = ctx;
+    for (int64_t i = 0; i < arg(a, 0); i++) {
+        unsigned char key[8];
+        pod_key_u64(key, (uint64_t)i);
+        struct account acc = {INITIAL, i};
+        int rc = pod_insert(tx, c->t, key, &acc);
+        if (rc < 0) return rc;
+        if (rc != POD_OK) return pod_txn_fail(tx, POD_E_INTERNAL, "load %" PRId64 ": %s", i,
+                                              pod_status_name(rc));
+    }
+    pod_result_i64(res, 0);
+    return POD_OK;
+}
+
+static int get_acct(pod_txn *tx, struct cn *c, uint64_t k, struct account *out, bool upd)
+{
+    unsigned char key[8];
+    pod_key_u64(key, k);
+    int rc = upd ? pod_get_for_update(tx, c->t, key, out) : pod_get(tx, c->t, key, out);
+    if (rc < 0) return rc;
+    if (rc != POD_OK) return pod_txn_fail(tx, POD_E_INTERNAL, "account %" PRIu64 ": %s", k,
+                                          pod_status_name(rc));
+    if (out->owner != (int64_t)k)
+        return pod_txn_fail(tx, POD_E_INTERNAL, "account %" PRIu64 " holds owner %" PRId64, k,
+                            out->owner);
+    return POD_OK;
+}
+
+/* transfer(from, to, amount, force_abort): 0 done, 1 overdraw, 2 forced abort */
+static int p_transfer(pod_txn *tx, const pod_args *a, pod_result *res, void *ctx)
+{
+    struct cn *c = ctx;
+    uint64_t from = (uint64_t)arg(a, 0), to = (uint64_t)arg(a, 1);
+    int64_t amount = arg(a, 2);
+    struct account f, t;
+    POD_TRY(get_acct(tx, c, from, &f, true));
+    POD_TRY(get_acct(tx, c, to, &t, true));
+    if (f.balance < amount) {
+        pod_result_i64(res, 1);
+        return POD_USER_ABORT;
+    }
+    f.balance -= amount;
+    t.balance += amount;
+    unsigned char key[8];
+    pod_key_u64(key, from);
+    POD_TRY(pod_put(tx, c->t, key, &f));
+    pod_key_u64(key, to);
+    POD_TRY(pod_put(tx, c->t, key, &t));
+    if (arg(a, 3)) { /* written, then rolled back */
+        pod_result_i64(res, 2);
+        return POD_USER_ABORT;
+    }
+    pod_result_i64(res, 0);
+    return POD_OK;
+}
+
+/* audit(): the sum of every account by point reads, and how many */
+static int p_audit(pod_txn *tx, const pod_args *a, pod_result *res, void *ctx)
+{
+    (void)a;
+    struct cn *c = ctx;
+    int64_t sum = 0, n = 0;
+    for (uint64_t k = 0; k < NACCT; k++) {
+        struct account acc;
+        POD_TRY(get_acct(tx, c, k, &acc, false));
+        sum += acc.balance;
+        n++;
+    }
+    pod_result_i64(res, sum);
+    pod_result_i64(res, n);
+    return POD_OK;
+}
+
+static void cn_free(struct cn *c)
+{
+    if (c->db) pod_db_free(c->db);
+    free(c);
+}
+
+/* A compute node: its dm store, database, table and procedures; NULL with msg. */
+static struct cn *cn_open(const char *sock, const char *provider, const char *pod,
+                          uint32_t tuple_size, char *msg, size_t len)
+{
+    pod_err e;
+    struct record_store *rs = rs_dm_open(sock, provider, pod, &e);
+    if (!rs) {
+        snprintf(msg, len, "%s", e.msg);
+        return NULL;
+    }
+    struct cn *c = calloc(1, sizeof *c);
+    char err[512];
+    c->db = pod_db_new(&(struct pod_db_options){.nworkers = 1, .nhosts = 1,
+                                                .phantom_protection = false,
+                                                .store = POD_STORE_GIVEN, .given_store = rs},
+                       err, sizeof err);
+    if (!c->db) {
+        rs->ops->destroy(rs);
+        snprintf(msg, len, "pod_db_new: %s", err);
+        free(c);
+        return NULL;
+    }
+    c->t = pod_table_create(c->db, &(pod_table_def){.name = "accounts", .key_size = 8,
+                                                     .tuple_size = tuple_size}, err, sizeof err);
+    if (!c->t) {
+        snprintf(msg, len, "pod_table_create: %s", err);
+        cn_free(c);
+        return NULL;
+    }
+    static const enum pod_type i64s[4] = {POD_T_I64, POD_T_I64, POD_T_I64, POD_T_I64};
+    static const pod_proc_fn fns[P_COUNT] = {p_load, p_transfer, p_audit};
+    static const char *const names[P_COUNT] = {"bank.load", "bank.transfer", "bank.audit"};
+    static const int nargs[P_COUNT] = {1, 4, 0};
+    for (int p = 0; p < P_COUNT; p++) {
+        c->proc[p] = pod_proc_register(c->db, &(pod_proc_def){.name = names[p], .fn = fns[p],
+                                                               .ctx = c, .nargs = nargs[p],
+                                                               .arg_types = i64s},
+                                       err, sizeof err);
+        if (c->proc[p] < 0) {
+            snprintf(msg, len, "pod_proc_register: %s", err);
+            cn_free(c);
+            return NULL;
+        }
+    }
+    return c;
+}
+
+static int call(struct cn *c, int p, const pod_value *v, int n, pod_result *res, char *msg,
+                size_t len)
+{
+    pod_args args = {n, v};
+    struct pod_worker *w = pod_admin_begin(c->db);
+    int rc = pod_call(w, c->proc[p], &args, res, msg, len);
+    pod_admin_end(c->db);
+    return rc;
+}
+
+static int64_t res_i64(const pod_result *res, int col)
+{
+    pod_value v;
+    if (pod_result_get(res, 0, col, &v) != 0) return INT64_MIN;
+    return v.u.i64;
+}
+
+/* An audit; 0 when it committed with the exact total. */
+static int audit(struct cn *c, struct cn_report *r)
+{
+    pod_result *res = pod_result_new();
+    char msg[256];
+    int rc = call(c, P_AUDIT, NULL, 0, res, msg, sizeof msg);
+    int64_t sum = res_i64(res, 0), n = res_i64(res, 1);
+    pod_result_free(res);
+    if (rc != POD_OK) {
+        snprintf(r->msg, sizeof r->msg, "audit: %s: %s", pod_status_name(rc), msg);
+        return -1;
+    }
+    r->audits++;
+    r->last_sum = sum;
+    if (sum != (int64_t)NACCT * INITIAL || n != NACCT) {
+        r->bad_audits++;
+        snprintf(r->msg, sizeof r->msg, "audit saw %" PRId64 " in %" PRId64 " accounts, not %d "
+                 "in %d", sum, n, NACCT * INITIAL, NACCT);
+        return -1;
+    }
+    return 0;
+}
+
+static int child_load(void *p)
+{
+    struct bank_run *b = p;
+    struct cn *c = cn_open(b->sock, b->provider, POD_NAME, sizeof(struct account), b->rep->msg,
+                           sizeof b->rep->msg);
+    if (!c) return 1;
+    pod_result *res = pod_result_new();
+    pod_value v = pod_v_i64(NACCT);
+    int rc = call(c, P_LOAD, &v, 1, res, b->rep->msg, sizeof b->rep->msg);
+    pod_result_free(res);
+    if (rc == POD_OK) rc = audit(c, b->rep);
+    cn_free(c);
+    return rc == POD_OK ? 0 : 1;
+}
+
+static int child_run(void *p)
+{
+    struct bank_run *b = p;
+    struct cn_report *r = b->rep;
+    struct cn *c = cn_open(b->sock, b->provider, POD_NAME, sizeof(struct account), r->msg,
+                           sizeof r->msg);
+    if (!c) return 1;
+    uint64_t s = b->seed, t0 = now_ms();
+    int fail = 0;
+    pod_result *res = pod_result_new();
+    while (!fail && now_ms() - t0 < (uint64_t)b->ms) {
+        uint64_t x = tu_rand(&s);
+        if (x % 10 == 0) {
+            fail = audit(c, r);
+            continue;
+        }
+        int64_t from = (int64_t)(tu_rand(&s) % NACCT), to = (int64_t)(tu_rand(&s) % (NACCT - 1));
+        if (to >= from) to++;
+        pod_value v[4] = {pod_v_i64(from), pod_v_i64(to), pod_v_i64((int64_t)(tu_rand(&s) % 300)),
+                          pod_v_i64(tu_rand(&s) % 10 == 0)};
+        pod_result_clear(res);
+        char msg[256];
+        int rc = call(c, P_TRANSFER, v, 4, res, msg, sizeof msg);
+        if (rc == POD_OK) r->transfers++;
+        else if (rc == POD_USER_ABORT && res_i64(res, 0) == 2) r->forced++;
+        else if (rc == POD_USER_ABORT) r->overdrawn++;
+        else {
+            snprintf(r->msg, sizeof r->msg, "transfer: %s: %s", pod_status_name(rc), msg);
+            fail = 1;
+        }
+    }
+    pod_result_free(res);
+    r->seconds = (double)(now_ms() - t0) / 1000.0;
+    for (int p = 0; p < P_COUNT; p++) {
+        struct pod_proc_stats st;
+        pod_db_proc_stats(c->db, c->proc[p], &st);
+        r->conflicts += st.conflicts;
+    }
+    cn_free(c);
+    return fail ? 1 : 0;
+}
+
+static int child_final(void *p)
+{
+    struct bank_run *b = p;
+    struct cn *c = cn_open(b->sock, b->provider, POD_NAME, sizeof(struct account), b->rep->msg,
+                           sizeof b->rep->msg);
+    if (!c) return 1;
+    int rc = audit(c, b->rep);
+    cn_free(c);
+    return rc ? 1 : 0;
+}
+
+static void run_bank(const char *provider)
+{
+    struct memnode m;
+    memnode_start(&m, provider);
+    struct cn_report *rep = mmap(NULL, sizeof(struct cn_report) * (NCN + 2),
+                                 PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+    ck_assert(rep != MAP_FAILED);
+    memset(rep, 0, sizeof(struct cn_report) * (NCN + 2));
+    uint64_t seed = tu_env_seed("DM_MP_SEED");
+    int ms = tu_env_ms("DM_MP_MS", 2000);
+    struct bank_run runs[NCN + 2];
+    for (int i = 0; i < NCN + 2; i++)
+        runs[i] = (struct bank_run){.sock = m.sock, .provider = provider, .id = i, .ms = ms,
+                                    .seed = seed + 0x1000u * (uint64_t)i, .rep = &rep[i]};
+    uint64_t t0 = now_ms();
+    int st = tu_wait_child(tu_fork(child_load, &runs[0]), 60000);
+    ck_assert_msg(st == 0, "[%s] loader exited %d: %s", provider, st, rep[0].msg);
+    uint64_t t_load = now_ms() - t0;
+    int pids[NCN];
+    for (int i = 0; i < NCN; i++) pids[i] = tu_fork(child_run, &runs[1 + i]);
+    int sts[NCN];
+    for (int i = 0; i < NCN; i++) sts[i] = tu_wait_child(pids[i], ms + 60000);
+    for (int i = 0; i < NCN; i++)
+        ck_assert_msg(sts[i] == 0, "[%s] compute node %d (seed %" PRIu64 ") exited %d: %s",
+                      provider, i, runs[1 + i].seed, sts[i], rep[1 + i].msg);
+    /* the last audit, from a compute node that joins after them */
+    st = tu_wait_child(tu_fork(child_final, &runs[NCN + 1]), 60000);
+    ck_assert_msg(st == 0, "[%s] final audit exited %d: %s", provider, st, rep[NCN + 1].msg);
+    uint64_t conflicts = 0, transfers = 0, audits = 0;
+    for (int i = 0; i < NCN; i++) {
+        struct cn_report *r = &rep[1 + i];
+        printf("[%s] compute node %d: %.2f s, %" PRIu64 " transfers committed, %" PRIu64
+               " forced aborts after writing, %" PRIu64 " overdraws, %" PRIu64 " audits exact, %"
+               PRIu64 " conflicts retried\n", provider, i, r->seconds, r->transfers, r->forced,
+               r->overdrawn, r->audits, r->conflicts);
+        ck_assert_msg(r->transfers > 0 && r->forced > 0 && r->audits > 0,
+                      "[%s] compute node %d did too little to test anything", provider, i);
+        conflicts += r->conflicts;
+        transfers += r->transfers;
+        audits += r->audits;
+    }
+    printf("[%s] load %" PRIu64 " ms; final audit: %" PRId64 " in %d accounts (exact); %" PRIu64
+           " transfers, %" PRIu64 " audits, %" PRIu64 " conflicts; whole run %" PRIu64 " ms\n",
+           provider, t_load, rep[NCN + 1].last_sum, NACCT, transfers, audits, conflicts,
+           now_ms() - t0);
+    fflush(stdout);
+    ck_assert_msg(conflicts > 0, "[%s] no conflicts between the compute nodes: the run tested "
+                  "nothing concurrent", provider);
+    memnode_stop(&m);
+    munmap(rep, sizeof(struct cn_report) * (NCN + 2));
+}
+
+START_TEST(bank)
+{
+    run_bank(providers[_i]);
+}
+END_TEST
+
+/* ---- the conformance check over a memory node -------------------------------------- */
+
+struct conf_arg {
+    const char *sock, *provider;
+};
+
+static int child_conformance(void *p)
+{
+    struct conf_arg *a = p;
+    pod_err e;
+    struct record_store *rs = rs_dm_open(a->sock, a->provider, POD_NAME, &e);
+    if (!rs) {
+        fprintf(stderr, "rs_dm_open: %s\n", e.msg);
+        return 1;
+    }
+    ck_assert_str_eq(rs->ops->name, "dm");
+    ck_assert(!rs->ops->ordered);
+    rs_conformance(rs); /* a failed assertion ends this process non-zero */
+    rs->ops->destroy(rs);
+    return 0;
+}
+
+START_TEST(conformance)
+{
+    struct memnode m;
+    memnode_start(&m, providers[_i]);
+    struct conf_arg a = {m.sock, providers[_i]};
+    uint64_t t0 = now_ms();
+    int st = tu_wait_child(tu_fork(child_conformance, &a), 60000);
+    printf("[%s] record-store conformance: %" PRIu64 " ms\n", providers[_i], now_ms() - t0);
+    ck_assert_msg(st == 0, "[%s] the conformance check failed (exit %d)", providers[_i], st);
+    memnode_stop(&m);
+}
+END_TEST
+
+/* ---- refusals ----------------------------------------------------------------------------- */
+
+struct refuse_arg {
+    const char *sock, *provider;
+    struct cn_report *rep;
+};
+
+static int child_other_pod(void *p)
+{
+    struct refuse_arg *a = p;
+    pod_err e;
+    struct record_store *rs = rs_dm_open(a->sock, a->provider, "another-pod", &e);
+    if (rs) {
+        rs->ops->destroy(rs);
+        return 1;
+    }
+    snprintf(a->rep->msg, sizeof a->rep->msg, "%s", e.msg);
+    return 0;
+}
+
+/* A compute node of the pod with the bank's table, or NULL (said on stderr). */
+static struct cn *cn_open_or_say(const struct refuse_arg *a, const char *who)
+{
+    char msg[256];
+    struct cn *c = cn_open(a->sock, a->provider, POD_NAME, sizeof(struct account), msg,
+                           sizeof msg);
+    if (!c) fprintf(stderr, "%s: %s\n", who, msg);
+    return c;
+}
+
+static int child_mismatch(void *p)
+{
+    struct refuse_arg *a = p;
+    char msg[256];
+    struct cn *first = cn_open_or_say(a, "first compute node");
+    if (!first) return 2;
+    struct cn *second = cn_open(a->sock, a->provider, POD_NAME, sizeof(struct account) + 8,
+                                a->rep->msg, sizeof a->rep->msg);
+    int rc = second ? 1 : 0;
+    if (second) cn_free(second);
+    /* the first one still works */
+    pod_result *res = pod_result_new();
+    pod_value v = pod_v_i64(NACCT);
+    if (call(first, P_LOAD, &v, 1, res, msg, sizeof msg) != POD_OK) {
+        fprintf(stderr, "load after the refusal: %s\n", msg);
+        rc = 3;
+    }
+    pod_result_free(res);
+    cn_free(first);
+    return rc;
+}
+
+/* A compute node that dies in the middle of its work (SIGKILL, no fi_close). */
+static int child_die(void *p)
+{
+    if (!cn_open_or_say(p, "dying compute node")) return 1;
+    raise(SIGKILL); /* with its endpoint, store and database open */
+    return 1;
+}
+
+/* What the shm provider of a process killed outright leaves: /dev/shm/PID:* */
+static void remove_shm_leftovers(pid_t pid)
+{
+    DIR *d = opendir("/dev/shm");
+    if (!d) return;
+    char prefix[32];
+    int n = snprintf(prefix, sizeof prefix, "%d:", (int)pid);
+    struct dirent *e;
+    while ((e = readdir(d))) {
+        if (strncmp(e->d_name, prefix, (size_t)n) != 0) continue;
+        char path[300];
+        snprintf(path, sizeof path, "/dev/shm/%s", e->d_name);
+        unlink(path);
+    }
+    closedir(d);
+}
+
+START_TEST(refusals)
+{
+    const char *prov = providers[_i];
+    struct memnode m;
+    memnode_start(&m, prov);
+    struct cn_report *rep = mmap(NULL, sizeof *rep * 2, PROT_READ | PROT_WRITE,
+                                 MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+    ck_assert(rep != MAP_FAILED);
+    memset(rep, 0, sizeof *rep * 2);
+    struct refuse_arg a = {m.sock, prov, &rep[0]}, b = {m.sock, prov, &rep[1]};
+    int dead = tu_fork(child_die, &a);
+    int st = tu_wait_child(dead, 30000);
+    remove_shm_leftovers(dead);
+    ck_assert_msg(st == -1, "[%s] the compute node meant to die exited %d", prov, st);
+    st = tu_wait_child(tu_fork(child_other_pod, &a), 30000);
+    ck_assert_msg(st == 0, "[%s] a compute node of another pod was served", prov);
+    printf("[%s] another pod: %s\n", prov, rep[0].msg);
+    ck_assert_msg(strstr(rep[0].msg, "belongs to pod \"" POD_NAME "\", not to pod \"another-pod\""),
+                  "[%s] unclear refusal: %s", prov, rep[0].msg);
+    st = tu_wait_child(tu_fork(child_mismatch, &b), 30000);
+    ck_assert_msg(st == 0, "[%s] catalog mismatch: child exited %d (%s)", prov, st, rep[1].msg);
+    printf("[%s] another tuple size: %s\n", prov, rep[1].msg);
+    ck_assert_msg(strstr(rep[1].msg, "catalog mismatch for table 0") &&
+                  strstr(rep[1].msg, "tuples of 16 bytes") &&
+                  strstr(rep[1].msg, "tuples of 24 bytes"),
+                  "[%s] unclear refusal: %s", prov, rep[1].msg);
+    fflush(stdout);
+    memnode_stop(&m); /* served on after the dead client and both refusals */
+    munmap(rep, sizeof *rep * 2);
+}
+END_TEST
+
+int main(void)
+{
+    Suite *s = suite_create("dm_store_mp");
+    TCase *tc = tu_tcase(s, "conformance", 120);
+    tcase_add_loop_test(tc, conformance, 0, 2);
+    tc = tu_tcase(s, "refusals", 120);
+    tcase_add_loop_test(tc, refusals, 0, 2);
+    tc = tu_tcase(s, "bank", 180);
+    tcase_add_loop_test(tc, bank, 0, 2);
+    return tu_run(s);
+}
