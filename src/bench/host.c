@@ -942,3 +942,29 @@ void pod_bench_autoload(struct pod_bench *b)
     if (rc) pod_error("bench: cannot load at start: %s", err);
     else wake_workers(b);
 }
+
+/* ---- the server's background job -------------------------------------------------- */
+
+static void *job_open(pod_db *db, const struct pod_config *c, int host, void (*wake)(void *),
+                      void *wake_arg, char *err, size_t errlen)
+{
+    struct pod_bench *b = pod_bench_new(db, c, host, err, errlen);
+    if (b) pod_bench_set_waker(b, wake, wake_arg);
+    return b;
+}
+
+static void job_started(void *b) { pod_bench_autoload(b); }
+static bool job_has_work(void *b, int worker) { return pod_bench_has_work(b, worker); }
+static void job_work(void *b, struct pod_worker *w, bool (*yield)(void *), void *arg)
+{
+    pod_bench_work(b, w, yield, arg);
+}
+static void job_close(void *b) { pod_bench_free(b); }
+
+const struct pod_server_job pod_bench_job = {
+    .open = job_open,
+    .started = job_started,
+    .has_work = job_has_work,
+    .work = job_work,
+    .close = job_close,
+};
