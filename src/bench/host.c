@@ -25,6 +25,9 @@
 #include "util/clock.h"
 #include "util/log.h"
 #include "workloads/common/procs.h"
+#include "workloads/smallbank/conf.h"
+#include "workloads/tpcc/conf.h"
+#include "workloads/ycsb/conf.h"
 
 #define SLICE_NS 10000000ull /* pod_bench_work returns at least this often */
 
@@ -931,10 +934,11 @@ void pod_bench_set_waker(struct pod_bench *b, void (*wake)(void *), void *arg)
 
 void pod_bench_autoload(struct pod_bench *b)
 {
-    const struct pod_workloads_conf *wc = &b->conf->workloads;
-    bool want[BENCH_NWL] = {wc->tpcc.enabled && wc->tpcc.load_at_start,
-                            wc->ycsb.enabled && wc->ycsb.load_at_start,
-                            wc->smallbank.enabled && wc->smallbank.load_at_start};
+    const struct pod_tpcc_conf *t = pod_tpcc_conf(b->conf);
+    const struct pod_ycsb_conf *y = pod_ycsb_conf(b->conf);
+    const struct pod_smallbank_conf *sb = pod_smallbank_conf(b->conf);
+    bool want[BENCH_NWL] = {t->enabled && t->load_at_start, y->enabled && y->load_at_start,
+                            sb->enabled && sb->load_at_start};
     char err[256];
     pthread_mutex_lock(&b->lock);
     int rc = start_load(b, want, err, sizeof err);
