@@ -965,7 +965,7 @@ static void job_work(void *b, struct pod_worker *w, bool (*yield)(void *), void 
 }
 static void job_close(void *b) { pod_bench_free(b); }
 
-const struct pod_server_job pod_bench_job = {
+const struct pod_worker_job pod_bench_job = {
     .open = job_open,
     .started = job_started,
     .has_work = job_has_work,

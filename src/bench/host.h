@@ -11,8 +11,8 @@
  * pod_call (the normal call path), and poddb-bench follows with bench.status
  * and collects bench.result. One job at a time per host.
  *
- * The server runs it as its background job (struct pod_server_job in
- * src/server/server.h; poddb-server passes pod_bench_job):
+ * The server runs it as its background job (struct pod_worker_job in
+ * src/engine/worker.h; poddb-server passes pod_bench_job):
  *   - pod_bench_new before the workers start, pod_bench_free after they stop;
  *   - pod_bench_set_waker: a function that wakes sleeping workers (a job
  *     started); a sleeping worker re-checks pod_bench_has_work;
@@ -27,7 +27,7 @@
 
 #include "conf/config.h"
 #include "engine/db.h"
-#include "server/server.h"
+#include "engine/worker.h"
 
 struct pod_worker;
 struct pod_bench;
@@ -56,6 +56,6 @@ void pod_bench_work(struct pod_bench *b, struct pod_worker *w, bool (*yield)(voi
 
 /* The above as the server's background job hook: open is pod_bench_new
  * and pod_bench_set_waker, started pod_bench_autoload, close pod_bench_free. */
-extern const struct pod_server_job pod_bench_job;
+extern const struct pod_worker_job pod_bench_job;
 
 #endif

@@ -179,7 +179,7 @@ struct pod_server {
     struct held_queue *held;    /* [workers] */
     int durable_fd;             /* eventfd rung by the epoch thread */
     struct pod_host *pod;       /* NULL in a pod of one host */
-    const struct pod_server_job *job; /* the background job's hook (NULL: none) */
+    const struct pod_worker_job *job; /* the background job's hook (NULL: none) */
     void *job_state;            /* what its open returned */
     struct pod_watchdog *watchdog; /* logs calls that run long (engine.slow_call_ms) */
     int epfd, evfd, sigfd, unix_fd, tcp_fd;
@@ -992,7 +992,7 @@ static void run_batch(struct pod_server *s, struct pod_worker *w, struct request
 }
 
 /* Calls from the socket first; the background job's work (struct
- * pod_server_job: the benchmark jobs) in between, which yields as soon as
+ * pod_worker_job: the benchmark jobs) in between, which yields as soon as
  * calls are queued. */
 static void worker_body(struct pod_worker *w, void *arg)
 {
@@ -1868,7 +1868,7 @@ static void wait_held_durable(struct pod_server *s)
 }
 
 int pod_server_main(const struct pod_config *c, int host, const struct pod_server_flags *f,
-                    const struct pod_server_job *job)
+                    const struct pod_worker_job *job)
 {
     pod_err err = {{0}};
     struct pod_server *s = calloc(1, sizeof *s);

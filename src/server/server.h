@@ -6,12 +6,11 @@
 #define PODDB_SERVER_SERVER_H
 
 #include <signal.h>
-#include <stdbool.h>
-#include <stddef.h>
 #include <stdint.h>
 
 #include "conf/config.h"
 #include "engine/db.h"
+#include "engine/worker.h"
 #include "log/log.h"
 
 struct pod_server;
@@ -23,39 +22,12 @@ struct pod_server_flags {
     bool allow_empty_log;
 };
 
-struct pod_worker;
-
-/* A background job: work the server's workers do between client calls (the
- * benchmark jobs, src/bench/host.h). The server knows nothing of what the
- * work is; it calls the hook, which the program that starts the server
- * passes to pod_server_main:
- *   - open, before the workers start (after the built-in and module
- *     procedures are registered): create what the job needs in db (tables,
- *     procedures). wake(wake_arg) wakes the workers sleeping for calls, to
- *     be called when work appears. Returns the job's state, or NULL with a
- *     message in err (the server does not start);
- *   - started, once the workers run;
- *   - has_work(job, worker): whether worker 0..nworkers-1 has work now. Cheap
- *     when there is none; called with the server's queue lock held;
- *   - work(job, w, yield, arg), on worker w outside any transaction, when
- *     has_work said so: do some work and return as soon as yield(arg) is
- *     true (calls are queued, or the server stops). The socket's calls come
- *     first: a worker takes the queued calls before it asks again;
- *   - close, after the workers stopped (also after a failed start). */
-struct pod_server_job {
-    void *(*open)(pod_db *db, const struct pod_config *c, int host, void (*wake)(void *arg),
-                  void *wake_arg, char *err, size_t errlen);
-    void (*started)(void *job);
-    bool (*has_work)(void *job, int worker);
-    void (*work)(void *job, struct pod_worker *w, bool (*yield)(void *arg), void *arg);
-    void (*close)(void *job);
-};
-
 /* Run the server for host `host` until a stop signal, with the background
- * job `job` (NULL: none). Returns the exit status for main (0 on a clean
+ * job `job` (NULL: none; struct pod_worker_job, src/engine/worker.h), whose
+ * work the workers do between client calls. Returns the exit status for main (0 on a clean
  * shutdown). */
 int pod_server_main(const struct pod_config *c, int host, const struct pod_server_flags *f,
-                    const struct pod_server_job *job);
+                    const struct pod_worker_job *job);
 
 /* For built-in procedures (sys.*): the running server of this process. */
 struct pod_server_info {
