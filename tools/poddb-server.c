@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "bench/host.h"
 #include "conf/config.h"
 #include "server/server.h"
 #include "util/log.h"
@@ -97,7 +98,9 @@ int main(int argc, char **argv)
     char role[32];
     snprintf(role, sizeof role, "host %ld", host);
     pod_log_set_role(role);
-    int rc = pod_server_main(c, (int)host, &flags);
+    /* The benchmark jobs (bench.load/run/check) run on the workers between
+     * client calls: the server's background job. */
+    int rc = pod_server_main(c, (int)host, &flags, &pod_bench_job);
     free(c);
     return rc;
 }

@@ -259,6 +259,64 @@ int pod_proc_register(pod_db *db, const pod_proc_def *def, char *err, size_t err
 typedef int (*pod_module_init_fn)(pod_db *db, char *err, size_t errlen);
 #define POD_MODULE_INIT_SYMBOL "poddb_module_init"
 
+/* ---- procedures by number ------------------------------------------------------
+ * Procedures are numbered 0..pod_proc_count(db)-1 in the order they were
+ * registered (pod_proc_register returns the number); the number is what
+ * pod_call takes. For the code around a workload: its loader, its checks, a
+ * benchmark driver. */
+
+/* The number of the procedure called name, or -1 when there is none. */
+int pod_proc_find(const pod_db *db, const char *name);
+int pod_proc_count(const pod_db *db);
+/* Its name, or NULL when there is no procedure proc. */
+const char *pod_proc_name(const pod_db *db, int proc);
+/* The ctx it was registered with (and every call of it gets), or NULL when
+ * there is no procedure proc. */
+void *pod_proc_ctx(const pod_db *db, int proc);
+/* Replace that ctx: only while no worker can call proc (before the workers
+ * start, after they stopped), e.g. to clear it when the workload frees what
+ * it pointed to. */
+void pod_proc_set_ctx(pod_db *db, int proc, void *ctx);
+
+/* ---- running procedures from C ----------------------------------------------
+ * A call runs on a worker: one of the database's worker threads (the
+ * server's, or those of pod_workers_start), each running one call at a time,
+ * or the admin worker that a setup thread takes with pod_admin_begin. */
+
+struct pod_worker;
+
+/* A result for pod_call, empty; NULL when out of memory. */
+pod_result *pod_result_new(void);
+void pod_result_free(pod_result *r);
+
+/* Run procedure proc as one transaction on worker w (the calling thread's),
+ * retrying conflicts with randomized backoff. Returns the procedure's status
+ * (POD_OK or an outcome when it committed); on a negative status msg (may be
+ * NULL) gets the reason. */
+int pod_call(struct pod_worker *w, int proc, const pod_args *args, pod_result *res, char *msg,
+             size_t msglen);
+
+/* The admin worker, for a thread that is not a worker (a loader's caller, a
+ * test): callers take turns, pod_admin_end gives it back. */
+struct pod_worker *pod_admin_begin(pod_db *db);
+void pod_admin_end(pod_db *db);
+
+/* Run body(worker, arg) on each of the database's pod_db_nworkers(db)
+ * worker threads, started now (no worker may be running: the server's are
+ * not started yet or have stopped); worker i is pinned to cpus[i % ncpus]
+ * when ncpus > 0. 0, or -1 with a message in err. pod_workers_join waits
+ * until every body returned. */
+int pod_workers_start(pod_db *db, const int *cpus, int ncpus,
+                      void (*body)(struct pod_worker *w, void *arg), void *arg, char *err,
+                      size_t errlen);
+void pod_workers_join(pod_db *db);
+
+/* The database's worker threads, and for one worker its database and its
+ * number 0..pod_db_nworkers(db)-1 (the admin worker's is pod_db_nworkers(db)). */
+int pod_db_nworkers(const pod_db *db);
+pod_db *pod_worker_db(const struct pod_worker *w);
+int pod_worker_id(const struct pod_worker *w);
+
 /* ---- keys: encodings whose memcmp order is the natural order ------------ */
 
 static inline void pod_key_u64(void *dst, uint64_t v)

@@ -6,10 +6,13 @@
 #include "util/clock.h"
 #include "util/mix.h"
 #include "workloads/common/range.h"
+#include "workloads/smallbank/conf.h"
+#include "workloads/tpcc/conf.h"
+#include "workloads/ycsb/conf.h"
 
 void bench_tpcc_config(const struct pod_config *c, struct tpcc_config *out)
 {
-    const struct pod_tpcc_conf *t = &c->workloads.tpcc;
+    const struct pod_tpcc_conf *t = pod_tpcc_conf(c);
     tpcc_config_scaled(out, t->warehouses, t->items, t->customers_per_district);
     out->remote_new_order_pct = t->remote_new_order_pct;
     out->remote_payment_pct = t->remote_payment_pct;
@@ -18,7 +21,7 @@ void bench_tpcc_config(const struct pod_config *c, struct tpcc_config *out)
 
 void bench_ycsb_config(const struct pod_config *c, struct ycsb_config *out)
 {
-    const struct pod_ycsb_conf *y = &c->workloads.ycsb;
+    const struct pod_ycsb_conf *y = pod_ycsb_conf(c);
     ycsb_config_default(out, y->tuples, y->partitions);
     out->read_pct = y->read_pct;
     out->theta = y->theta;
@@ -29,7 +32,7 @@ void bench_ycsb_config(const struct pod_config *c, struct ycsb_config *out)
 
 void bench_smallbank_config(const struct pod_config *c, struct sb_config *out)
 {
-    const struct pod_smallbank_conf *b = &c->workloads.smallbank;
+    const struct pod_smallbank_conf *b = pod_smallbank_conf(c);
     sb_config_default(out, b->accounts, b->partitions);
     out->hot = b->hot_accounts;
     out->hot_pct = b->hot_pct;

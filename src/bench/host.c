@@ -25,6 +25,9 @@
 #include "util/clock.h"
 #include "util/log.h"
 #include "workloads/common/procs.h"
+#include "workloads/smallbank/conf.h"
+#include "workloads/tpcc/conf.h"
+#include "workloads/ycsb/conf.h"
 
 #define SLICE_NS 10000000ull /* pod_bench_work returns at least this often */
 
@@ -931,10 +934,11 @@ void pod_bench_set_waker(struct pod_bench *b, void (*wake)(void *), void *arg)
 
 void pod_bench_autoload(struct pod_bench *b)
 {
-    const struct pod_workloads_conf *wc = &b->conf->workloads;
-    bool want[BENCH_NWL] = {wc->tpcc.enabled && wc->tpcc.load_at_start,
-                            wc->ycsb.enabled && wc->ycsb.load_at_start,
-                            wc->smallbank.enabled && wc->smallbank.load_at_start};
+    const struct pod_tpcc_conf *t = pod_tpcc_conf(b->conf);
+    const struct pod_ycsb_conf *y = pod_ycsb_conf(b->conf);
+    const struct pod_smallbank_conf *sb = pod_smallbank_conf(b->conf);
+    bool want[BENCH_NWL] = {t->enabled && t->load_at_start, y->enabled && y->load_at_start,
+                            sb->enabled && sb->load_at_start};
     char err[256];
     pthread_mutex_lock(&b->lock);
     int rc = start_load(b, want, err, sizeof err);
@@ -942,3 +946,29 @@ void pod_bench_autoload(struct pod_bench *b)
     if (rc) pod_error("bench: cannot load at start: %s", err);
     else wake_workers(b);
 }
+
+/* ---- the server's background job -------------------------------------------------- */
+
+static void *job_open(pod_db *db, const struct pod_config *c, int host, void (*wake)(void *),
+                      void *wake_arg, char *err, size_t errlen)
+{
+    struct pod_bench *b = pod_bench_new(db, c, host, err, errlen);
+    if (b) pod_bench_set_waker(b, wake, wake_arg);
+    return b;
+}
+
+static void job_started(void *b) { pod_bench_autoload(b); }
+static bool job_has_work(void *b, int worker) { return pod_bench_has_work(b, worker); }
+static void job_work(void *b, struct pod_worker *w, bool (*yield)(void *), void *arg)
+{
+    pod_bench_work(b, w, yield, arg);
+}
+static void job_close(void *b) { pod_bench_free(b); }
+
+const struct pod_worker_job pod_bench_job = {
+    .open = job_open,
+    .started = job_started,
+    .has_work = job_has_work,
+    .work = job_work,
+    .close = job_close,
+};

@@ -11,7 +11,8 @@
  * pod_call (the normal call path), and poddb-bench follows with bench.status
  * and collects bench.result. One job at a time per host.
  *
- * The server's side of the contract (src/server/server.c):
+ * The server runs it as its background job (struct pod_worker_job in
+ * src/engine/worker.h; poddb-server passes pod_bench_job):
  *   - pod_bench_new before the workers start, pod_bench_free after they stop;
  *   - pod_bench_set_waker: a function that wakes sleeping workers (a job
  *     started); a sleeping worker re-checks pod_bench_has_work;
@@ -26,6 +27,7 @@
 
 #include "conf/config.h"
 #include "engine/db.h"
+#include "engine/worker.h"
 
 struct pod_worker;
 struct pod_bench;
@@ -51,5 +53,9 @@ bool pod_bench_has_work(struct pod_bench *b, int worker);
  * until yield(arg) is true, its part of the job is done, or ~10 ms passed. */
 void pod_bench_work(struct pod_bench *b, struct pod_worker *w, bool (*yield)(void *arg),
                     void *arg);
+
+/* The above as the server's background job hook: open is pod_bench_new
+ * and pod_bench_set_waker, started pod_bench_autoload, close pod_bench_free. */
+extern const struct pod_worker_job pod_bench_job;
 
 #endif

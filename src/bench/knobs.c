@@ -6,6 +6,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "workloads/smallbank/conf.h"
+#include "workloads/tpcc/conf.h"
+#include "workloads/ycsb/conf.h"
+
 static const char *const wl_names[BENCH_NWL] = {"tpcc", "ycsb", "smallbank"};
 
 const char *bench_wl_name(enum bench_wl w)
@@ -23,9 +27,9 @@ int bench_wl_parse(const char *name, size_t len)
 bool bench_wl_enabled(const struct pod_config *c, enum bench_wl w)
 {
     switch (w) {
-    case BENCH_TPCC: return c->workloads.tpcc.enabled;
-    case BENCH_YCSB: return c->workloads.ycsb.enabled;
-    case BENCH_SMALLBANK: return c->workloads.smallbank.enabled;
+    case BENCH_TPCC: return pod_tpcc_conf(c)->enabled;
+    case BENCH_YCSB: return pod_ycsb_conf(c)->enabled;
+    case BENCH_SMALLBANK: return pod_smallbank_conf(c)->enabled;
     default: return false;
     }
 }
@@ -34,23 +38,25 @@ void bench_knobs_from_conf(struct bench_knobs *k, const struct pod_config *c, en
 {
     memset(k, 0, sizeof *k);
     k->wl = wl;
-    const struct pod_workloads_conf *w = &c->workloads;
+    const struct pod_tpcc_conf *t = pod_tpcc_conf(c);
+    const struct pod_ycsb_conf *y = pod_ycsb_conf(c);
+    const struct pod_smallbank_conf *b = pod_smallbank_conf(c);
     switch (wl) {
     case BENCH_TPCC:
-        k->remote_new_order_pct = w->tpcc.remote_new_order_pct;
-        k->remote_payment_pct = w->tpcc.remote_payment_pct;
+        k->remote_new_order_pct = t->remote_new_order_pct;
+        k->remote_payment_pct = t->remote_payment_pct;
         break;
     case BENCH_YCSB:
-        k->read_pct = w->ycsb.read_pct;
-        k->multi_partition_pct = w->ycsb.multi_partition_pct;
-        k->scramble = w->ycsb.scramble;
-        k->theta = w->ycsb.theta;
+        k->read_pct = y->read_pct;
+        k->multi_partition_pct = y->multi_partition_pct;
+        k->scramble = y->scramble;
+        k->theta = y->theta;
         break;
     case BENCH_SMALLBANK:
-        k->hot_accounts = w->smallbank.hot_accounts;
-        k->hot_pct = w->smallbank.hot_pct;
-        k->remote_pct = w->smallbank.remote_pct;
-        k->theta = w->smallbank.theta;
+        k->hot_accounts = b->hot_accounts;
+        k->hot_pct = b->hot_pct;
+        k->remote_pct = b->remote_pct;
+        k->theta = b->theta;
         break;
     default:
         break;

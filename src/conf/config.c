@@ -16,6 +16,7 @@
 #include <sys/un.h>
 #include <unistd.h>
 
+#include "conf/section.h"
 #include "conf/values.h"
 #include "conf/yaml_tree.h"
 
@@ -38,27 +39,35 @@
 /* A Unix socket path must fit sockaddr_un.sun_path with its NUL. */
 #define MAX_SOCKET_PATH_LEN (sizeof(((struct sockaddr_un *)0)->sun_path) - 1)
 
-struct ctx {
+struct conf_reader {
     const char *name; /* file name for messages */
     pod_err *err;
 };
 
 /* ---- messages ------------------------------------------------------------------ */
 
-static int fail(const struct ctx *c, unsigned line, unsigned col, const char *key,
-                const char *fmt, ...) __attribute__((format(printf, 5, 6)));
-
 /* Sets "NAME:LINE:COL: KEY: what" (no "KEY: " when key is NULL); returns -1. */
-static int fail(const struct ctx *c, unsigned line, unsigned col, const char *key,
-                const char *fmt, ...)
+static int vfail(const struct conf_reader *c, unsigned line, unsigned col, const char *key,
+                 const char *fmt, va_list ap) __attribute__((format(printf, 5, 0)));
+static int vfail(const struct conf_reader *c, unsigned line, unsigned col, const char *key,
+                 const char *fmt, va_list ap)
 {
     char what[sizeof c->err->msg];
-    va_list ap;
-    va_start(ap, fmt);
     vsnprintf(what, sizeof what, fmt, ap);
-    va_end(ap);
     if (key) pod_err_set(c->err, "%s:%u:%u: %s: %s", c->name, line, col, key, what);
     else pod_err_set(c->err, "%s:%u:%u: %s", c->name, line, col, what);
+    return -1;
+}
+
+static int fail(const struct conf_reader *c, unsigned line, unsigned col, const char *key,
+                const char *fmt, ...) __attribute__((format(printf, 5, 6)));
+static int fail(const struct conf_reader *c, unsigned line, unsigned col, const char *key,
+                const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vfail(c, line, col, key, fmt, ap);
+    va_end(ap);
     return -1;
 }
 
@@ -115,21 +124,7 @@ static const char *node_problem(const struct ynode *n)
 
 /* ---- keys of a mapping ------------------------------------------------------------ */
 
-struct key_spec {
-    const char *key;
-    bool required;      /* (for hosts: required after merging host_defaults) */
-    const char *expect; /* what the value should be, for messages */
-};
-
-/* One key of a mapping as found in the file. */
-struct item {
-    const struct key_spec *spec;
-    const struct ynode *key;   /* NULL: the key is absent */
-    const struct ynode *value;
-    char path[64];             /* dotted path for messages: "hosts[3].workers" */
-};
-
-static const char *key_list(const struct key_spec *specs, int n, char *buf, size_t bufsz)
+static const char *key_list(const struct conf_key *specs, int n, char *buf, size_t bufsz)
 {
     size_t used = 0;
     buf[0] = '\0';
@@ -144,15 +139,16 @@ static void join_path(char *buf, size_t bufsz, const char *prefix, const char *k
     else snprintf(buf, bufsz, "%s", key);
 }
 
-static void init_items(struct item *items, const struct key_spec *specs, int n, const char *prefix)
+static void init_items(struct conf_item *items, const struct conf_key *specs, int n,
+                       const char *prefix)
 {
     for (int i = 0; i < n; i++) {
-        items[i] = (struct item){.spec = &specs[i]};
+        items[i] = (struct conf_item){.spec = &specs[i]};
         join_path(items[i].path, sizeof items[i].path, prefix, specs[i].key);
     }
 }
 
-static int find_key(const struct key_spec *specs, int n, const struct ynode *key)
+static int find_key(const struct conf_key *specs, int n, const struct ynode *key)
 {
     for (int i = 0; i < n; i++)
         if (strlen(specs[i].key) == key->len && memcmp(specs[i].key, key->text, key->len) == 0)
@@ -162,8 +158,8 @@ static int find_key(const struct key_spec *specs, int n, const struct ynode *key
 
 /* Fills items[] from `node`, which must be a mapping whose keys are all in
  * specs[] and appear once. `prefix` names the mapping (NULL: the top level). */
-static int read_mapping(const struct ctx *c, const struct ynode *node, const char *prefix,
-                        const struct key_spec *specs, int n, struct item *items)
+static int read_mapping(const struct conf_reader *c, const struct ynode *node, const char *prefix,
+                        const struct conf_key *specs, int n, struct conf_item *items)
 {
     char keys[256];
     init_items(items, specs, n, prefix);
@@ -194,8 +190,8 @@ static int read_mapping(const struct ctx *c, const struct ynode *node, const cha
 }
 
 /* Every required key of items[] must be present; `where` is the mapping. */
-static int require_keys(const struct ctx *c, const struct ynode *where, const struct item *items,
-                        int n)
+static int require_keys(const struct conf_reader *c, const struct ynode *where,
+                        const struct conf_item *items, int n)
 {
     for (int i = 0; i < n; i++)
         if (items[i].spec->required && !items[i].key)
@@ -207,7 +203,7 @@ static int require_keys(const struct ctx *c, const struct ynode *where, const st
 /* ---- typed getters: each converts items->value or fails with a message ------------ */
 
 /* The value must be a scalar with a value and without NUL bytes. */
-static int want_scalar(const struct ctx *c, const struct item *it)
+static int want_scalar(const struct conf_reader *c, const struct conf_item *it)
 {
     const struct ynode *v = it->value;
     if (v->kind != YN_SCALAR || is_null(v))
@@ -219,7 +215,7 @@ static int want_scalar(const struct ctx *c, const struct item *it)
 }
 
 /* Numbers and booleans must be plain: "4" in quotes is a string in YAML. */
-static int want_plain_scalar(const struct ctx *c, const struct item *it)
+static int want_plain_scalar(const struct conf_reader *c, const struct conf_item *it)
 {
     if (want_scalar(c, it) < 0) return -1;
     if (!it->value->plain)
@@ -229,8 +225,8 @@ static int want_plain_scalar(const struct ctx *c, const struct item *it)
 }
 
 /* A 64-bit integer in min..max. */
-static int get_i64(const struct ctx *c, const struct item *it, int64_t min, int64_t max,
-                   int64_t *out)
+static int get_i64(const struct conf_reader *c, const struct conf_item *it, int64_t min,
+                   int64_t max, int64_t *out)
 {
     if (want_plain_scalar(c, it) < 0) return -1;
     const struct ynode *v = it->value;
@@ -256,7 +252,8 @@ static int get_i64(const struct ctx *c, const struct item *it, int64_t min, int6
     return 0;
 }
 
-static int get_int(const struct ctx *c, const struct item *it, int min, int max, int *out)
+static int get_int(const struct conf_reader *c, const struct conf_item *it, int min, int max,
+                   int *out)
 {
     int64_t n;
     if (get_i64(c, it, min, max, &n) < 0) return -1;
@@ -264,7 +261,8 @@ static int get_int(const struct ctx *c, const struct item *it, int min, int max,
     return 0;
 }
 
-static int get_u32(const struct ctx *c, const struct item *it, int min, int max, uint32_t *out)
+static int get_u32(const struct conf_reader *c, const struct conf_item *it, int min, int max,
+                   uint32_t *out)
 {
     int n;
     if (get_int(c, it, min, max, &n) < 0) return -1;
@@ -272,7 +270,7 @@ static int get_u32(const struct ctx *c, const struct item *it, int min, int max,
     return 0;
 }
 
-static int get_bool(const struct ctx *c, const struct item *it, bool *out)
+static int get_bool(const struct conf_reader *c, const struct conf_item *it, bool *out)
 {
     static const char *const yes[] = {"true", "yes", "on"}, *const no[] = {"false", "no", "off"};
     if (want_plain_scalar(c, it) < 0) return -1;
@@ -286,8 +284,8 @@ static int get_bool(const struct ctx *c, const struct item *it, bool *out)
                      show(it->value).s, it->spec->expect);
 }
 
-static int get_enum(const struct ctx *c, const struct item *it, const char *const *names, int n,
-                    int *out)
+static int get_enum(const struct conf_reader *c, const struct conf_item *it,
+                    const char *const *names, int n, int *out)
 {
     if (want_scalar(c, it) < 0) return -1;
     for (int i = 0; i < n; i++)
@@ -299,7 +297,7 @@ static int get_enum(const struct ctx *c, const struct item *it, const char *cons
                      show(it->value).s, it->spec->expect);
 }
 
-static int get_size(const struct ctx *c, const struct item *it, uint64_t *out)
+static int get_size(const struct conf_reader *c, const struct conf_item *it, uint64_t *out)
 {
     if (want_scalar(c, it) < 0) return -1;
     const struct ynode *v = it->value;
@@ -324,7 +322,7 @@ static int get_size(const struct ctx *c, const struct item *it, uint64_t *out)
                      show(v).s, conf_size_units);
 }
 
-static int get_size_in_range(const struct ctx *c, const struct item *it, uint64_t min,
+static int get_size_in_range(const struct conf_reader *c, const struct conf_item *it, uint64_t min,
                              uint64_t max, uint64_t *out)
 {
     char lo[32], hi[32];
@@ -338,7 +336,7 @@ static int get_size_in_range(const struct ctx *c, const struct item *it, uint64_
 }
 
 /* An integer -1..1023, or "none" (= -1). */
-static int get_numa_node(const struct ctx *c, const struct item *it, int *out)
+static int get_numa_node(const struct conf_reader *c, const struct conf_item *it, int *out)
 {
     if (want_scalar(c, it) < 0) return -1;
     if (strcmp(it->value->text, "none") == 0) {
@@ -349,7 +347,7 @@ static int get_numa_node(const struct ctx *c, const struct item *it, int *out)
 }
 
 /* A number in (0, 1]. */
-static int get_fraction(const struct ctx *c, const struct item *it, double *out)
+static int get_fraction(const struct conf_reader *c, const struct conf_item *it, double *out)
 {
     if (want_plain_scalar(c, it) < 0) return -1;
     if (conf_parse_fraction(it->value->text, out) < 0)
@@ -362,7 +360,7 @@ static int get_fraction(const struct ctx *c, const struct item *it, double *out)
 }
 
 /* A Zipfian skew: a decimal number in [0, 1). */
-static int get_theta(const struct ctx *c, const struct item *it, double *out)
+static int get_theta(const struct conf_reader *c, const struct conf_item *it, double *out)
 {
     if (want_plain_scalar(c, it) < 0) return -1;
     if (conf_parse_fraction(it->value->text, out) < 0)
@@ -377,8 +375,8 @@ static int get_theta(const struct ctx *c, const struct item *it, double *out)
 /* Copies the path with every "{host}" replaced by host_index (or, when
  * host_index < 0, refuses "{host}"). Any other '{' in a host path is most
  * likely a misspelt placeholder, so it is refused too. */
-static int get_path(const struct ctx *c, const struct item *it, int host_index, size_t max_len,
-                    const char *limit_reason, char *out, size_t outsz)
+static int get_path(const struct conf_reader *c, const struct conf_item *it, int host_index,
+                    size_t max_len, const char *limit_reason, char *out, size_t outsz)
 {
     if (want_scalar(c, it) < 0) return -1;
     const struct ynode *v = it->value;
@@ -417,7 +415,8 @@ static int get_path(const struct ctx *c, const struct item *it, int host_index, 
     return 0;
 }
 
-static int get_cpu_list(const struct ctx *c, const struct item *it, struct pod_host_conf *h)
+static int get_cpu_list(const struct conf_reader *c, const struct conf_item *it,
+                        struct pod_host_conf *h)
 {
     const int max_cpus = (int)(sizeof h->cpus / sizeof h->cpus[0]);
     if (want_scalar(c, it) < 0) return -1;
@@ -456,7 +455,7 @@ static const char *const eviction_names[] = {
 
 enum { TOP_REGION, TOP_HOSTS, TOP_HOST_DEFAULTS, TOP_ENGINE, TOP_SERVER, TOP_TABLES,
        TOP_MODULES, TOP_WORKLOADS, TOP_NKEYS };
-static const struct key_spec top_keys[TOP_NKEYS] = {
+static const struct conf_key top_keys[TOP_NKEYS] = {
     [TOP_REGION] = {"region", true, "a mapping describing the shared memory region"},
     [TOP_HOSTS] = {"hosts", true, "a sequence of 1..16 host entries"},
     [TOP_HOST_DEFAULTS] = {"host_defaults", false, "a mapping of keys shared by all hosts"},
@@ -470,52 +469,8 @@ static const struct key_spec top_keys[TOP_NKEYS] = {
                                            "smallbank)"},
 };
 
-enum { W_TPCC, W_YCSB, W_SMALLBANK, W_NKEYS };
-static const struct key_spec workload_keys[W_NKEYS] = {
-    [W_TPCC] = {"tpcc", false, "a mapping of TPC-C settings (empty: every default)"},
-    [W_YCSB] = {"ycsb", false, "a mapping of YCSB settings (empty: every default)"},
-    [W_SMALLBANK] = {"smallbank", false, "a mapping of SmallBank settings (empty: every default)"},
-};
-
-#define PCT_EXPECT "an integer in 0..100 (percent)"
-#define THETA_EXPECT "a number in [0, 1), like 0.99"
-#define LOAD_EXPECT "true, false, yes, no, on or off"
-
-enum { TP_WAREHOUSES, TP_ITEMS, TP_CUSTOMERS, TP_REMOTE_NO, TP_REMOTE_PAY, TP_LOAD, TP_NKEYS };
-static const struct key_spec tpcc_keys[TP_NKEYS] = {
-    [TP_WAREHOUSES] = {"warehouses", false, "an integer in 1..10000"},
-    [TP_ITEMS] = {"items", false, "an integer in 1..1000000"},
-    [TP_CUSTOMERS] = {"customers_per_district", false, "an integer in 10..100000"},
-    [TP_REMOTE_NO] = {"remote_new_order_pct", false, PCT_EXPECT},
-    [TP_REMOTE_PAY] = {"remote_payment_pct", false, PCT_EXPECT},
-    [TP_LOAD] = {"load_at_start", false, LOAD_EXPECT},
-};
-
-enum { YC_TUPLES, YC_PARTITIONS, YC_READ_PCT, YC_THETA, YC_MP, YC_SCRAMBLE, YC_LOAD, YC_NKEYS };
-static const struct key_spec ycsb_keys[YC_NKEYS] = {
-    [YC_TUPLES] = {"tuples", false, "an integer in 10..1099511627776, at least 10 per partition"},
-    [YC_PARTITIONS] = {"partitions", false, "an integer in 1..4096"},
-    [YC_READ_PCT] = {"read_pct", false, PCT_EXPECT},
-    [YC_THETA] = {"theta", false, THETA_EXPECT},
-    [YC_MP] = {"multi_partition_pct", false, PCT_EXPECT},
-    [YC_SCRAMBLE] = {"scramble", false, "true, false, yes, no, on or off"},
-    [YC_LOAD] = {"load_at_start", false, LOAD_EXPECT},
-};
-
-enum { SB_ACCOUNTS, SB_PARTITIONS, SB_HOT, SB_HOT_PCT, SB_THETA, SB_REMOTE, SB_LOAD,
-       SB_NKEYS };
-static const struct key_spec smallbank_keys[SB_NKEYS] = {
-    [SB_ACCOUNTS] = {"accounts", false, "an integer in 2..1099511627776"},
-    [SB_PARTITIONS] = {"partitions", false, "an integer in 1..4096, at most the accounts"},
-    [SB_HOT] = {"hot_accounts", false, "an integer in 1..accounts"},
-    [SB_HOT_PCT] = {"hot_pct", false, PCT_EXPECT},
-    [SB_THETA] = {"theta", false, THETA_EXPECT},
-    [SB_REMOTE] = {"remote_pct", false, PCT_EXPECT},
-    [SB_LOAD] = {"load_at_start", false, LOAD_EXPECT},
-};
-
 enum { T_NAME, T_KEY_SIZE, T_VALUE_SIZE, T_PARTITIONS, T_NKEYS };
-static const struct key_spec table_keys[T_NKEYS] = {
+static const struct conf_key table_keys[T_NKEYS] = {
     [T_NAME] = {"name", true, "a table name: 1..63 letters, digits, '_' or '.'"},
     /* 254: the engine key is the key plus a length byte, at most 255 bytes */
     [T_KEY_SIZE] = {"key_size", true, "an integer in 1..254 (bytes)"},
@@ -525,7 +480,7 @@ static const struct key_spec table_keys[T_NKEYS] = {
 
 enum { R_PATH, R_KIND, R_SIZE, R_HWCC_BUDGET, R_NUMA_NODE, R_SIMULATE_NONCOHERENT,
        R_ALLOW_OVERCOMMIT, R_NKEYS };
-static const struct key_spec region_keys[R_NKEYS] = {
+static const struct conf_key region_keys[R_NKEYS] = {
     [R_PATH] = {"path", true, "a non-empty path: /dev/shm/..., /dev/daxX.Y or a file on a DAX "
                               "file system"},
     [R_KIND] = {"kind", true, "one of: shm, devdax, fsdax"},
@@ -541,7 +496,7 @@ static const struct key_spec region_keys[R_NKEYS] = {
 
 enum { H_WORKERS, H_LOGGERS, H_CPUS, H_SOCKET, H_LOG_DIR, H_TCP_PORT, H_TCP_TOKEN_FILE,
        H_HUGE_PAGES, H_NKEYS };
-static const struct key_spec host_keys[H_NKEYS] = {
+static const struct conf_key host_keys[H_NKEYS] = {
     [H_WORKERS] = {"workers", true, "an integer in 1..64"},
     [H_LOGGERS] = {"loggers", false, "an integer in 0..16"},
     [H_CPUS] = {"cpus", false, "a CPU list like \"0-3,8\" or a CPU number"},
@@ -558,7 +513,7 @@ static const struct key_spec host_keys[H_NKEYS] = {
 enum { E_EPOCH_MS, E_MOVEOUT_THRESHOLD, E_MOVEBACK_RATE, E_COHERENCE, E_PHANTOM_PROTECTION, E_CHECKPOINT_AFTER,
        E_REPLY_BEFORE_DURABLE, E_EVICTION, E_SHORTCUT_POINTERS, E_DIRTY_TRACKING, E_LOCKING,
        E_MAX_RETRIES, E_RETRY_TIMEOUT_MS, E_SLOW_CALL_MS, E_DURABLE_WAIT_MS, E_NKEYS };
-static const struct key_spec engine_keys[E_NKEYS] = {
+static const struct conf_key engine_keys[E_NKEYS] = {
     [E_EPOCH_MS] = {"epoch_ms", false, "an integer in 1..10000"},
     [E_MOVEOUT_THRESHOLD] = {"moveout_threshold", false, "a number in (0, 1], like 0.9"},
     [E_MOVEBACK_RATE] = {"moveback_rate", false, "an integer in 0..10000000 (records a second)"},
@@ -584,7 +539,7 @@ static const struct key_spec engine_keys[E_NKEYS] = {
 };
 
 enum { S_MAX_CONN_BUFFERED, S_MAX_BUFFERED, S_MAX_CALLS_PER_CONN, S_AUTH_TIMEOUT_MS, S_NKEYS };
-static const struct key_spec server_keys[S_NKEYS] = {
+static const struct conf_key server_keys[S_NKEYS] = {
     [S_MAX_CONN_BUFFERED] = {"max_conn_buffered", false,
                              "a byte size in 1MiB..64TiB, at most server.max_buffered, like 64MiB"},
     [S_MAX_BUFFERED] = {"max_buffered", false, "a byte size in 1MiB..64TiB, like 1GiB"},
@@ -622,7 +577,7 @@ static void set_defaults(struct pod_config *cfg)
 
 /* The region is mapped in whole pages (cxl_geometry_compute insists too, but
  * here the message can point at the line). */
-static int get_region_size(const struct ctx *c, const struct item *it, uint64_t *out)
+static int get_region_size(const struct conf_reader *c, const struct conf_item *it, uint64_t *out)
 {
     if (get_size_in_range(c, it, REGION_MIN_SIZE, REGION_MAX_SIZE, out) < 0) return -1;
     if (*out % REGION_PAGE != 0)
@@ -635,9 +590,10 @@ static int get_region_size(const struct ctx *c, const struct item *it, uint64_t 
 
 /* Values present are checked first (their errors point at a line), then the
  * required keys, then the rules between keys. */
-static int load_region(const struct ctx *c, const struct item *section, struct pod_config *cfg)
+static int load_region(const struct conf_reader *c, const struct conf_item *section,
+                       struct pod_config *cfg)
 {
-    struct item it[R_NKEYS];
+    struct conf_item it[R_NKEYS];
     int kind = 0;
     if (read_mapping(c, section->value, "region", region_keys, R_NKEYS, it) < 0) return -1;
     if (it[R_PATH].value &&
@@ -662,7 +618,7 @@ static int load_region(const struct ctx *c, const struct item *section, struct p
     if (require_keys(c, section->value, it, R_NKEYS) < 0) return -1;
 
     char min_budget[32];
-    const struct item *hwcc = &it[R_HWCC_BUDGET];
+    const struct conf_item *hwcc = &it[R_HWCC_BUDGET];
     if (cfg->region.hwcc_budget < HWCC_MIN_BUDGET)
         return fail_node(c, hwcc->value, hwcc->path, "%s is too small (expected at least %s)",
                          show(hwcc->value).s,
@@ -675,11 +631,11 @@ static int load_region(const struct ctx *c, const struct item *section, struct p
     return 0;
 }
 
-static int resolve_relative(const struct ctx *c, const struct item *it, char *path,
+static int resolve_relative(const struct conf_reader *c, const struct conf_item *it, char *path,
                             size_t pathsz);
 
 /* Converts the host keys present in items[] into h (absent keys keep h's value). */
-static int convert_host(const struct ctx *c, const struct item *it, int host_index,
+static int convert_host(const struct conf_reader *c, const struct conf_item *it, int host_index,
                         struct pod_host_conf *h)
 {
     if (it[H_WORKERS].value && get_int(c, &it[H_WORKERS], 1, POD_MAX_WORKERS, &h->workers) < 0)
@@ -716,8 +672,9 @@ static void default_host(struct pod_host_conf *h)
 /* A TCP listener needs a token file (docs/security.md), and a token file
  * belongs to a TCP listener: one in a host's own entry without tcp_port is
  * a mistake, one from host_defaults is for the hosts that have a port. */
-static int check_tcp_token(const struct ctx *c, const struct ynode *node, const struct item *own,
-                           const struct item *merged, struct pod_host_conf *h)
+static int check_tcp_token(const struct conf_reader *c, const struct ynode *node,
+                           const struct conf_item *own, const struct conf_item *merged,
+                           struct pod_host_conf *h)
 {
     if (h->tcp_port && !merged[H_TCP_TOKEN_FILE].key)
         return fail_node(c, node, own[H_TCP_TOKEN_FILE].path,
@@ -735,8 +692,8 @@ static int check_tcp_token(const struct ctx *c, const struct ynode *node, const 
 }
 
 /* hosts[i] must not share a socket or log directory with an earlier host. */
-static int check_unique_paths(const struct ctx *c, const struct pod_config *cfg, int i,
-                              const struct item *merged)
+static int check_unique_paths(const struct conf_reader *c, const struct pod_config *cfg, int i,
+                              const struct conf_item *merged)
 {
     const struct pod_host_conf *h = &cfg->hosts[i];
     char path[32];
@@ -765,11 +722,11 @@ static int check_unique_paths(const struct ctx *c, const struct pod_config *cfg,
     return 0;
 }
 
-static int load_host(const struct ctx *c, const struct ynode *node, int i,
-                     const struct item *defaults, struct pod_config *cfg)
+static int load_host(const struct conf_reader *c, const struct ynode *node, int i,
+                     const struct conf_item *defaults, struct pod_config *cfg)
 {
     char prefix[16];
-    struct item own[H_NKEYS], merged[H_NKEYS];
+    struct conf_item own[H_NKEYS], merged[H_NKEYS];
     snprintf(prefix, sizeof prefix, "hosts[%d]", i);
     if (is_null(node))
         return fail_node(c, node, prefix,
@@ -790,10 +747,10 @@ static int load_host(const struct ctx *c, const struct ynode *node, int i,
     return check_unique_paths(c, cfg, i, merged);
 }
 
-static int load_hosts(const struct ctx *c, const struct item *hosts_item,
-                      const struct item *defaults_item, struct pod_config *cfg)
+static int load_hosts(const struct conf_reader *c, const struct conf_item *hosts_item,
+                      const struct conf_item *defaults_item, struct pod_config *cfg)
 {
-    struct item defaults[H_NKEYS];
+    struct conf_item defaults[H_NKEYS];
     init_items(defaults, host_keys, H_NKEYS, "host_defaults");
     if (defaults_item->value && !is_null(defaults_item->value)) {
         struct pod_host_conf scratch;
@@ -822,9 +779,10 @@ static int load_hosts(const struct ctx *c, const struct item *hosts_item,
     return 0;
 }
 
-static int load_engine(const struct ctx *c, const struct item *section, struct pod_config *cfg)
+static int load_engine(const struct conf_reader *c, const struct conf_item *section,
+                       struct pod_config *cfg)
 {
-    struct item it[E_NKEYS];
+    struct conf_item it[E_NKEYS];
     int coherence = 0;
     if (!section->value || is_null(section->value)) return 0; /* all defaults */
     if (read_mapping(c, section->value, "engine", engine_keys, E_NKEYS, it) < 0) return -1;
@@ -879,9 +837,10 @@ static int load_engine(const struct ctx *c, const struct item *section, struct p
 
 /* A connection's limit cannot exceed the server's: an explicit one larger is
  * an error, the default shrinks to it. */
-static int load_server(const struct ctx *c, const struct item *section, struct pod_config *cfg)
+static int load_server(const struct conf_reader *c, const struct conf_item *section,
+                       struct pod_config *cfg)
 {
-    struct item it[S_NKEYS];
+    struct conf_item it[S_NKEYS];
     if (!section->value || is_null(section->value)) return 0; /* all defaults */
     if (read_mapping(c, section->value, "server", server_keys, S_NKEYS, it) < 0) return -1;
     if (it[S_MAX_CONN_BUFFERED].value &&
@@ -900,7 +859,7 @@ static int load_server(const struct ctx *c, const struct item *section, struct p
         get_u32(c, &it[S_AUTH_TIMEOUT_MS], 0, 86400000, &cfg->server.auth_timeout_ms) < 0)
         return -1;
     if (cfg->server.max_conn_buffered > cfg->server.max_buffered) {
-        const struct item *conn = &it[S_MAX_CONN_BUFFERED];
+        const struct conf_item *conn = &it[S_MAX_CONN_BUFFERED];
         if (!conn->value) {
             cfg->server.max_conn_buffered = cfg->server.max_buffered;
             return 0;
@@ -925,11 +884,11 @@ static bool valid_table_name(const char *s, size_t len)
     return true;
 }
 
-static int load_table(const struct ctx *c, const struct ynode *node, int i,
+static int load_table(const struct conf_reader *c, const struct ynode *node, int i,
                       struct pod_config *cfg)
 {
     char prefix[24];
-    struct item it[T_NKEYS];
+    struct conf_item it[T_NKEYS];
     snprintf(prefix, sizeof prefix, "tables[%d]", i);
     if (read_mapping(c, node, prefix, table_keys, T_NKEYS, it) < 0 ||
         require_keys(c, node, it, T_NKEYS) < 0)
@@ -958,7 +917,8 @@ static int load_table(const struct ctx *c, const struct ynode *node, int i,
     return 0;
 }
 
-static int load_tables(const struct ctx *c, const struct item *section, struct pod_config *cfg)
+static int load_tables(const struct conf_reader *c, const struct conf_item *section,
+                       struct pod_config *cfg)
 {
     const struct ynode *seq = section->value;
     if (!seq || is_null(seq)) return 0;
@@ -976,7 +936,7 @@ static int load_tables(const struct ctx *c, const struct item *section, struct p
 
 /* The directory of the file named c->name, absolute: canonical (realpath) when
  * it exists, else made absolute from the working directory as written. */
-static int config_dir(const struct ctx *c, char *out, size_t outsz)
+static int config_dir(const struct conf_reader *c, char *out, size_t outsz)
 {
     char dir[PATH_MAX];
     const char *slash = strrchr(c->name, '/');
@@ -1017,7 +977,8 @@ static size_t join_relative(const char *dir, const char *rel, char *out, size_t 
 /* A relative path (a module's, a token file's) is taken from the config
  * file's directory, not from the working directory of whoever starts the
  * server. */
-static int resolve_relative(const struct ctx *c, const struct item *it, char *path, size_t pathsz)
+static int resolve_relative(const struct conf_reader *c, const struct conf_item *it, char *path,
+                            size_t pathsz)
 {
     char dir[PATH_MAX], full[PATH_MAX];
     if (path[0] == '/') return 0;
@@ -1036,7 +997,8 @@ static int resolve_relative(const struct ctx *c, const struct item *it, char *pa
     return 0;
 }
 
-static int load_modules(const struct ctx *c, const struct item *section, struct pod_config *cfg)
+static int load_modules(const struct conf_reader *c, const struct conf_item *section,
+                        struct pod_config *cfg)
 {
     const struct ynode *seq = section->value;
     if (!seq || is_null(seq)) return 0;
@@ -1046,9 +1008,9 @@ static int load_modules(const struct ctx *c, const struct item *section, struct 
     if (seq->n > POD_MAX_MODULES)
         return fail_node(c, seq->items[POD_MAX_MODULES], "modules",
                          "%zu entries are too many (at most %d)", seq->n, POD_MAX_MODULES);
-    static const struct key_spec module_spec = {"modules", false, "a path to a shared object"};
+    static const struct conf_key module_spec = {"modules", false, "a path to a shared object"};
     for (size_t i = 0; i < seq->n; i++) {
-        struct item it = {&module_spec, seq->items[i], seq->items[i], ""};
+        struct conf_item it = {&module_spec, seq->items[i], seq->items[i], ""};
         snprintf(it.path, sizeof it.path, "modules[%zu]", i);
         if (get_path(c, &it, -1, POD_PATH_MAX - 1, "POD_PATH_MAX", cfg->modules[i],
                      sizeof cfg->modules[i]) < 0 ||
@@ -1063,121 +1025,83 @@ static int load_modules(const struct ctx *c, const struct item *section, struct 
 
 /* ---- workloads ------------------------------------------------------------------- */
 
-/* The mapping of one workload: NULL or an empty value means every default. */
-static int read_workload(const struct ctx *c, const struct item *w, const char *prefix,
-                         const struct key_spec *specs, int n, struct item *it)
+/* Each key of `workloads:` is a section that its workload parses
+ * (src/conf/section.h, pod_workload_sections). */
+static int load_workloads(const struct conf_reader *c, const struct conf_item *section,
+                          struct pod_config *cfg)
 {
-    init_items(it, specs, n, prefix);
-    if (is_null(w->value)) return 0;
-    return read_mapping(c, w->value, prefix, specs, n, it);
-}
-
-static int load_tpcc(const struct ctx *c, const struct item *w, int nhosts,
-                     struct pod_tpcc_conf *t)
-{
-    struct item it[TP_NKEYS];
-    if (read_workload(c, w, "workloads.tpcc", tpcc_keys, TP_NKEYS, it) < 0) return -1;
-    *t = (struct pod_tpcc_conf){.enabled = true, .warehouses = (uint32_t)nhosts, .items = 100000,
-                                .customers_per_district = 3000, .remote_new_order_pct = 10,
-                                .remote_payment_pct = 15};
-    if ((it[TP_WAREHOUSES].value &&
-         get_u32(c, &it[TP_WAREHOUSES], 1, 10000, &t->warehouses) < 0) ||
-        (it[TP_ITEMS].value && get_u32(c, &it[TP_ITEMS], 1, 1000000, &t->items) < 0) ||
-        (it[TP_CUSTOMERS].value &&
-         get_u32(c, &it[TP_CUSTOMERS], 10, 100000, &t->customers_per_district) < 0) ||
-        (it[TP_REMOTE_NO].value &&
-         get_u32(c, &it[TP_REMOTE_NO], 0, 100, &t->remote_new_order_pct) < 0) ||
-        (it[TP_REMOTE_PAY].value &&
-         get_u32(c, &it[TP_REMOTE_PAY], 0, 100, &t->remote_payment_pct) < 0) ||
-        (it[TP_LOAD].value && get_bool(c, &it[TP_LOAD], &t->load_at_start) < 0))
-        return -1;
-    return 0;
-}
-
-#define MAX_ROWS (1LL << 40)
-
-static int load_ycsb(const struct ctx *c, const struct item *w, int nhosts, struct pod_ycsb_conf *y)
-{
-    struct item it[YC_NKEYS];
-    int64_t n;
-    if (read_workload(c, w, "workloads.ycsb", ycsb_keys, YC_NKEYS, it) < 0) return -1;
-    *y = (struct pod_ycsb_conf){.enabled = true, .tuples = 1000000, .partitions = (uint32_t)nhosts,
-                                .read_pct = 50, .theta = 0.99, .multi_partition_pct = 10};
-    if (it[YC_TUPLES].value) {
-        if (get_i64(c, &it[YC_TUPLES], 10, MAX_ROWS, &n) < 0) return -1;
-        y->tuples = (uint64_t)n;
-    }
-    if ((it[YC_PARTITIONS].value && get_u32(c, &it[YC_PARTITIONS], 1, 4096, &y->partitions) < 0) ||
-        (it[YC_READ_PCT].value && get_u32(c, &it[YC_READ_PCT], 0, 100, &y->read_pct) < 0) ||
-        (it[YC_THETA].value && get_theta(c, &it[YC_THETA], &y->theta) < 0) ||
-        (it[YC_MP].value && get_u32(c, &it[YC_MP], 0, 100, &y->multi_partition_pct) < 0) ||
-        (it[YC_SCRAMBLE].value && get_bool(c, &it[YC_SCRAMBLE], &y->scramble) < 0) ||
-        (it[YC_LOAD].value && get_bool(c, &it[YC_LOAD], &y->load_at_start) < 0))
-        return -1;
-    /* A transaction picks 10 distinct keys in a partition. */
-    if (y->tuples / y->partitions < 10) {
-        const struct item *at = it[YC_TUPLES].value ? &it[YC_TUPLES] : &it[YC_PARTITIONS];
-        const struct ynode *where = at->value ? at->value : w->key;
-        return fail_node(c, where, at->value ? at->path : "workloads.ycsb.tuples",
-                         "%llu tuples in %u partitions are fewer than 10 per partition "
-                         "(expected at least %llu tuples)",
-                         (unsigned long long)y->tuples, y->partitions,
-                         10ULL * y->partitions);
-    }
-    return 0;
-}
-
-static int load_smallbank(const struct ctx *c, const struct item *w, int nhosts,
-                          struct pod_smallbank_conf *b)
-{
-    struct item it[SB_NKEYS];
-    int64_t n;
-    if (read_workload(c, w, "workloads.smallbank", smallbank_keys, SB_NKEYS, it) < 0) return -1;
-    *b = (struct pod_smallbank_conf){.enabled = true, .accounts = 100000,
-                                     .partitions = (uint32_t)nhosts, .hot_pct = 90};
-    if (it[SB_ACCOUNTS].value) {
-        if (get_i64(c, &it[SB_ACCOUNTS], 2, MAX_ROWS, &n) < 0) return -1;
-        b->accounts = (uint64_t)n;
-    }
-    if ((it[SB_PARTITIONS].value && get_u32(c, &it[SB_PARTITIONS], 1, 4096, &b->partitions) < 0) ||
-        (it[SB_HOT_PCT].value && get_u32(c, &it[SB_HOT_PCT], 0, 100, &b->hot_pct) < 0) ||
-        (it[SB_THETA].value && get_theta(c, &it[SB_THETA], &b->theta) < 0) ||
-        (it[SB_REMOTE].value && get_u32(c, &it[SB_REMOTE], 0, 100, &b->remote_pct) < 0) ||
-        (it[SB_LOAD].value && get_bool(c, &it[SB_LOAD], &b->load_at_start) < 0))
-        return -1;
-    b->hot_accounts = b->accounts * 4 / 100 ? b->accounts * 4 / 100 : 1;
-    if (it[SB_HOT].value) {
-        if (get_i64(c, &it[SB_HOT], 1, (int64_t)b->accounts, &n) < 0) return -1;
-        b->hot_accounts = (uint64_t)n;
-    }
-    if (b->partitions > b->accounts) {
-        const struct item *at = it[SB_PARTITIONS].value ? &it[SB_PARTITIONS] : &it[SB_ACCOUNTS];
-        const struct ynode *where = at->value ? at->value : w->key;
-        return fail_node(c, where, at->value ? at->path : "workloads.smallbank.accounts",
-                         "%u partitions for %llu accounts (expected at most one partition per "
-                         "account)", b->partitions, (unsigned long long)b->accounts);
-    }
-    return 0;
-}
-
-static int load_workloads(const struct ctx *c, const struct item *section, struct pod_config *cfg)
-{
-    struct item it[W_NKEYS];
+    struct conf_key keys[POD_MAX_SECTIONS];
+    struct conf_item it[POD_MAX_SECTIONS];
+    int n = 0;
+    for (; pod_workload_sections[n]; n++)
+        keys[n] = (struct conf_key){pod_workload_sections[n]->name, false,
+                                   pod_workload_sections[n]->expect};
     if (!section->value || is_null(section->value)) return 0;
-    if (read_mapping(c, section->value, "workloads", workload_keys, W_NKEYS, it) < 0) return -1;
-    struct pod_workloads_conf *w = &cfg->workloads;
-    if (it[W_TPCC].key && load_tpcc(c, &it[W_TPCC], cfg->nhosts, &w->tpcc) < 0) return -1;
-    if (it[W_YCSB].key && load_ycsb(c, &it[W_YCSB], cfg->nhosts, &w->ycsb) < 0) return -1;
-    if (it[W_SMALLBANK].key &&
-        load_smallbank(c, &it[W_SMALLBANK], cfg->nhosts, &w->smallbank) < 0)
-        return -1;
+    if (read_mapping(c, section->value, "workloads", keys, n, it) < 0) return -1;
+    for (int i = 0; i < n; i++)
+        if (it[i].key) {
+            if (pod_workload_sections[i]->parse(c, &it[i], cfg->nhosts, cfg->sections[i].bytes) < 0)
+                return -1;
+            cfg->has_section[i] = true;
+        }
     return 0;
 }
 
-static int load_config(const struct ctx *c, const struct ynode *root, struct pod_config *cfg)
+const void *pod_config_section(const struct pod_config *c, const struct conf_section *s)
+{
+    for (int i = 0; pod_workload_sections[i]; i++)
+        if (pod_workload_sections[i] == s) return c->sections[i].bytes;
+    return NULL;
+}
+
+/* ---- for the sections parsed outside src/conf/ (section.h) ------------------------ */
+
+int conf_fail(const struct conf_reader *r, const struct ynode *node, const char *key,
+              const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vfail(r, node->line, node->col, key, fmt, ap);
+    va_end(ap);
+    return -1;
+}
+
+/* The mapping of one section: NULL or an empty value means every default. */
+int conf_read_section(const struct conf_reader *r, const struct conf_item *section,
+                      const struct conf_key *specs, int n, struct conf_item *items)
+{
+    init_items(items, specs, n, section->path);
+    if (!section->value || is_null(section->value)) return 0;
+    return read_mapping(r, section->value, section->path, specs, n, items);
+}
+
+int conf_get_i64(const struct conf_reader *r, const struct conf_item *it, int64_t min,
+                 int64_t max, int64_t *out)
+{
+    return get_i64(r, it, min, max, out);
+}
+
+int conf_get_u32(const struct conf_reader *r, const struct conf_item *it, int min, int max,
+                 uint32_t *out)
+{
+    return get_u32(r, it, min, max, out);
+}
+
+int conf_get_bool(const struct conf_reader *r, const struct conf_item *it, bool *out)
+{
+    return get_bool(r, it, out);
+}
+
+int conf_get_theta(const struct conf_reader *r, const struct conf_item *it, double *out)
+{
+    return get_theta(r, it, out);
+}
+
+static int load_config(const struct conf_reader *c, const struct ynode *root,
+                       struct pod_config *cfg)
 {
     char keys[128];
-    struct item top[TOP_NKEYS];
+    struct conf_item top[TOP_NKEYS];
     if (!root || is_null(root))
         return fail(c, root ? root->line : 1, root ? root->col : 1, NULL,
                     "the configuration is empty (expected a mapping with sections: %s)",
@@ -1207,7 +1131,7 @@ static int load_config(const struct ctx *c, const struct ynode *root, struct pod
  * cryptic; a config has no need for tabs anywhere, so any tab is an error.
  * The scan (and every column in messages) assumes UTF-8, so UTF-16, which
  * libyaml would accept, is refused. */
-static int reject_tabs_and_utf16(const struct ctx *c, const char *text, size_t len)
+static int reject_tabs_and_utf16(const struct conf_reader *c, const char *text, size_t len)
 {
     if (len >= 2 && ((text[0] == '\xff' && text[1] == '\xfe') ||
                      (text[0] == '\xfe' && text[1] == '\xff')))
@@ -1231,7 +1155,7 @@ static int reject_tabs_and_utf16(const struct ctx *c, const char *text, size_t l
 int pod_config_parse(const char *name, const char *text, size_t len, struct pod_config *out,
                      pod_err *err)
 {
-    struct ctx c = {.name = name ? name : "<config>", .err = err};
+    struct conf_reader c = {.name = name ? name : "<config>", .err = err};
     struct ynode *root = NULL;
     struct ytree_error yerr;
 

@@ -61,43 +61,12 @@ struct pod_kv_table_conf {
     uint32_t partitions;           /* 1..4096, default the number of hosts */
 };
 
-/* Benchmark workloads (`workloads:`; docs/configuration.md): every server of
- * the pod creates the same tables and procedures at start, and partition p is
- * owned by host p % hosts. The data shape (counts, partitions) is fixed by the
- * config; the run knobs are defaults that poddb-bench may override per run. */
-struct pod_tpcc_conf {
-    bool enabled, load_at_start;
-    uint32_t warehouses;             /* one partition each; default: the number of hosts */
-    uint32_t items;                  /* default 100000 (the spec) */
-    uint32_t customers_per_district; /* default 3000 (the spec); also the initial orders */
-    uint32_t remote_new_order_pct;   /* run knob, default 10 */
-    uint32_t remote_payment_pct;     /* run knob, default 15 */
-};
-
-struct pod_ycsb_conf {
-    bool enabled, load_at_start;
-    uint64_t tuples;                 /* default 1000000 */
-    uint32_t partitions;             /* default: the number of hosts */
-    uint32_t read_pct;               /* run knob, default 50 */
-    double theta;                    /* run knob: Zipfian skew in [0, 1), default 0.99 */
-    uint32_t multi_partition_pct;    /* run knob, default 10 */
-    bool scramble;                   /* run knob, default false */
-};
-
-struct pod_smallbank_conf {
-    bool enabled, load_at_start;
-    uint64_t accounts;               /* default 100000 */
-    uint32_t partitions;             /* default: the number of hosts */
-    uint64_t hot_accounts;           /* run knob: default 4% of the accounts (at least 1) */
-    uint32_t hot_pct;                /* run knob, default 90 */
-    double theta;                    /* run knob: 0 (default) the hot set, else Zipfian skew */
-    uint32_t remote_pct;             /* run knob, default 0 */
-};
-
-struct pod_workloads_conf {
-    struct pod_tpcc_conf tpcc;
-    struct pod_ycsb_conf ycsb;
-    struct pod_smallbank_conf smallbank;
+/* The sections of `workloads:` are parsed by the workloads themselves
+ * (src/conf/section.h); pod_config holds each one's parsed value. */
+#define POD_MAX_SECTIONS 8
+#define POD_SECTION_BYTES 128
+struct pod_section_value {
+    _Alignas(8) unsigned char bytes[POD_SECTION_BYTES];
 };
 
 struct pod_config {
@@ -170,8 +139,18 @@ struct pod_config {
         uint32_t auth_timeout_ms;
     } server;
 
-    struct pod_workloads_conf workloads;
+    /* Benchmark workloads (`workloads:`; docs/configuration.md): the parsed
+     * value of section i of pod_workload_sections (src/conf/section.h), all
+     * zero when the file does not have it. Read through the workload's own
+     * accessor (pod_tpcc_conf, pod_ycsb_conf, pod_smallbank_conf). */
+    struct pod_section_value sections[POD_MAX_SECTIONS];
+    bool has_section[POD_MAX_SECTIONS]; /* whether the file has section i */
 };
+
+struct conf_section;
+/* The parsed value of section s in c (all zero when the file does not have
+ * it); NULL when s is not one of pod_workload_sections. */
+const void *pod_config_section(const struct pod_config *c, const struct conf_section *s);
 
 /* Parse and validate `path`. On failure returns -1 and sets err to
  * "FILE:LINE:COL: KEY: what is wrong". `out` is fully initialised on success. */

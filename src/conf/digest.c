@@ -8,9 +8,11 @@
  * `source` and `cpu_list` (the text as written) are left out: "0-1" and "0,1"
  * are the same configuration. So are region.allow_overcommit and the server
  * section: checks and limits of each server, not properties of the pod. */
+#include <stdio.h>
 #include <string.h>
 
 #include "conf/config.h"
+#include "conf/section.h"
 
 #define FNV64_OFFSET 0xcbf29ce484222325ULL
 #define FNV64_PRIME 0x100000001b3ULL
@@ -91,43 +93,20 @@ static void put_host(uint64_t *h, const struct pod_host_conf *host)
     }
 }
 
-/* Only enabled workloads enter (a disabled one has no values). */
-static void put_workloads(uint64_t *h, const struct pod_workloads_conf *w)
+void conf_digest_u64(uint64_t *h, uint64_t v) { put_u64(h, v); }
+void conf_digest_double(uint64_t *h, double d) { put_double(h, d); }
+
+/* Each workload section: its name, whether the file has it, and then what
+ * its digest function feeds (a section the file lacks has no values). */
+static void put_workloads(uint64_t *h, const struct pod_config *c)
 {
-    const struct pod_tpcc_conf *t = &w->tpcc;
-    const struct pod_ycsb_conf *y = &w->ycsb;
-    const struct pod_smallbank_conf *b = &w->smallbank;
-    put_field(h, "workloads.tpcc");
-    put_u64(h, t->enabled);
-    if (t->enabled) {
-        put_u64(h, t->warehouses);
-        put_u64(h, t->items);
-        put_u64(h, t->customers_per_district);
-        put_u64(h, t->remote_new_order_pct);
-        put_u64(h, t->remote_payment_pct);
-        put_u64(h, t->load_at_start);
-    }
-    put_field(h, "workloads.ycsb");
-    put_u64(h, y->enabled);
-    if (y->enabled) {
-        put_u64(h, y->tuples);
-        put_u64(h, y->partitions);
-        put_u64(h, y->read_pct);
-        put_double(h, y->theta);
-        put_u64(h, y->multi_partition_pct);
-        put_u64(h, y->scramble);
-        put_u64(h, y->load_at_start);
-    }
-    put_field(h, "workloads.smallbank");
-    put_u64(h, b->enabled);
-    if (b->enabled) {
-        put_u64(h, b->accounts);
-        put_u64(h, b->partitions);
-        put_u64(h, b->hot_accounts);
-        put_u64(h, b->hot_pct);
-        put_double(h, b->theta);
-        put_u64(h, b->remote_pct);
-        put_u64(h, b->load_at_start);
+    for (int i = 0; pod_workload_sections[i]; i++) {
+        const struct conf_section *s = pod_workload_sections[i];
+        char field[64];
+        snprintf(field, sizeof field, "workloads.%s", s->name);
+        put_field(h, field);
+        put_u64(h, c->has_section[i]);
+        if (c->has_section[i]) s->digest(c->sections[i].bytes, h);
     }
 }
 
@@ -201,6 +180,6 @@ uint64_t pod_config_digest(const struct pod_config *c)
     put_i64(&h, nmodules);
     for (int i = 0; i < nmodules; i++) put_str(&h, c->modules[i], sizeof c->modules[i]);
 
-    put_workloads(&h, &c->workloads);
+    put_workloads(&h, c);
     return avalanche(h);
 }

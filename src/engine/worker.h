@@ -29,4 +29,32 @@ int pod_call(struct pod_worker *w, int proc, const pod_args *args, pod_result *r
 /* The worker running on this thread, or NULL. */
 struct pod_worker *pod_current_worker(void);
 
+struct pod_config;
+
+/* A background job: work a server's workers do between client calls (the
+ * benchmark jobs, src/bench/host.h). The worker loop (src/server/server.c)
+ * knows nothing of what the work is; it calls the hook that the program
+ * starting the server passes to pod_server_main:
+ *   - open, before the workers start (after the built-in and module
+ *     procedures are registered): create what the job needs in db (tables,
+ *     procedures). wake(wake_arg) wakes the workers sleeping for calls, to
+ *     be called when work appears. Returns the job's state, or NULL with a
+ *     message in err (the server does not start);
+ *   - started, once the workers run (may be NULL);
+ *   - has_work(job, worker): whether worker 0..nworkers-1 has work now. Cheap
+ *     when there is none; called with the server's queue lock held;
+ *   - work(job, w, yield, arg), on worker w outside any transaction, when
+ *     has_work said so: do some work and return as soon as yield(arg) is
+ *     true (calls are queued, or the server stops). The socket's calls come
+ *     first: a worker takes the queued calls before it asks again;
+ *   - close, after the workers stopped (also after a failed start). */
+struct pod_worker_job {
+    void *(*open)(pod_db *db, const struct pod_config *c, int host, void (*wake)(void *arg),
+                  void *wake_arg, char *err, size_t errlen);
+    void (*started)(void *job);
+    bool (*has_work)(void *job, int worker);
+    void (*work)(void *job, struct pod_worker *w, bool (*yield)(void *arg), void *arg);
+    void (*close)(void *job);
+};
+
 #endif

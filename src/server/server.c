@@ -62,7 +62,6 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "bench/host.h"
 #include "cxl/region.h"
 #include "engine/result.h"
 #include "engine/watchdog.h"
@@ -180,7 +179,8 @@ struct pod_server {
     struct held_queue *held;    /* [workers] */
     int durable_fd;             /* eventfd rung by the epoch thread */
     struct pod_host *pod;       /* NULL in a pod of one host */
-    struct pod_bench *bench;    /* the workloads and bench.* procedures (src/bench/host.h) */
+    const struct pod_worker_job *job; /* the background job's hook (NULL: none) */
+    void *job_state;            /* what its open returned */
     struct pod_watchdog *watchdog; /* logs calls that run long (engine.slow_call_ms) */
     int epfd, evfd, sigfd, unix_fd, tcp_fd;
     char unix_path[sizeof(((struct sockaddr_un *)0)->sun_path)];
@@ -637,11 +637,11 @@ static void enqueue(struct pod_server *s, struct request *r)
 }
 
 /* Take up to max queued calls for worker w. With block, wait while there
- * are none, the worker has no bench work and the server is not stopping.
- * Returns the number taken; 0 when there are none (without block, or bench
- * work arrived); -1 once the server stops and the queue is empty.
+ * are none, the worker has no background job work and the server is not
+ * stopping. Returns the number taken; 0 when there are none (without block,
+ * or job work arrived); -1 once the server stops and the queue is empty.
  * In a pod an idle worker sleeps on its host's inbox doorbell
- * (pod_idle_sleep): another host's request, a queued call, a bench job or
+ * (pod_idle_sleep): another host's request, a queued call, job work or
  * shutdown wakes it, so an idle pod takes no CPU (every host on one kernel;
  * a host on another kernel cannot ring it, and then it polls as src/pod/pod.h
  * says). Waking it costs the first request a futex wake-up; a worker that
@@ -668,12 +668,18 @@ static void worker_trim(struct pod_server *s)
     if (s->mimalloc) mi_collect(true);
 }
 
+/* Whether the background job has work for worker w. */
+static bool job_has_work(struct pod_server *s, int worker)
+{
+    return s->job_state && s->job->has_work(s->job_state, worker);
+}
+
 static bool worker_has_work(void *arg)
 {
     const struct idle_wait *iw = arg;
     return __atomic_load_n(&iw->s->q_head, __ATOMIC_SEQ_CST) ||
            __atomic_load_n(&iw->s->q_stop, __ATOMIC_SEQ_CST) ||
-           pod_bench_has_work(iw->s->bench, iw->w->id) || trim_pending(iw->s);
+           job_has_work(iw->s, iw->w->id) || trim_pending(iw->s);
 }
 
 static int dequeue_batch(struct pod_server *s, struct pod_worker *w, struct request **out, int max,
@@ -692,7 +698,7 @@ static int dequeue_batch(struct pod_server *s, struct pod_worker *w, struct requ
     pthread_mutex_lock(&s->q_lock);
     uint64_t idle_since = 0; /* the last time this wait served a request (0: not yet asleep) */
     struct idle_wait iw = {s, w};
-    while (block && !s->q_head && !s->q_stop && !pod_bench_has_work(s->bench, w->id)) {
+    while (block && !s->q_head && !s->q_stop && !job_has_work(s, w->id)) {
         /* About to sleep: hand the log buffer over and publish idle, or the
          * durable epoch (and the replies held for it, maybe our own) would
          * wait for this worker's next commit. Here, under the queue lock,
@@ -744,7 +750,7 @@ static void requests_done(struct pod_server *s, int n)
     pthread_mutex_unlock(&s->q_lock);
 }
 
-/* For bench work (pod_bench_work): stop when calls wait or the server stops. */
+/* For the background job's work: stop when calls wait or the server stops. */
 static bool worker_yield(void *arg)
 {
     struct pod_server *s = arg;
@@ -752,7 +758,7 @@ static bool worker_yield(void *arg)
            __atomic_load_n(&s->q_stop, __ATOMIC_ACQUIRE);
 }
 
-/* A bench job started (or memory was given back): wake the workers sleeping
+/* Job work appeared (or memory was given back): wake the workers sleeping
  * in dequeue_batch. */
 static void wake_workers(void *arg)
 {
@@ -985,8 +991,9 @@ static void run_batch(struct pod_server *s, struct pod_worker *w, struct request
     tls_batch = NULL;
 }
 
-/* Calls from the socket first; bench work (a load, run or check job of
- * src/bench/host.c) in between, which yields as soon as calls are queued. */
+/* Calls from the socket first; the background job's work (struct
+ * pod_worker_job: the benchmark jobs) in between, which yields as soon as
+ * calls are queued. */
 static void worker_body(struct pod_worker *w, void *arg)
 {
     struct pod_server *s = arg;
@@ -994,9 +1001,9 @@ static void worker_body(struct pod_worker *w, void *arg)
     struct pod_buf out = {0};
     struct request *batch[BATCH];
     while (res) {
-        bool bench = pod_bench_has_work(s->bench, w->id);
-        if (bench) pod_bench_work(s->bench, w, worker_yield, s);
-        int n = dequeue_batch(s, w, batch, BATCH, !bench);
+        bool job = job_has_work(s, w->id);
+        if (job) s->job->work(s->job_state, w, worker_yield, s);
+        int n = dequeue_batch(s, w, batch, BATCH, !job);
         if (n < 0) break;
         if (n > 0) run_batch(s, w, batch, n, res, &out);
         /* After a large result, its buffers go back (a worker that ran one
@@ -1587,11 +1594,11 @@ static int build_db(struct pod_server *s, pod_err *err)
                                .retry_timeout_ms = c->engine.retry_timeout_ms};
     if (!(s->db = pod_db_new(&o, msg, sizeof msg)) || pod_builtin_sys_init(s->db, msg, sizeof msg) ||
         pod_builtin_kv_init(s->db, c, msg, sizeof msg) || pod_modules_load(s->db, c, msg, sizeof msg) ||
-        !(s->bench = pod_bench_new(s->db, c, s->host, msg, sizeof msg))) {
+        (s->job &&
+         !(s->job_state = s->job->open(s->db, c, s->host, wake_workers, s, msg, sizeof msg)))) {
         pod_err_set(err, "%s", msg);
         return -1;
     }
-    pod_bench_set_waker(s->bench, wake_workers, s);
     for (int i = 0; i < s->db->opt.nworkers; i++) s->db->workers[i]->on_retrying = give_back_queued;
     return 0;
 }
@@ -1860,13 +1867,15 @@ static void wait_held_durable(struct pod_server *s)
                  n == 1 ? "y" : "ies", (unsigned long long)wait_ms, why);
 }
 
-int pod_server_main(const struct pod_config *c, int host, const struct pod_server_flags *f)
+int pod_server_main(const struct pod_config *c, int host, const struct pod_server_flags *f,
+                    const struct pod_worker_job *job)
 {
     pod_err err = {{0}};
     struct pod_server *s = calloc(1, sizeof *s);
     if (!s) return 1;
     s->conf = c;
     s->host = host;
+    s->job = job;
     if (f) s->flags = *f;
     s->epfd = s->evfd = s->sigfd = s->unix_fd = s->tcp_fd = s->durable_fd = -1;
     s->spare_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
@@ -1937,7 +1946,7 @@ int pod_server_main(const struct pod_config *c, int host, const struct pod_serve
         pod_err_set(&err, "%s", msg);
         goto out;
     }
-    pod_bench_autoload(s->bench);
+    if (s->job_state && s->job->started) s->job->started(s->job_state);
     if (c->engine.slow_call_ms && !(s->watchdog = pod_watchdog_start(s->db, c->engine.slow_call_ms, &err)))
         pod_warn("%s; slow calls are not reported", err.msg);
     cxl_region_set_state(s->region, CXL_HOST_RUNNING);
@@ -1978,7 +1987,7 @@ out:
     if (s->epfd >= 0) close(s->epfd);
     if (s->spare_fd >= 0) close(s->spare_fd);
     pod_watchdog_stop(s->watchdog);
-    pod_bench_free(s->bench);
+    if (s->job_state) s->job->close(s->job_state);
     drop_held(s);
     bool claimed = s->log != NULL && hc->loggers > 0;
     log_host_free(s->log); /* stops the loggers: everything logged is synced */

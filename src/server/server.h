@@ -10,6 +10,7 @@
 
 #include "conf/config.h"
 #include "engine/db.h"
+#include "engine/worker.h"
 #include "log/log.h"
 
 struct pod_server;
@@ -21,9 +22,12 @@ struct pod_server_flags {
     bool allow_empty_log;
 };
 
-/* Run the server for host `host` until a stop signal. Returns the exit
- * status for main (0 on a clean shutdown). */
-int pod_server_main(const struct pod_config *c, int host, const struct pod_server_flags *f);
+/* Run the server for host `host` until a stop signal, with the background
+ * job `job` (NULL: none; struct pod_worker_job, src/engine/worker.h), whose
+ * work the workers do between client calls. Returns the exit status for main (0 on a clean
+ * shutdown). */
+int pod_server_main(const struct pod_config *c, int host, const struct pod_server_flags *f,
+                    const struct pod_worker_job *job);
 
 /* For built-in procedures (sys.*): the running server of this process. */
 struct pod_server_info {

@@ -13,6 +13,9 @@
 
 #include "conf/config.h"
 #include "helpers/testutil.h"
+#include "workloads/smallbank/conf.h"
+#include "workloads/tpcc/conf.h"
+#include "workloads/ycsb/conf.h"
 
 /* ---- helpers ---------------------------------------------------------------------- */
 
@@ -142,13 +145,13 @@ START_TEST(test_bench_file)
     pod_err err = {{0}};
     ck_assert_msg(pod_config_load(repo_file("conf/bench.yaml"), &cfg, &err) == 0, "%s", err.msg);
     ck_assert_int_eq(cfg.nhosts, 2);
-    ck_assert(cfg.workloads.tpcc.enabled && cfg.workloads.ycsb.enabled &&
-              cfg.workloads.smallbank.enabled);
-    ck_assert_uint_eq(cfg.workloads.tpcc.warehouses, 2);
-    ck_assert_uint_eq(cfg.workloads.tpcc.items, 100000);
-    ck_assert_uint_eq(cfg.workloads.ycsb.tuples, 600000);
-    ck_assert(cfg.workloads.ycsb.theta == 0.7);
-    ck_assert_uint_eq(cfg.workloads.smallbank.accounts, 100000);
+    ck_assert(pod_tpcc_conf(&cfg)->enabled && pod_ycsb_conf(&cfg)->enabled &&
+              pod_smallbank_conf(&cfg)->enabled);
+    ck_assert_uint_eq(pod_tpcc_conf(&cfg)->warehouses, 2);
+    ck_assert_uint_eq(pod_tpcc_conf(&cfg)->items, 100000);
+    ck_assert_uint_eq(pod_ycsb_conf(&cfg)->tuples, 600000);
+    ck_assert(pod_ycsb_conf(&cfg)->theta == 0.7);
+    ck_assert_uint_eq(pod_smallbank_conf(&cfg)->accounts, 100000);
 }
 END_TEST
 
@@ -636,21 +639,21 @@ START_TEST(test_workloads_every_key)
         "    hot_pct: 50\n"
         "    theta: .5\n"
         "    remote_pct: 7\n");
-    const struct pod_tpcc_conf *t = &c->workloads.tpcc;
+    const struct pod_tpcc_conf *t = pod_tpcc_conf(c);
     ck_assert(t->enabled && t->load_at_start);
     ck_assert_uint_eq(t->warehouses, 8);
     ck_assert_uint_eq(t->items, 1000);
     ck_assert_uint_eq(t->customers_per_district, 90);
     ck_assert_uint_eq(t->remote_new_order_pct, 60);
     ck_assert_uint_eq(t->remote_payment_pct, 90);
-    const struct pod_ycsb_conf *y = &c->workloads.ycsb;
+    const struct pod_ycsb_conf *y = pod_ycsb_conf(c);
     ck_assert(y->enabled && !y->load_at_start && y->scramble);
     ck_assert_uint_eq(y->tuples, 20000);
     ck_assert_uint_eq(y->partitions, 4);
     ck_assert_uint_eq(y->read_pct, 95);
     ck_assert(y->theta == 0.7);
     ck_assert_uint_eq(y->multi_partition_pct, 100);
-    const struct pod_smallbank_conf *b = &c->workloads.smallbank;
+    const struct pod_smallbank_conf *b = pod_smallbank_conf(c);
     ck_assert(b->enabled && !b->load_at_start);
     ck_assert_uint_eq(b->accounts, 10000);
     ck_assert_uint_eq(b->partitions, 3);
@@ -665,26 +668,26 @@ START_TEST(test_workloads_defaults)
 {
     /* Absent: nothing enabled. */
     const struct pod_config *c = parse_ok(REGION_OK DEFAULTS_OK "hosts:\n  - {}\n  - {}\n");
-    ck_assert(!c->workloads.tpcc.enabled && !c->workloads.ycsb.enabled &&
-              !c->workloads.smallbank.enabled);
+    ck_assert(!pod_tpcc_conf(c)->enabled && !pod_ycsb_conf(c)->enabled &&
+              !pod_smallbank_conf(c)->enabled);
     /* Named with no value or {}: every default; partitions follow the hosts. */
     c = parse_ok(REGION_OK DEFAULTS_OK "hosts:\n  - {}\n  - {}\n"
                  "workloads:\n  tpcc:\n  ycsb: {}\n  smallbank: ~\n");
-    const struct pod_tpcc_conf *t = &c->workloads.tpcc;
+    const struct pod_tpcc_conf *t = pod_tpcc_conf(c);
     ck_assert(t->enabled && !t->load_at_start);
     ck_assert_uint_eq(t->warehouses, 2);
     ck_assert_uint_eq(t->items, 100000);
     ck_assert_uint_eq(t->customers_per_district, 3000);
     ck_assert_uint_eq(t->remote_new_order_pct, 10);
     ck_assert_uint_eq(t->remote_payment_pct, 15);
-    const struct pod_ycsb_conf *y = &c->workloads.ycsb;
+    const struct pod_ycsb_conf *y = pod_ycsb_conf(c);
     ck_assert(y->enabled && !y->scramble);
     ck_assert_uint_eq(y->tuples, 1000000);
     ck_assert_uint_eq(y->partitions, 2);
     ck_assert_uint_eq(y->read_pct, 50);
     ck_assert(y->theta == 0.99);
     ck_assert_uint_eq(y->multi_partition_pct, 10);
-    const struct pod_smallbank_conf *b = &c->workloads.smallbank;
+    const struct pod_smallbank_conf *b = pod_smallbank_conf(c);
     ck_assert(b->enabled);
     ck_assert_uint_eq(b->accounts, 100000);
     ck_assert_uint_eq(b->partitions, 2);
@@ -694,7 +697,7 @@ START_TEST(test_workloads_defaults)
     ck_assert_uint_eq(b->remote_pct, 0);
     /* An empty section is allowed like the others. */
     c = parse_ok(REGION_OK HOSTS_OK "workloads:\n");
-    ck_assert(!c->workloads.tpcc.enabled);
+    ck_assert(!pod_tpcc_conf(c)->enabled);
 }
 END_TEST
 

@@ -4,22 +4,20 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "engine/worker.h"
 
 void *wl_ctx_get(pod_db *db, const char *first)
 {
-    int p = pod_proc_find(db, first);
-    return p < 0 ? NULL : db->procs[p].ctx;
+    return pod_proc_ctx(db, pod_proc_find(db, first));
 }
 
 void wl_ctx_free(pod_db *db, const char *first, const char *prefix)
 {
     int p = pod_proc_find(db, first);
     if (p < 0) return;
-    free(db->procs[p].ctx);
+    free(pod_proc_ctx(db, p));
     size_t n = strlen(prefix);
-    for (uint32_t i = 0; i < db->nprocs; i++)
-        if (strncmp(db->procs[i].name, prefix, n) == 0) db->procs[i].ctx = NULL;
+    for (int i = 0; i < pod_proc_count(db); i++)
+        if (strncmp(pod_proc_name(db, i), prefix, n) == 0) pod_proc_set_ctx(db, i, NULL);
 }
 
 int wl_call(pod_db *db, struct pod_worker *wk, int proc, const pod_args *args, pod_result *res,

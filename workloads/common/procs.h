@@ -6,8 +6,7 @@
 
 #include <stddef.h>
 
-#include "engine/db.h"
-#include "engine/result.h"
+#include "poddb/proc.h"
 
 /* The context of the registered procedure `first` (every procedure of the
  * workload shares it), or NULL when the workload is not registered. */

@@ -4,9 +4,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-#include "engine/db.h"
-#include "engine/result.h"
-#include "engine/worker.h"
 
 uint64_t wl_part_first(uint32_t p, uint64_t n, uint32_t nparts)
 {
@@ -66,8 +63,8 @@ static void load_body(struct pod_worker *wk, void *arg)
         pthread_mutex_unlock(&r->lock);
         return;
     }
-    uint32_t nw = (uint32_t)wk->db->opt.nworkers;
-    for (uint32_t p = (uint32_t)wk->id; p < r->nparts; p += nw) {
+    uint32_t nw = (uint32_t)pod_db_nworkers(pod_worker_db(wk));
+    for (uint32_t p = (uint32_t)pod_worker_id(wk); p < r->nparts; p += nw) {
         uint64_t end = wl_part_first(p + 1, r->n, r->nparts);
         for (uint64_t i = wl_part_first(p, r->n, r->nparts); i < end; i += r->batch) {
             if (__atomic_load_n(&r->failed, __ATOMIC_ACQUIRE)) goto out;

@@ -8,9 +8,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "engine/db.h"
-#include "engine/result.h"
-#include "engine/worker.h"
 #include "workloads/common/procs.h"
 #include "workloads/common/range.h"
 #include "workloads/ycsb/ycsb.h"

@@ -8,9 +8,6 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "engine/db.h"
-#include "engine/result.h"
-#include "engine/worker.h"
 
 struct order_agg {
     int64_t n, max_o, sum_ol;

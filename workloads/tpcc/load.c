@@ -6,13 +6,11 @@
 #include "workloads/tpcc/tpcc.h"
 
 #include <inttypes.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "engine/db.h"
-#include "engine/result.h"
-#include "engine/worker.h"
 #include "workloads/common/procs.h"
 
 #define ARG(i) (a->v[(i)].u.i64)
@@ -283,11 +281,11 @@ static int load_call(struct pod_worker *w, struct load_run *r, pod_result *res,
                      const struct tpcc_load_unit *u)
 {
     char msg[200];
-    int rc = wl_call_i64(w->db, w, u->proc, u->args, u->nargs, res, msg, sizeof msg);
+    int rc = wl_call_i64(pod_worker_db(w), w, u->proc, u->args, u->nargs, res, msg, sizeof msg);
     pthread_mutex_lock(&r->lock);
     if (rc < 0) {
         if (!__atomic_exchange_n(&r->failed, 1, __ATOMIC_ACQ_REL))
-            snprintf(r->err, sizeof r->err, "%s: %s: %s", w->db->procs[u->proc].name,
+            snprintf(r->err, sizeof r->err, "%s: %s: %s", pod_proc_name(pod_worker_db(w), u->proc),
                      pod_status_name(rc), msg);
     } else {
         r->rows += u->rows;
@@ -380,8 +378,8 @@ static void load_body(struct pod_worker *wk, void *arg)
         pthread_mutex_unlock(&r->lock);
         return;
     }
-    int nw = wk->db->opt.nworkers;
-    for (uint32_t w = 1 + (uint32_t)wk->id; w <= r->t->cfg.warehouses && !load_failed(r);
+    int nw = pod_db_nworkers(pod_worker_db(wk));
+    for (uint32_t w = 1 + (uint32_t)pod_worker_id(wk); w <= r->t->cfg.warehouses && !load_failed(r);
          w += (uint32_t)nw)
         load_warehouse(wk, r, res, w);
     pod_result_free(res);

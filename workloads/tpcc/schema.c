@@ -5,7 +5,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "engine/db.h"
 #include "workloads/common/procs.h"
 
 const char *const tpcc_table_names[TPCC_NTABLES] = {
