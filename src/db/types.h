@@ -103,7 +103,6 @@ struct pod_db {
     int nrunning;
     struct pod_host *pod;      /* in a pod of several hosts (src/pod/pod.h), else NULL */
     const struct cc_ops *cc;   /* the concurrency control (src/txn/cc.h) */
-    void *cc_state;            /* the protocol's own, per database */
     struct record_store *store; /* POD_STORE_ARRAY's records, else NULL */
     struct pod_db_hooks hooks;
 };

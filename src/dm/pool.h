@@ -17,7 +17,7 @@
 #include "dm/fabric.h"
 
 #define DM_POOL_MAGIC 0x314c4f4f504d4450ull /* "PDMPOOL1" */
-#define DM_LAYOUT_VERSION 1u
+#define DM_LAYOUT_VERSION 2u
 #define DM_POD_NAME_MAX 64
 #define DM_MAX_TABLES 1024u
 #define DM_HEADER_BYTES 4096u
@@ -51,7 +51,8 @@ struct dm_catalog_entry {
     uint32_t bucket_bytes;    /* 40 */
     uint32_t slots;           /* 44: per bucket */
     uint32_t slot_bytes;      /* 48: 8 + key_size rounded up to 8 */
-    uint32_t pad[3];          /* 52 */
+    uint32_t pad;             /* 52 */
+    uint64_t sentinel_off;    /* 56: the table's sentinel record (record_store.h) */
 };                            /* 64 bytes */
 
 _Static_assert(sizeof(struct dm_pool_header) == 96, "pool header layout");

@@ -153,7 +153,6 @@ void pod_db_free(pod_db *db)
     worker_free(db->admin);
     for (uint32_t i = 0; i < db->nprocs; i++) free((char *)db->procs[i].name);
     free(db->workers);
-    if (db->cc && db->cc->db_fini) db->cc->db_fini(db);
     if (db->store) db->store->ops->destroy(db->store);
     pthread_mutex_destroy(&db->admin_lock);
     free(db);

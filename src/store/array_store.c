@@ -20,6 +20,7 @@ struct array_table {
     bt_header hdr;
     bt_tree tree;
     uint64_t freed;          /* records given back (kept: see record_store.h) */
+    rs_loc sentinel;
 };
 
 struct array_store {
@@ -56,6 +57,8 @@ static struct array_table *table_of(struct array_store *a, uint32_t id)
     return id < a->ntables ? a->tables[id] : NULL;
 }
 
+static int alloc(struct record_store *s, uint32_t table, rs_loc *loc);
+
 static int table_add(struct record_store *s, const struct rs_table_def *def, pod_err *err)
 {
     struct array_store *a = as_of(s);
@@ -90,10 +93,19 @@ static int table_add(struct record_store *s, const struct rs_table_def *def, pod
         return -1;
     }
     a->tables[def->id] = t;
+    if (alloc(s, def->id, &t->sentinel) != RS_OK) {
+        pod_err_set(err, "record store: out of memory for table %u's sentinel", def->id);
+        return -1;
+    }
     return 0;
 nomem:
     pod_err_set(err, "record store: out of memory");
     return -1;
+}
+
+static rs_loc sentinel(struct record_store *s, uint32_t table)
+{
+    return table_of(as_of(s), table)->sentinel;
 }
 
 static int lookup(struct record_store *s, uint32_t table, const void *key, rs_loc *loc)
@@ -209,6 +221,7 @@ static const struct rs_ops array_ops = {
     .name = "array",
     .ordered = true,
     .table_add = table_add,
+    .sentinel = sentinel,
     .lookup = lookup,
     .neighbour = neighbour,
     .index_insert = index_insert,

@@ -173,7 +173,9 @@ static int table_add(struct record_store *s, const struct rs_table_def *def, pod
     struct dm_catalog_entry got;
     uint64_t old = cas(d, ent_off, DM_CAT_FREE, DM_CAT_CREATING);
     if (old == DM_CAT_FREE) { /* the first: lay the table out */
-        uint64_t bytes = (want.nbuckets * want.bucket_bytes + 63) & ~63ull;
+        /* the index, then the sentinel record */
+        uint64_t ix_bytes = (want.nbuckets * want.bucket_bytes + 63) & ~63ull;
+        uint64_t bytes = ix_bytes + want.record_bytes;
         uint64_t at = faa(d, offsetof(struct dm_pool_header, cursor), bytes);
         if (at + bytes > d->pool_size) {
             cas(d, ent_off, DM_CAT_CREATING, DM_CAT_FREE);
@@ -184,6 +186,9 @@ static int table_add(struct record_store *s, const struct rs_table_def *def, pod
             return -1;
         }
         want.index_off = at; /* fresh pool memory: zero */
+        want.sentinel_off = at + ix_bytes;
+        struct dm_rowhead sh = {.valid = 0, .tuple_size = want.tuple_size};
+        write_placed(d, want.sentinel_off + 8, &sh, sizeof sh);
         want.state = DM_CAT_CREATING;
         write_placed(d, ent_off + 8, (const unsigned char *)&want + 8, DM_CATALOG_ENTRY - 8);
         cas(d, ent_off, DM_CAT_CREATING, DM_CAT_READY);
@@ -498,6 +503,11 @@ static void row_write(struct record_store *s, rs_loc loc, const struct rs_row_he
     batch(s, &o, 1);
 }
 
+static rs_loc sentinel(struct record_store *s, uint32_t table)
+{
+    return make_loc(table, table_of(ds(s), table)->e.sentinel_off);
+}
+
 static int alloc(struct record_store *s, uint32_t table, rs_loc *loc)
 {
     struct dm_store *d = ds(s);
@@ -539,6 +549,7 @@ static const struct rs_ops dm_ops = {
     .name = "dm",
     .ordered = false,
     .table_add = table_add,
+    .sentinel = sentinel,
     .lookup = lookup,
     .neighbour = neighbour,
     .index_insert = index_insert,

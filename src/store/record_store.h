@@ -72,8 +72,14 @@ struct rs_ops {
     /* neighbour works (an ordered index): scans and next-key locking. A
      * store with a hash index only serves point operations. */
     bool ordered;
-    /* A table's records and index; before any other operation on it. */
+    /* A table's records and index; before any other operation on it. Every
+     * user of the store that adds the same table gets the same table (a
+     * store shared by several processes checks that they agree). */
     int (*table_add)(struct record_store *s, const struct rs_table_def *def, pod_err *err);
+    /* The table's sentinel: a record in no index entry, the same for every
+     * user of the store, whose lock stands for the gap after the table's
+     * last key (next-key locking). */
+    rs_loc (*sentinel)(struct record_store *s, uint32_t table);
 
     /* ---- index: key -> location ---- */
     int (*lookup)(struct record_store *s, uint32_t table, const void *key, rs_loc *loc);

@@ -37,10 +37,8 @@ struct cc_ops {
     char *(*message)(pod_txn *tx); /* CC_MSG_LEN bytes */
     bool (*touched_tables)(const pod_txn *tx);
     pod_db *(*db)(pod_txn *tx);
-    /* A table was created (before any worker runs); the database goes
-     * (db_fini: what the protocol keeps per database). May be NULL. */
+    /* A table was created (before any worker runs). May be NULL. */
     int (*table_added)(pod_db *db, pod_table *t, char *err, size_t errlen);
-    void (*db_fini)(pod_db *db);
 
     /* proc.h's operations; update_range with whole is pod_update_ref */
     int (*get)(pod_txn *tx, pod_table *t, const void *key, void *out, bool for_update);

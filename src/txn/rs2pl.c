@@ -78,11 +78,6 @@ struct rs_txn {
     char msg[CC_MSG_LEN];
 };
 
-/* Per database: each table's sentinel record. */
-struct rs2pl_db {
-    rs_loc sentinel[POD_MAX_TABLES];
-};
-
 static inline struct rs_txn *X(pod_txn *tx) { return (struct rs_txn *)(void *)tx; }
 static inline const struct rs_txn *CX(const pod_txn *tx)
 {
@@ -238,7 +233,7 @@ static bool valid_for_us(struct rs_txn *x, struct access *a)
 
 static rs_loc sentinel_of(const struct rs_txn *x, const pod_table *t)
 {
-    return ((const struct rs2pl_db *)x->db->cc_state)->sentinel[t->id];
+    return OPS(x)->sentinel(x->rs, t->id);
 }
 
 /* The record after key (inclusive: at or after; key NULL: the first), its
@@ -699,14 +694,10 @@ static char *rs_message(pod_txn *tx) { return X(tx)->msg; }
 static bool rs_touched_tables(const pod_txn *tx) { return CX(tx)->touched; }
 static pod_db *rs_db(pod_txn *tx) { return X(tx)->db; }
 
-/* The table's records in the store, and its sentinel. */
+/* The table's records in the store (with its sentinel: record_store.h). */
 static int rs_table_added(pod_db *db, pod_table *t, char *err, size_t errlen)
 {
     struct record_store *rs = db->store;
-    if (!db->cc_state && !(db->cc_state = calloc(1, sizeof(struct rs2pl_db)))) {
-        snprintf(err, errlen, "out of memory");
-        return -1;
-    }
     if (db->log) {
         snprintf(err, errlen, "rs-2pl does not log yet: a logging database runs tigon-2pl");
         return -1;
@@ -722,19 +713,7 @@ static int rs_table_added(pod_db *db, pod_table *t, char *err, size_t errlen)
         snprintf(err, errlen, "%s", e.msg);
         return -1;
     }
-    rs_loc s;
-    if (rs->ops->alloc(rs, t->id, &s) != RS_OK) {
-        snprintf(err, errlen, "%s: out of memory in the record store", t->name);
-        return -1;
-    }
-    ((struct rs2pl_db *)db->cc_state)->sentinel[t->id] = s;
     return 0;
-}
-
-static void rs_db_fini(pod_db *db)
-{
-    free(db->cc_state);
-    db->cc_state = NULL;
 }
 
 const struct cc_ops cc_rs_2pl = {
@@ -750,7 +729,6 @@ const struct cc_ops cc_rs_2pl = {
     .touched_tables = rs_touched_tables,
     .db = rs_db,
     .table_added = rs_table_added,
-    .db_fini = rs_db_fini,
     .get = rs_get,
     .get_ref = rs_get_ref,
     .update_range = rs_update_range,

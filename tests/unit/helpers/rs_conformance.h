@@ -2,7 +2,7 @@
  * assertions on a store given by the caller: its index (lookup, insert,
  * remove, and neighbour where it is ordered), the record word's CAS and FAA
  * (also from several threads at once), row reads and writes of the header
- * and of byte ranges, allocation, and batches. Tables 900.. are used; the
+ * and of byte ranges, allocation, each table's sentinel, and batches. Tables 900.. are used; the
  * store must be empty of them. */
 #ifndef PODDB_TESTS_RS_CONFORMANCE_H
 #define PODDB_TESTS_RS_CONFORMANCE_H
@@ -30,11 +30,18 @@ static inline void rsc_index(struct record_store *s, bool ordered)
     pod_err e;
     ck_assert_msg(o->table_add(s, &(struct rs_table_def){RSC_TABLE, 8, 24}, &e) == 0, "%s", e.msg);
     ck_assert_int_ne(o->table_add(s, &(struct rs_table_def){RSC_TABLE, 8, 24}, &e), 0);
+    /* the sentinel: a record of its own, the same every time, unlocked, invalid */
+    rs_loc sent = o->sentinel(s, RSC_TABLE);
+    ck_assert(sent != 0 && o->sentinel(s, RSC_TABLE) == sent);
+    ck_assert_uint_eq(o->word_read(s, sent), 0);
+    struct rs_row_head sh;
+    o->row_read(s, sent, &sh, NULL, 0, 0);
+    ck_assert_uint_eq(sh.valid, 0);
     unsigned char k[8], got[8];
     rs_loc locs[64], loc;
     for (uint64_t i = 0; i < 64; i++) { /* even keys 0, 2, .. 126 */
         ck_assert_int_eq(o->alloc(s, RSC_TABLE, &locs[i]), RS_OK);
-        ck_assert(locs[i] != 0);
+        ck_assert(locs[i] != 0 && locs[i] != sent);
         for (uint64_t j = 0; j < i; j++) ck_assert(locs[j] != locs[i]);
         rsc_key(k, 2 * i);
         ck_assert_int_eq(o->index_insert(s, RSC_TABLE, k, locs[i]), RS_OK);
