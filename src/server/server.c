@@ -1154,6 +1154,46 @@ static void note_stall(struct pod_server *s, int timeout_ms)
                  (double)stall / 1e9);
 }
 
+/* Detach from every worker's queue the replies held at least min_ns while
+ * the server ran (min_ns 0: all of them). Each queue is in the order its
+ * replies were held, so they are a prefix of it. */
+static struct held_reply *take_held(struct pod_server *s, uint64_t min_ns, uint64_t now,
+                                    size_t *n_out)
+{
+    struct held_reply *list = NULL, **tail = &list;
+    size_t n = 0;
+    for (int wi = 0; wi < s->db->opt.nworkers; wi++) {
+        struct held_queue *q = &s->held[wi];
+        pthread_mutex_lock(&q->lock);
+        while (q->head && (!min_ns || held_for(s, q->head, now) >= min_ns)) {
+            struct held_reply *h = q->head;
+            q->head = h->next;
+            h->next = NULL;
+            *tail = h;
+            tail = &h->next;
+            q->len--;
+            n++;
+        }
+        if (!q->head) q->tail = NULL;
+        pthread_mutex_unlock(&q->lock);
+    }
+    *n_out = n;
+    return list;
+}
+
+/* Answer n taken replies POD_E_NOT_DURABLE, saying why (and, at_shutdown,
+ * that the server shut down). */
+static void answer_taken(struct pod_server *s, struct held_reply *list, size_t n,
+                         const char *why, bool at_shutdown)
+{
+    if (!n) return;
+    log_host_waiters_add(s->log, -(int64_t)n);
+    struct conn *touched = NULL;
+    hand_held(s, list, why, at_shutdown, &touched);
+    flush_touched(s, touched);
+    count(&s->info.not_durable_replies, (int64_t)n);
+}
+
 /* The loop: replies held longer than engine.durable_wait_ms (the pod's
  * durable epoch stopped: a host died or stopped, a log directory was lost,
  * a logger is stuck) are answered POD_E_NOT_DURABLE, saying why if it is
@@ -1169,32 +1209,13 @@ static void expire_held(struct pod_server *s)
     if (period > 1000000000ull) period = 1000000000ull;
     s->expire_next_ns = now + period;
     release_durable(s); /* what became durable goes as it is */
-    struct held_reply *list = NULL, **tail = &list;
-    size_t n = 0;
-    for (int wi = 0; wi < s->db->opt.nworkers; wi++) {
-        struct held_queue *q = &s->held[wi];
-        pthread_mutex_lock(&q->lock);
-        while (q->head && held_for(s, q->head, now) >= s->durable_wait_ns) {
-            struct held_reply *h = q->head;
-            q->head = h->next;
-            h->next = NULL;
-            *tail = h;
-            tail = &h->next;
-            q->len--;
-            n++;
-        }
-        if (!q->head) q->tail = NULL;
-        pthread_mutex_unlock(&q->lock);
-    }
+    size_t n;
+    struct held_reply *list = take_held(s, s->durable_wait_ns, now, &n);
     if (!n) return;
-    log_host_waiters_add(s->log, -(int64_t)n);
     char why[1024];
     log_host_why_not_durable(s->log, why, sizeof why);
     if (!why[0]) snprintf(why, sizeof why, "the reason is not known (see the servers' logs)");
-    struct conn *touched = NULL;
-    hand_held(s, list, why, false, &touched);
-    flush_touched(s, touched);
-    count(&s->info.not_durable_replies, (int64_t)n);
+    answer_taken(s, list, n, why, false);
     s->durable_unwarned += n;
     if (now - s->durable_warned_ns >= WARN_EVERY_NS || !s->durable_warned_ns) {
         pod_warn("%llu repl%s waited more than engine.durable_wait_ms (%u ms) for the pod's "
@@ -1817,34 +1838,6 @@ static int start_log(struct pod_server *s, pod_err *err)
     return 0;
 }
 
-/* At shutdown, after the workers stopped: every reply still held is
- * answered POD_E_NOT_DURABLE, saying why (the client learns that its call
- * was not acknowledged, rather than seeing the connection close). */
-static size_t answer_held(struct pod_server *s, const char *why)
-{
-    struct held_reply *list = NULL, **tail = &list;
-    size_t n = 0;
-    for (int wi = 0; wi < s->db->opt.nworkers; wi++) {
-        struct held_queue *q = &s->held[wi];
-        pthread_mutex_lock(&q->lock);
-        if (q->head) {
-            *tail = q->head;
-            tail = &q->tail->next;
-        }
-        n += q->len;
-        q->head = q->tail = NULL;
-        q->len = 0;
-        pthread_mutex_unlock(&q->lock);
-    }
-    if (!n) return 0;
-    log_host_waiters_add(s->log, -(int64_t)n);
-    struct conn *touched = NULL;
-    hand_held(s, list, why, true, &touched);
-    flush_touched(s, touched);
-    count(&s->info.not_durable_replies, (int64_t)n);
-    return n;
-}
-
 /* After the workers stopped: give the last replies time to become durable
  * (the epoch thread keeps running), then answer what is still held. */
 static void wait_held_durable(struct pod_server *s)
@@ -1860,7 +1853,11 @@ static void wait_held_durable(struct pod_server *s)
     char why[1024];
     log_host_why_not_durable(s->log, why, sizeof why);
     if (!why[0]) snprintf(why, sizeof why, "the reason is not known");
-    size_t n = answer_held(s, why);
+    /* Every reply still held: the client learns that its call was not
+     * acknowledged, rather than seeing the connection close. */
+    size_t n;
+    struct held_reply *list = take_held(s, 0, 0, &n);
+    answer_taken(s, list, n, why, true);
     if (n)
         pod_warn("shutdown: %zu repl%s answered POD_E_NOT_DURABLE: their epochs did not become "
                  "durable within %llu ms (those calls were not acknowledged): %s", n,

@@ -585,6 +585,26 @@ START_TEST(frozen_pod_answers)
 }
 END_TEST
 
+/* Start a 2-host pod with the engine settings eng, commit one put on host
+ * 0, stop host 1 (SIGSTOP: the pod's durable epoch stands) and send a
+ * second put of host 0's partition, whose reply host 0 must then hold.
+ * Returns the client; the reply is not read. */
+static pod_client *hold_a_reply(struct pod *p, const char *eng, const char *value)
+{
+    struct pod_opts o = {1, 1, "16MiB", SMALL_TABLE, eng};
+    pod_start(p, &o);
+    pod_client *c = connect_to(p, 0, 60000);
+    char msg[2048];
+    ck_assert_int_eq(put_key(c, 0x10, 0, msg, sizeof msg), POD_OK);
+    ck_assert_int_eq(kill(p->pid[1], SIGSTOP), 0);
+    unsigned char k[2] = {0x10, 1};
+    pod_value v[3] = {pod_v_str("t"), pod_v_bytes(k, 2), pod_v_str(value)};
+    ck_assert(pod_client_send(c, "kv.put", v, 3, 0) != 0);
+    ck_assert_int_eq(pod_client_flush(c), 0);
+    sh_sleep_ms(300);
+    return c;
+}
+
 /* A server stopped longer than engine.durable_wait_ms while it holds a
  * reply: the time it did not run is not counted, so once the pod runs again
  * the reply is acknowledged, not answered POD_E_NOT_DURABLE by a loop that
@@ -596,19 +616,9 @@ START_TEST(paused_server_acknowledges)
     struct pod p;
     char eng[64];
     snprintf(eng, sizeof eng, "  durable_wait_ms: %d\n", PAUSED_WAIT_MS);
-    struct pod_opts o = {1, 1, "16MiB", SMALL_TABLE, eng};
-    pod_start(&p, &o);
-    pod_client *c = connect_to(&p, 0, 60000);
-    char msg[2048];
-    ck_assert_int_eq(put_key(c, 0x10, 0, msg, sizeof msg), POD_OK);
-    /* Host 1 stopped: the pod's durable epoch stands, the put's reply is
-     * held on host 0 (which commits it alone: its own partition). */
-    ck_assert_int_eq(kill(p.pid[1], SIGSTOP), 0);
-    unsigned char k[2] = {0x10, 1};
-    pod_value v[3] = {pod_v_str("t"), pod_v_bytes(k, 2), pod_v_str("paused")};
-    ck_assert(pod_client_send(c, "kv.put", v, 3, 0) != 0);
-    ck_assert_int_eq(pod_client_flush(c), 0);
-    sh_sleep_ms(300);
+    /* The put's reply is held on host 0 (which commits it alone: its own
+     * partition). */
+    pod_client *c = hold_a_reply(&p, eng, "paused");
     /* Then host 0 itself stops for longer than the wait, as in a machine
      * that pauses; both go on, host 1 first. */
     ck_assert_int_eq(kill(p.pid[0], SIGSTOP), 0);
@@ -634,17 +644,7 @@ END_TEST
 START_TEST(shutdown_answers_held)
 {
     struct pod p;
-    struct pod_opts o = {1, 1, "16MiB", SMALL_TABLE, "  durable_wait_ms: 60000\n"};
-    pod_start(&p, &o);
-    pod_client *c = connect_to(&p, 0, 60000);
-    char msg[2048];
-    ck_assert_int_eq(put_key(c, 0x10, 0, msg, sizeof msg), POD_OK);
-    ck_assert_int_eq(kill(p.pid[1], SIGSTOP), 0);
-    unsigned char k[2] = {0x10, 1};
-    pod_value v[3] = {pod_v_str("t"), pod_v_bytes(k, 2), pod_v_str("late")};
-    ck_assert(pod_client_send(c, "kv.put", v, 3, 0) != 0);
-    ck_assert_int_eq(pod_client_flush(c), 0);
-    sh_sleep_ms(300);
+    pod_client *c = hold_a_reply(&p, "  durable_wait_ms: 60000\n", "late");
     ck_assert_int_eq(kill(p.pid[0], SIGTERM), 0);
     pod_reply *r = pod_client_recv(c);
     ck_assert_msg(r != NULL, "no reply: %s", pod_client_error(c));
