@@ -47,7 +47,12 @@ struct rs_row_head {
 struct rs_table_def {
     uint32_t id;             /* the table's id (pod_table.id): 0.. */
     uint32_t key_size, tuple_size;
+    uint64_t rows_hint;      /* rows it is expected to hold (0: not known): a
+                                hash index is sized for it; never a limit */
 };
+
+/* walk's visitor: false stops the walk. */
+typedef bool (*rs_walk_fn)(void *arg, const void *key, rs_loc loc);
 
 /* One operation of a batch. */
 enum rs_op_kind { RS_OP_READ, RS_OP_WRITE, RS_OP_CAS, RS_OP_FAA };
@@ -90,6 +95,12 @@ struct rs_ops {
                      bool backward, void *key_out, rs_loc *loc);
     int (*index_insert)(struct record_store *s, uint32_t table, const void *key, rs_loc loc);
     int (*index_remove)(struct record_store *s, uint32_t table, const void *key);
+    /* Every entry of the table's index, in no particular order, until fn
+     * returns false: what a store without an ordered index offers for
+     * scans (the caller filters and sorts). An entry present for the whole
+     * walk is visited exactly once (entries never move); one inserted or
+     * removed meanwhile may or may not be. RS_OK, or RS_NOMEM. */
+    int (*walk)(struct record_store *s, uint32_t table, rs_walk_fn fn, void *arg);
 
     /* ---- the record word ---- */
     uint64_t (*word_read)(struct record_store *s, rs_loc loc);

@@ -708,7 +708,7 @@ static int rs_table_added(pod_db *db, pod_table *t, char *err, size_t errlen)
         return -1;
     }
     pod_err e;
-    struct rs_table_def def = {t->id, t->key_size, t->tuple_size};
+    struct rs_table_def def = {.id = t->id, .key_size = t->key_size, .tuple_size = t->tuple_size};
     if (rs->ops->table_add(rs, &def, &e) != 0) {
         snprintf(err, errlen, "%s", e.msg);
         return -1;

@@ -28,8 +28,8 @@ static inline void rsc_index(struct record_store *s, bool ordered)
 {
     const struct rs_ops *o = s->ops;
     pod_err e;
-    ck_assert_msg(o->table_add(s, &(struct rs_table_def){RSC_TABLE, 8, 24}, &e) == 0, "%s", e.msg);
-    ck_assert_int_ne(o->table_add(s, &(struct rs_table_def){RSC_TABLE, 8, 24}, &e), 0);
+    ck_assert_msg(o->table_add(s, &(struct rs_table_def){.id = RSC_TABLE, .key_size = 8, .tuple_size = 24}, &e) == 0, "%s", e.msg);
+    ck_assert_int_ne(o->table_add(s, &(struct rs_table_def){.id = RSC_TABLE, .key_size = 8, .tuple_size = 24}, &e), 0);
     /* the sentinel: a record of its own, the same every time, unlocked, invalid */
     rs_loc sent = o->sentinel(s, RSC_TABLE);
     ck_assert(sent != 0 && o->sentinel(s, RSC_TABLE) == sent);
@@ -85,7 +85,7 @@ static inline void rsc_rows(struct record_store *s)
 {
     const struct rs_ops *o = s->ops;
     pod_err e;
-    ck_assert_msg(o->table_add(s, &(struct rs_table_def){RSC_TABLE + 1, 8, 100}, &e) == 0, "%s",
+    ck_assert_msg(o->table_add(s, &(struct rs_table_def){.id = RSC_TABLE + 1, .key_size = 8, .tuple_size = 100}, &e) == 0, "%s",
                   e.msg);
     rs_loc loc;
     ck_assert_int_eq(o->alloc(s, RSC_TABLE + 1, &loc), RS_OK);
@@ -156,7 +156,7 @@ static inline void *rsc_adder(void *arg)
 static inline void rsc_word_threads(struct record_store *s)
 {
     pod_err e;
-    ck_assert_msg(s->ops->table_add(s, &(struct rs_table_def){RSC_TABLE + 2, 8, 8}, &e) == 0,
+    ck_assert_msg(s->ops->table_add(s, &(struct rs_table_def){.id = RSC_TABLE + 2, .key_size = 8, .tuple_size = 8}, &e) == 0,
                   "%s", e.msg);
     struct rsc_thread t = {s, 0};
     ck_assert_int_eq(s->ops->alloc(s, RSC_TABLE + 2, &t.loc), RS_OK);
