@@ -69,8 +69,29 @@ struct pod_section_value {
     _Alignas(8) unsigned char bytes[POD_SECTION_BYTES];
 };
 
+/* Where the pod's records live (`mode:`). */
+enum pod_mode {
+    POD_MODE_CXL = 0, /* a shared CXL region, tigon-2pl (default) */
+    POD_MODE_DM,      /* memory nodes reached over libfabric, rs-2pl (docs/dm.md) */
+};
+
+#define POD_MAX_MEMNODES 16
+#define POD_PROVIDER_MAX 32
+
 struct pod_config {
     char source[POD_PATH_MAX];     /* file the config came from (for messages) */
+
+    enum pod_mode mode;
+
+    /* mode: dm only (`dm:`; docs/dm.md). */
+    struct {
+        char pod[POD_NAME_MAX];    /* the pod the memory nodes serve (poddb-memnode --pod) */
+        char provider[POD_PROVIDER_MAX]; /* libfabric provider; default "shm" */
+        int nmemnodes;             /* 1 (several are refused until they are served) */
+        /* Each memory node's bootstrap socket; absolute (a relative path is
+         * taken from the file's directory). */
+        char memnodes[POD_MAX_MEMNODES][POD_PATH_MAX];
+    } dm;
 
     struct {
         char path[POD_PATH_MAX];   /* /dev/shm/..., /dev/daxX.Y, or a file on a DAX fs */
