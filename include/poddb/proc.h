@@ -146,6 +146,10 @@ typedef struct pod_table_def {
      * many leaves. A multiple of 8 from 64 to 16384 that holds at least 4
      * keys. */
     uint32_t index_node_size;
+    /* Rows the table is expected to hold; 0: not known. A store with a
+     * hash index (disaggregated memory, docs/dm.md) sizes it for this
+     * many; never a limit. */
+    uint64_t expected_rows;
 } pod_table_def;
 
 /* Built-in partition functions. pod_part_be64 reads the key's first 8 bytes

@@ -284,8 +284,9 @@ int pod_builtin_kv_init(pod_db *db, const struct pod_config *c, char *err, size_
     kv_ntables = 0;
     for (int i = 0; i < c->ntables; i++) {
         const struct pod_kv_table_conf *tc = &c->tables[i];
-        pod_table_def def = {tc->name,  tc->key_size + 1, tc->value_size + 4, 0, NULL,
-                             tc->partitions, kv_partition, NULL, 0};
+        pod_table_def def = {.name = tc->name, .key_size = tc->key_size + 1,
+                             .tuple_size = tc->value_size + 4, .nparts = tc->partitions,
+                             .partition = kv_partition};
         pod_table *t = pod_table_create(db, &def, err, errlen);
         if (!t) return -1;
         kv_tables[kv_ntables++] = (struct kv_table){t, tc->key_size, tc->value_size};

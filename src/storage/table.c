@@ -124,6 +124,7 @@ pod_table *table_new(pod_db *db, uint32_t id, const pod_table_def *def, const bt
     t->key_size = def->key_size;
     t->tuple_size = def->tuple_size;
     t->nparts = def->nparts ? def->nparts : 1;
+    t->expected_rows = def->expected_rows;
     t->partition = def->partition;
     t->partition_ctx = def->partition_ctx;
     t->row_bytes = (sizeof(struct pod_row) + def->tuple_size + 7) & ~(size_t)7;

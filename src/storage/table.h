@@ -19,6 +19,7 @@ struct pod_table {
     uint32_t id;
     char *name;
     uint32_t key_size, tuple_size, ncols, nparts;
+    uint64_t expected_rows; /* pod_table_def's: a hint, 0 when not known */
     pod_column *cols;
     pod_partition_fn partition;
     void *partition_ctx;

@@ -27,10 +27,14 @@
  * Records are reclaimed by the store (record_store.h, free): a location a
  * transaction found stays safe to look at.
  *
+ * A store without an ordered index (a hash: the dm store) serves scans by
+ * walking the table's index: the keys in the range are collected, sorted
+ * and then each is found and locked as a point read. Such a store cannot
+ * run next-key locking, so the database refuses phantom protection on it,
+ * and such a scan neither sees nor blocks inserts that commit after its walk.
+ *
  * Not here yet: logging (a database that logs runs tigon-2pl), pod_prefetch
- * (a hint; it returns POD_OK), the benchmark-only no_locking option. The
- * access set is searched linearly: fine for the short transactions of the
- * tests, to be indexed before long ones run on it. */
+ * (a hint; it returns POD_OK), the benchmark-only no_locking option. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -42,6 +46,9 @@
 #include "util/arena.h"
 
 #define OP_RESTARTS 1000 /* bound on "start this operation over" loops */
+/* The access set is searched linearly up to this many entries, through a
+ * hash of locations beyond (audits and scans lock thousands). */
+#define LINEAR_ACCESSES 16u
 
 enum { HELD_NONE = 0, HELD_READ = 1, HELD_WRITE = 2 };
 enum {
@@ -69,6 +76,10 @@ struct rs_txn {
     struct record_store *rs;
     struct access *acc;
     uint32_t nacc, cap;
+    /* Open addressing on loc once nacc passes LINEAR_ACCESSES: a slot
+     * holds an index into acc + 1, 0 when empty, SLOT_GONE after
+     * drop_fresh; hcap (a power of two, 0: not in use) of hslots' hbuf. */
+    uint32_t *hslots, hcap, hbuf;
     struct arena mem;     /* keys and tuple copies of this attempt */
     struct rs_op *ops;    /* commit's batch */
     uint32_t ops_cap;
@@ -148,11 +159,67 @@ static void downgrade(struct rs_txn *x, rs_loc loc)
 
 /* ---- the access set ------------------------------------------------------------ */
 
+#define SLOT_GONE UINT32_MAX
+
+static uint32_t slot_of(const struct rs_txn *x, rs_loc loc)
+{
+    return (uint32_t)((loc * 0x9E3779B97F4A7C15ull) >> 32) & (x->hcap - 1);
+}
+
 static struct access *find_access(struct rs_txn *x, rs_loc loc)
 {
-    for (uint32_t i = x->nacc; i-- > 0;)
-        if (x->acc[i].loc == loc) return &x->acc[i];
-    return NULL;
+    if (!x->hcap) {
+        for (uint32_t i = x->nacc; i-- > 0;)
+            if (x->acc[i].loc == loc) return &x->acc[i];
+        return NULL;
+    }
+    for (uint32_t h = slot_of(x, loc);; h = (h + 1) & (x->hcap - 1)) {
+        uint32_t v = x->hslots[h];
+        if (!v) return NULL;
+        if (v != SLOT_GONE && x->acc[v - 1].loc == loc) return &x->acc[v - 1];
+    }
+}
+
+static void hash_put(struct rs_txn *x, uint32_t i)
+{
+    uint32_t h = slot_of(x, x->acc[i].loc);
+    while (x->hslots[h] && x->hslots[h] != SLOT_GONE) h = (h + 1) & (x->hcap - 1);
+    x->hslots[h] = i + 1;
+}
+
+/* After acc[nacc - 1] was added: index it once the set is past linear
+ * search, at most half full (a rebuild drops SLOT_GONE marks). False when
+ * memory ran out. */
+static bool hash_added(struct rs_txn *x)
+{
+    if (x->nacc <= LINEAR_ACCESSES) return true;
+    if (x->hcap && 2 * x->nacc <= x->hcap) {
+        hash_put(x, x->nacc - 1);
+        return true;
+    }
+    uint32_t cap = x->hcap ? 2 * x->hcap : 4 * LINEAR_ACCESSES;
+    while (2 * x->nacc > cap) cap *= 2;
+    if (cap > x->hbuf) {
+        uint32_t *b = realloc(x->hslots, cap * sizeof *b);
+        if (!b) return false;
+        x->hslots = b;
+        x->hbuf = cap;
+    }
+    x->hcap = cap;
+    memset(x->hslots, 0, cap * sizeof *x->hslots);
+    for (uint32_t i = 0; i < x->nacc; i++) hash_put(x, i);
+    return true;
+}
+
+/* acc[nacc - 1] is about to be dropped. */
+static void hash_drop_last(struct rs_txn *x)
+{
+    if (!x->hcap) return;
+    for (uint32_t h = slot_of(x, x->acc[x->nacc - 1].loc);; h = (h + 1) & (x->hcap - 1))
+        if (x->hslots[h] == x->nacc) {
+            x->hslots[h] = SLOT_GONE;
+            return;
+        }
 }
 
 static struct access *add_access(struct rs_txn *x, rs_loc loc, pod_table *t, uint8_t held,
@@ -173,6 +240,10 @@ static struct access *add_access(struct rs_txn *x, rs_loc loc, pod_table *t, uin
     }
     struct access *a = &x->acc[x->nacc++];
     *a = (struct access){.loc = loc, .table = t, .held = held, .copy = copy, .key = k};
+    if (!hash_added(x)) {
+        x->nacc--;
+        return NULL;
+    }
     return a;
 }
 
@@ -210,6 +281,7 @@ static void drop_fresh(struct rs_txn *x, struct access *a, bool fresh)
 {
     if (!fresh || a != &x->acc[x->nacc - 1]) return;
     unlock(x, a->loc, a->held);
+    hash_drop_last(x);
     x->nacc--;
 }
 
@@ -554,6 +626,70 @@ static int scan_dir(struct scan *s, bool backward)
     }
 }
 
+/* The keys of the range, from a walk of an unordered index. */
+struct walked {
+    const void *lo, *hi;
+    uint32_t key_size;
+    unsigned char *keys;
+    size_t n, cap;
+    bool nomem;
+};
+
+static bool collect(void *arg, const void *key, rs_loc loc)
+{
+    (void)loc;
+    struct walked *w = arg;
+    if ((w->lo && memcmp(key, w->lo, w->key_size) < 0) ||
+        (w->hi && memcmp(key, w->hi, w->key_size) > 0))
+        return true;
+    if (w->n == w->cap) {
+        size_t cap = w->cap ? 2 * w->cap : 256;
+        unsigned char *k = realloc(w->keys, cap * w->key_size);
+        if (!k) {
+            w->nomem = true;
+            return false;
+        }
+        w->keys = k;
+        w->cap = cap;
+    }
+    memcpy(w->keys + w->n++ * w->key_size, key, w->key_size);
+    return true;
+}
+
+static int key_cmp(const void *a, const void *b, void *key_size)
+{
+    return memcmp(a, b, *(const uint32_t *)key_size);
+}
+
+/* A scan over a store without an ordered index: walk it, sort the keys in
+ * the range, then find and lock each as a point read (a key gone since the
+ * walk is skipped; phantom protection is off on such a store). */
+static int scan_walked(struct scan *s, bool backward)
+{
+    struct rs_txn *x = s->x;
+    pod_table *t = s->t;
+    struct walked w = {.lo = s->lo, .hi = s->hi, .key_size = t->key_size};
+    int rc = OPS(x)->walk(x->rs, t->id, collect, &w);
+    if (rc != RS_OK || w.nomem) {
+        free(w.keys);
+        return nomem(x, "a scan");
+    }
+    qsort_r(w.keys, w.n, t->key_size, key_cmp, &w.key_size);
+    rc = POD_OK;
+    for (size_t i = 0; i < w.n; i++) {
+        const unsigned char *key = w.keys + (backward ? w.n - 1 - i : i) * t->key_size;
+        struct access *a;
+        if ((rc = find_locked(x, t, key, s->want, &a))) break;
+        if (!a) continue;
+        if ((rc = visit(s, a))) {
+            if (rc > 0) rc = POD_OK; /* the callback or the limit ended it */
+            break;
+        }
+    }
+    free(w.keys);
+    return rc;
+}
+
 static int rs_scan(pod_txn *tx, pod_table *t, const void *lo, const void *hi, uint32_t limit,
                    unsigned flags, pod_scan_fn fn, void *arg)
 {
@@ -563,11 +699,9 @@ static int rs_scan(pod_txn *tx, pod_table *t, const void *lo, const void *hi, ui
     uint32_t part;
     int rc = cc_check_scan(tx, x->db, t, lo, hi, &part);
     if (rc) return rc < 0 ? rc : POD_OK;
-    if (!OPS(x)->ordered)
-        return pod_txn_fail(tx, POD_E_INVALID, "%s: the %s record store has no ordered index: "
-                            "no scans", t->name, OPS(x)->name);
     struct scan s = {.x = x, .t = t, .lo = lo, .hi = hi, .limit = limit, .fn = fn, .arg = arg,
                      .want = (flags & POD_SCAN_FOR_UPDATE) ? HELD_WRITE : HELD_READ};
+    if (!OPS(x)->ordered) return scan_walked(&s, flags & POD_SCAN_REVERSE);
     return scan_dir(&s, flags & POD_SCAN_REVERSE);
 }
 
@@ -590,6 +724,7 @@ static struct rs_op *op_slot(struct rs_txn *x, uint32_t *n)
 static void end_attempt(struct rs_txn *x)
 {
     x->nacc = 0;
+    x->hcap = 0;
 }
 
 /* Release every lock (one by one when the batch cannot be had). */
@@ -674,6 +809,7 @@ static void rs_txn_free(pod_txn *tx)
     struct rs_txn *x = X(tx);
     arena_free(&x->mem);
     free(x->acc);
+    free(x->hslots);
     free(x->ops);
     free(x);
 }
@@ -682,6 +818,7 @@ static void rs_begin(pod_txn *tx)
 {
     struct rs_txn *x = X(tx);
     x->nacc = 0;
+    x->hcap = 0;
     x->status = POD_OK;
     x->touched = false;
     x->msg[0] = 0;
@@ -708,7 +845,8 @@ static int rs_table_added(pod_db *db, pod_table *t, char *err, size_t errlen)
         return -1;
     }
     pod_err e;
-    struct rs_table_def def = {.id = t->id, .key_size = t->key_size, .tuple_size = t->tuple_size};
+    struct rs_table_def def = {.id = t->id, .key_size = t->key_size, .tuple_size = t->tuple_size,
+                               .rows_hint = t->expected_rows};
     if (rs->ops->table_add(rs, &def, &e) != 0) {
         snprintf(err, errlen, "%s", e.msg);
         return -1;

@@ -138,10 +138,12 @@ int poddb_module_init(pod_db *db, char *err, size_t errlen)
     /* The number of hosts is not part of the module API: the test runs
      * 2-host pods, and keys are spread by key % 2. */
     nparts = 2;
-    pod_table_def acc = {"bank_accounts", 8, sizeof(int64_t), 0, NULL, nparts, pod_part_be64, NULL, 0};
-    pod_table_def par = {"bank_parking", 8, sizeof(int64_t), 0, NULL, nparts, pod_part_be64, NULL, 0};
-    pod_table_def trx = {"bank_transfers", 8, sizeof(struct xfer), 0, NULL, nparts, pod_part_be64,
-                         NULL, 0};
+    pod_table_def acc = {.name = "bank_accounts", .key_size = 8, .tuple_size = sizeof(int64_t),
+                         .nparts = nparts, .partition = pod_part_be64};
+    pod_table_def par = {.name = "bank_parking", .key_size = 8, .tuple_size = sizeof(int64_t),
+                         .nparts = nparts, .partition = pod_part_be64};
+    pod_table_def trx = {.name = "bank_transfers", .key_size = 8, .tuple_size = sizeof(struct xfer),
+                         .nparts = nparts, .partition = pod_part_be64};
     if (!(accounts = pod_table_create(db, &acc, err, errlen)) ||
         !(parking = pod_table_create(db, &par, err, errlen)) ||
         !(transfers = pod_table_create(db, &trx, err, errlen)))

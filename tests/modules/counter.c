@@ -27,7 +27,8 @@ static int incr(pod_txn *tx, const pod_args *a, pod_result *res, void *ctx)
 
 int poddb_module_init(pod_db *db, char *err, size_t errlen)
 {
-    pod_table_def def = {"counters", NAME_BYTES, sizeof(int64_t), 0, NULL, 1, NULL, NULL, 0};
+    pod_table_def def = {.name = "counters", .key_size = NAME_BYTES, .tuple_size = sizeof(int64_t),
+                         .nparts = 1};
     if (!(counters = pod_table_create(db, &def, err, errlen))) return -1;
     static const enum pod_type types[] = {POD_T_BYTES, POD_T_I64};
     pod_proc_def p = {"counter.incr", incr, NULL, 2, types, false};

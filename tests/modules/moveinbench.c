@@ -80,7 +80,8 @@ static uint32_t part_mod(const void *key, uint32_t nparts, void *ctx)
 int poddb_module_init(pod_db *db, char *err, size_t errlen)
 {
     /* One partition per host of a 2-host pod: partition p is owned by host p. */
-    pod_table_def d = {"mb", 8, 8, 0, NULL, 2, part_mod, NULL, 0};
+    pod_table_def d = {.name = "mb", .key_size = 8, .tuple_size = 8, .nparts = 2,
+                       .partition = part_mod};
     if (!(mb = pod_table_create(db, &d, err, errlen))) return -1;
     static const enum pod_type i4[] = {POD_T_I64, POD_T_I64, POD_T_I64, POD_T_I64};
     const pod_proc_def defs[] = {

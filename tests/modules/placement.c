@@ -49,7 +49,8 @@ static int load(pod_txn *tx, const pod_args *a, pod_result *res, void *ctx)
 
 int poddb_module_init(pod_db *db, char *err, size_t errlen)
 {
-    pod_table_def def = {"placed", 8, sizeof(int64_t), 0, NULL, NPARTS, pod_part_be64, NULL, 0};
+    pod_table_def def = {.name = "placed", .key_size = 8, .tuple_size = sizeof(int64_t),
+                         .nparts = NPARTS, .partition = pod_part_be64};
     if (!(placed = pod_table_create(db, &def, err, errlen))) return -1;
     static const enum pod_type one_i64[] = {POD_T_I64};
     const pod_proc_def procs[] = {

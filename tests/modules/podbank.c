@@ -300,9 +300,12 @@ static uint32_t part_by_first_u64(const void *key, uint32_t nparts, void *ctx)
 
 int poddb_module_init(pod_db *db, char *err, size_t errlen)
 {
-    pod_table_def da = {"pb_acct", 8, sizeof(struct account), 0, NULL, NPARTS, pod_part_be64, NULL, 0};
-    pod_table_def de = {"pb_ev", 16, 8, 0, NULL, NPARTS, part_by_first_u64, NULL, 0};
-    pod_table_def dc = {"pb_cnt", 8, 8, 0, NULL, NPARTS, pod_part_be64, NULL, 0};
+    pod_table_def da = {.name = "pb_acct", .key_size = 8, .tuple_size = sizeof(struct account),
+                        .nparts = NPARTS, .partition = pod_part_be64};
+    pod_table_def de = {.name = "pb_ev", .key_size = 16, .tuple_size = 8, .nparts = NPARTS,
+                        .partition = part_by_first_u64};
+    pod_table_def dc = {.name = "pb_cnt", .key_size = 8, .tuple_size = 8, .nparts = NPARTS,
+                        .partition = pod_part_be64};
     if (!(acct = pod_table_create(db, &da, err, errlen)) ||
         !(ev = pod_table_create(db, &de, err, errlen)) ||
         !(cnt = pod_table_create(db, &dc, err, errlen)))

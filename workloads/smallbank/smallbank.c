@@ -335,6 +335,7 @@ int sb_register(pod_db *db, const struct sb_config *cfg, char *err, size_t errle
             .nparts = cfg->nparts,
             .partition = sb_partition,
             .partition_ctx = s,
+            .expected_rows = cfg->accounts,
         };
         s->t[i] = pod_table_create(db, &def, err, errlen);
         if (!s->t[i]) {

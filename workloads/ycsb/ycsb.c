@@ -268,6 +268,7 @@ int ycsb_register(pod_db *db, const struct ycsb_config *cfg, char *err, size_t e
         .nparts = cfg->nparts,
         .partition = ycsb_partition,
         .partition_ctx = y,
+        .expected_rows = cfg->tuples,
     };
     /* The table keeps y as its partition context: y lives until ycsb_free. */
     y->table = pod_table_create(db, &def, err, errlen);
