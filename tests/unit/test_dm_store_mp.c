@@ -2,7 +2,9 @@
  * ($PODDB_BIN/poddb-memnode, else build/bin), on the providers shm and
  * tcp;ofi_rxm:
  *  - the record-store conformance check (tests/unit/helpers/rs_conformance.h)
- *    in one compute-node process;
+ *    in one compute-node process, and a second store of that process
+ *    declaring one of its tables for another number of rows (the first
+ *    store's sizing stands: no catalog mismatch);
  *  - a bank: a loader process creates the table and N accounts of INITIAL;
  *    then two compute-node processes (each its own database running rs-2pl
  *    over its own dm store on the same memory node) run transfers
@@ -481,6 +483,13 @@ struct conf_arg {
     const char *sock, *provider;
 };
 
+static bool count_entry(void *arg, const void *key, rs_loc loc)
+{
+    (void)key, (void)loc;
+    ++*(uint64_t *)arg;
+    return true;
+}
+
 static int child_conformance(void *p)
 {
     struct conf_arg *a = p;
@@ -493,6 +502,16 @@ static int child_conformance(void *p)
     ck_assert_str_eq(rs->ops->name, "dm");
     ck_assert(!rs->ops->ordered);
     rs_conformance(rs); /* a failed assertion ends this process non-zero */
+    /* Another compute node declaring the table of many keys for another
+     * number of rows gets the table the first one laid out. */
+    struct record_store *other = rs_dm_open(a->sock, a->provider, POD_NAME, &e);
+    ck_assert_msg(other != NULL, "%s", e.msg);
+    ck_assert_msg(other->ops->table_add(other, &(struct rs_table_def){.id = RSC_TABLE + 3,
+                  .key_size = 8, .tuple_size = 8, .rows_hint = 1u << 20}, &e) == 0, "%s", e.msg);
+    uint64_t n = 0;
+    ck_assert_int_eq(other->ops->walk(other, RSC_TABLE + 3, count_entry, &n), RS_OK);
+    ck_assert_uint_eq(n, RSC_MANY);
+    other->ops->destroy(other);
     rs->ops->destroy(rs);
     return 0;
 }
