@@ -24,8 +24,10 @@
 
 #define MAX_CLIENTS 256
 
+/* Set by the signal handler, read by the main and progress threads: atomic. */
 static volatile sig_atomic_t stop;
-static void on_signal(int sig) { (void)sig; stop = 1; }
+static void on_signal(int sig) { (void)sig; __atomic_store_n(&stop, 1, __ATOMIC_RELAXED); }
+static bool stopping(void) { return __atomic_load_n(&stop, __ATOMIC_RELAXED); }
 
 static void usage(FILE *out)
 {
@@ -50,7 +52,7 @@ static void *progress_main(void *p)
 {
     struct progress_arg *a = p;
     unsigned errors = 0;
-    while (!stop) {
+    while (!stopping()) {
         pod_err e;
         if (fab_progress(a->f, 10, &e) != 0 && errors++ < 20)
             fprintf(stderr, "poddb-memnode: %s (serving on)\n", e.msg);
@@ -299,7 +301,7 @@ int main(int argc, char **argv)
     struct pollfd pfd[MAX_CLIENTS + 1];
     int n = 1;
     pfd[0] = (struct pollfd){.fd = lfd, .events = POLLIN};
-    while (!stop) {
+    while (!stopping()) {
         int r = poll(pfd, (nfds_t)n, 200);
         if (r < 0) {
             if (errno == EINTR) continue;
@@ -332,7 +334,7 @@ int main(int argc, char **argv)
            (unsigned long long)__atomic_load_n(&h->cursor, __ATOMIC_ACQUIRE),
            (unsigned long long)pool_size);
 out:
-    stop = 1;
+    __atomic_store_n(&stop, 1, __ATOMIC_RELAXED);
     if (prog_started) pthread_join(prog, NULL);
     fab_close(m.f);
     close(lfd);

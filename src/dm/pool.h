@@ -5,7 +5,8 @@
  *
  *   0 .. 4095        header (struct dm_pool_header)
  *   4096 .. 69631    catalog: DM_MAX_TABLES (1024) entries of 64 bytes, entry i for table id i
- *   131072 ..        allocated by FAA on the header's cursor: hash indexes and records
+ *   131072 ..        allocated by FAA on the header's cursor: hash indexes, overflow
+ *                    buckets and records
  *
  * All integers are little-endian (the byte order of the nodes; the pool is
  * never moved between machines of another order). */
@@ -17,7 +18,7 @@
 #include "dm/fabric.h"
 
 #define DM_POOL_MAGIC 0x314c4f4f504d4450ull /* "PDMPOOL1" */
-#define DM_LAYOUT_VERSION 2u
+#define DM_LAYOUT_VERSION 3u
 #define DM_POD_NAME_MAX 64
 #define DM_MAX_TABLES 1024u
 #define DM_HEADER_BYTES 4096u
@@ -55,7 +56,19 @@ struct dm_catalog_entry {
     uint64_t sentinel_off;    /* 56: the table's sentinel record (record_store.h) */
 };                            /* 64 bytes */
 
+/* The header of a hash index bucket, before its slots. A table's index is
+ * nbuckets head buckets; each may lead a chain of overflow buckets of the
+ * same bytes, taken from the cursor when the chain is full. The head
+ * bucket's lock guards its whole chain (an overflow bucket's lock word stays
+ * 0). next is set once (CAS 0 -> offset), after the new bucket's bytes are
+ * placed, and never changes again: buckets are never unlinked. */
+struct dm_bucket_head {
+    uint64_t lock;            /*  0: 0 free, 1 taken (CAS to take, FAA -1 to release) */
+    uint64_t next;            /*  8: the chain's next bucket, 0 for none */
+};                            /* 16 bytes; slots follow */
+
 _Static_assert(sizeof(struct dm_pool_header) == 96, "pool header layout");
+_Static_assert(sizeof(struct dm_bucket_head) == 16, "bucket header layout");
 _Static_assert(sizeof(struct dm_catalog_entry) == DM_CATALOG_ENTRY, "catalog entry layout");
 
 /* ---- bootstrap: one request and one reply over the memory node's Unix

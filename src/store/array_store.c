@@ -133,6 +133,13 @@ static int index_remove(struct record_store *s, uint32_t table, const void *key)
     return bt_remove(&table_of(as_of(s), table)->tree, key, NULL) == BT_OK ? RS_OK : RS_MISSING;
 }
 
+/* In key order (the B+-tree's scan, with its guarantees under writes). */
+static int walk(struct record_store *s, uint32_t table, rs_walk_fn fn, void *arg)
+{
+    bt_status st = bt_scan_forward(&table_of(as_of(s), table)->tree, NULL, true, fn, arg);
+    return st == BT_OK ? RS_OK : RS_NOMEM;
+}
+
 static uint64_t word_read(struct record_store *s, rs_loc loc)
 {
     return __atomic_load_n(word_at(as_of(s), loc), __ATOMIC_ACQUIRE);
@@ -226,6 +233,7 @@ static const struct rs_ops array_ops = {
     .neighbour = neighbour,
     .index_insert = index_insert,
     .index_remove = index_remove,
+    .walk = walk,
     .word_read = word_read,
     .word_cas = word_cas,
     .word_faa = word_faa,

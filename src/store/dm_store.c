@@ -2,18 +2,26 @@
  * record's offset in the pool, so that a row operation knows its table's
  * tuple size without another round trip.
  *
- * Hash index of a table: nbuckets buckets of bucket_bytes, each a lock word
- * (8 bytes) and `slots` slots of {word: the record's location or 0, key
- * bytes padded to 8}. A lookup is one READ of the bucket; it ignores slots
- * whose word is 0. Insert and remove take the bucket's lock (CAS 0 -> 1),
- * READ the bucket, and then insert: WRITE the key into a free slot, make it
- * placed (a READ after it), CAS the slot's word 0 -> location; remove: CAS
- * the word location -> 0; then release the lock (FAA -1). A full bucket is
- * RS_NOMEM: there are no overflow buckets (the table's bucket count is the
- * bound; docs/dm.md). A lookup that races a remove and a reuse of the slot
- * can pair an old word with new key bytes: the word names a record that was
- * made invalid before its removal and is never reused (records are kept), so
- * the protocol sees a dead record and starts over. */
+ * Hash index of a table: nbuckets head buckets of bucket_bytes (sized from
+ * the table's rows_hint), each a header {lock word, next bucket} (struct
+ * dm_bucket_head) and `slots` slots of {word: the record's location or 0,
+ * key bytes padded to 8}; a head bucket leads a chain of overflow buckets
+ * of the same bytes, taken from the pool's cursor (FAA) as it fills. A
+ * lookup READs the chain's buckets one by one, without a lock, until the
+ * key is found; it ignores slots whose word is 0. Insert and remove take the
+ * head bucket's lock (CAS 0 -> 1) for the whole chain and READ the chain,
+ * and then insert (RS_EXISTS if the key is anywhere in it): WRITE the key
+ * into the first free slot, make it placed (a READ after it), CAS the
+ * slot's word 0 -> location; or, the chain being full, take a bucket from
+ * the cursor, WRITE the slot {location, key} into it, make it placed, and
+ * CAS the last bucket's next 0 -> the new bucket, which publishes it;
+ * remove: CAS the word location -> 0; then release the lock (FAA -1).
+ * Slots never move and buckets are never unlinked, so a walk sees an entry
+ * present throughout exactly once. RS_NOMEM only when the pool is full. A
+ * lookup (or walk) that races a remove and a reuse of the slot can pair an
+ * old word with new key bytes: the word names a record that was made
+ * invalid before its removal and is never reused (records are kept), so the
+ * protocol sees a dead record and starts over. */
 #include "store/dm_store.h"
 
 #include <errno.h>
@@ -33,7 +41,11 @@
 #define LOC_OFF_MASK ((1ull << 48) - 1)
 #define BUCKET_TARGET 256u      /* bytes: one READ resolves a key */
 #define MAX_SLOTS 15u
-#define DEFAULT_BUCKETS (1u << 14)
+#define DEFAULT_BUCKETS (1u << 14) /* rows_hint 0 */
+#define MIN_BUCKETS 64u
+#define MAX_BUCKETS (1ull << 40)
+#define WALK_BYTES (64u << 10)      /* a walk READs head buckets this many bytes at a time */
+#define BHEAD ((uint32_t)sizeof(struct dm_bucket_head))
 #define LOCK_WAIT_MS 10000
 #define CATALOG_WAIT_MS 10000
 
@@ -140,6 +152,24 @@ static struct dm_table *table_of(struct dm_store *d, uint32_t id)
 
 /* ---- the catalog ------------------------------------------------------------- */
 
+/* Head buckets for rows_hint rows: about rows_hint / (slots * 0.7), a power
+ * of two, at least MIN_BUCKETS, the index at most a quarter of the pool
+ * (overflow buckets take the rest). rows_hint 0: DEFAULT_BUCKETS, the index
+ * at most 1/16 of the pool. */
+static uint64_t bucket_count(uint64_t rows_hint, uint32_t slots, uint32_t bucket_bytes,
+                             uint64_t pool_size)
+{
+    uint64_t nb = DEFAULT_BUCKETS, cap = pool_size / 16;
+    if (rows_hint) {
+        uint64_t full = rows_hint / slots + 1; /* buckets, were they full; then / 0.7 */
+        uint64_t want = full > MAX_BUCKETS ? MAX_BUCKETS : full + (3 * full + 6) / 7;
+        for (nb = MIN_BUCKETS; nb < want;) nb *= 2;
+        cap = pool_size / 4;
+    }
+    while (nb > MIN_BUCKETS && nb * bucket_bytes > cap) nb /= 2;
+    return nb;
+}
+
 static int table_add(struct record_store *s, const struct rs_table_def *def, pod_err *err)
 {
     struct dm_store *d = ds(s);
@@ -161,12 +191,10 @@ static int table_add(struct record_store *s, const struct rs_table_def *def, pod
                                     .tuple_size = def->tuple_size};
     want.record_bytes = (uint32_t)round8(8 + sizeof(struct dm_rowhead) + def->tuple_size);
     want.slot_bytes = (uint32_t)(8 + round8(def->key_size));
-    uint32_t slots = (BUCKET_TARGET - 8) / want.slot_bytes;
+    uint32_t slots = (BUCKET_TARGET - BHEAD) / want.slot_bytes;
     want.slots = slots < 1 ? 1 : slots > MAX_SLOTS ? MAX_SLOTS : slots;
-    want.bucket_bytes = 8 + want.slots * want.slot_bytes;
-    uint64_t nb = DEFAULT_BUCKETS;
-    while (nb > 64 && nb * want.bucket_bytes > d->pool_size / 16) nb /= 2;
-    want.nbuckets = nb;
+    want.bucket_bytes = BHEAD + want.slots * want.slot_bytes;
+    want.nbuckets = bucket_count(def->rows_hint, want.slots, want.bucket_bytes, d->pool_size);
     uint64_t ent_off = DM_CATALOG_OFF + (uint64_t)def->id * DM_CATALOG_ENTRY;
 
     pthread_mutex_lock(&d->mu);
@@ -241,16 +269,68 @@ static uint64_t bucket_off(const struct dm_catalog_entry *e, const void *key)
     return e->index_off + (hash_key(key, e->key_size) & (e->nbuckets - 1)) * e->bucket_bytes;
 }
 
-/* The slot of key in the bucket read into d->bucket, or -1. */
-static int find_slot(struct dm_store *d, const struct dm_catalog_entry *e, const void *key)
+static uint64_t slot_word(const unsigned char *bucket, const struct dm_catalog_entry *e, uint32_t i)
 {
-    for (uint32_t i = 0; i < e->slots; i++) {
-        const unsigned char *sl = d->bucket + 8 + (size_t)i * e->slot_bytes;
-        uint64_t w;
-        memcpy(&w, sl, 8);
-        if (w && memcmp(sl + 8, key, e->key_size) == 0) return (int)i;
+    uint64_t w;
+    memcpy(&w, bucket + BHEAD + (size_t)i * e->slot_bytes, 8);
+    return w;
+}
+
+static uint64_t next_of(const unsigned char *bucket)
+{
+    uint64_t n;
+    memcpy(&n, bucket + offsetof(struct dm_bucket_head, next), 8);
+    return n;
+}
+
+/* A chain cannot hold more buckets than the pool: one that seems to is
+ * corrupt (a loop), and going on would never end. */
+static void chain_check(struct dm_store *d, const struct dm_catalog_entry *e, uint64_t hops,
+                        uint64_t head)
+{
+    if (hops <= d->pool_size / e->bucket_bytes) return;
+    pod_err er;
+    pod_err_set(&er, "the overflow chain of index bucket at offset %llu of table %u is longer "
+                "than the pool holds (a loop?)", (unsigned long long)head, e->table_id);
+    fatal(d, &er);
+}
+
+/* Where a chain search ended (chain_find). */
+struct chain_pos {
+    uint64_t slot;   /* the key's slot (its offset), 0: not in the chain */
+    uint64_t word;   /* that slot's word */
+    uint64_t free;   /* the first free slot of the chain, 0: none */
+    uint64_t last;   /* the chain's last bucket (when the key is not in it) */
+};
+
+/* Under d->mu: READ the chain from head bucket b, one bucket at a time into
+ * d->bucket, until key's slot. Without the chain's lock (a lookup) a bucket
+ * appended meanwhile is either seen whole or not at all: its link is
+ * published only once its bytes are placed. */
+static struct chain_pos chain_find(struct dm_store *d, const struct dm_catalog_entry *e,
+                                   uint64_t b, const void *key)
+{
+    struct chain_pos p = {0};
+    for (uint64_t at = b, hops = 0;; hops++) {
+        chain_check(d, e, hops, b);
+        rd(d, at, d->bucket, e->bucket_bytes);
+        for (uint32_t i = 0; i < e->slots; i++) {
+            uint64_t w = slot_word(d->bucket, e, i), so = at + BHEAD + (uint64_t)i * e->slot_bytes;
+            const unsigned char *k = d->bucket + BHEAD + (size_t)i * e->slot_bytes + 8;
+            if (w && memcmp(k, key, e->key_size) == 0) {
+                p.slot = so;
+                p.word = w;
+                return p;
+            }
+            if (!w && !p.free) p.free = so;
+        }
+        uint64_t next = next_of(d->bucket);
+        if (!next) {
+            p.last = at;
+            return p;
+        }
+        at = next;
     }
-    return -1;
 }
 
 static int lookup(struct record_store *s, uint32_t table, const void *key, rs_loc *loc)
@@ -258,11 +338,11 @@ static int lookup(struct record_store *s, uint32_t table, const void *key, rs_lo
     struct dm_store *d = ds(s);
     const struct dm_catalog_entry *e = &table_of(d, table)->e;
     pthread_mutex_lock(&d->mu);
-    rd(d, bucket_off(e, key), d->bucket, e->bucket_bytes);
-    int i = find_slot(d, e, key);
-    if (i >= 0) memcpy(loc, d->bucket + 8 + (size_t)i * e->slot_bytes, 8);
+    struct chain_pos p = chain_find(d, e, bucket_off(e, key), key);
     pthread_mutex_unlock(&d->mu);
-    return i >= 0 ? RS_OK : RS_MISSING;
+    if (!p.slot) return RS_MISSING;
+    *loc = p.word;
+    return RS_OK;
 }
 
 static int neighbour(struct record_store *s, uint32_t table, const void *key, bool inclusive,
@@ -288,13 +368,20 @@ static void bucket_lock(struct dm_store *d, uint64_t b)
     }
 }
 
-/* Under d->mu: key's bucket locked and read into d->bucket; its offset. */
-static uint64_t bucket_take(struct dm_store *d, const struct dm_catalog_entry *e, const void *key)
+/* A full chain: a bucket from the cursor holding key -> loc in its first
+ * slot, placed, then linked after the chain's last bucket. Under d->mu and
+ * the chain's lock. */
+static int chain_append(struct dm_store *d, const struct dm_catalog_entry *e, uint64_t last,
+                        const void *key, rs_loc loc)
 {
-    uint64_t b = bucket_off(e, key);
-    bucket_lock(d, b);
-    rd(d, b, d->bucket, e->bucket_bytes);
-    return b;
+    uint64_t nb = faa(d, offsetof(struct dm_pool_header, cursor), e->bucket_bytes);
+    if (nb + e->bucket_bytes > d->pool_size) return RS_NOMEM;
+    /* fresh pool memory: its lock, next and other slots are zero */
+    memcpy(d->bucket, &loc, 8);
+    memcpy(d->bucket + 8, key, e->key_size);
+    write_placed(d, nb + BHEAD, d->bucket, 8 + e->key_size);
+    /* under the chain's lock nothing else links after last */
+    return cas(d, last + offsetof(struct dm_bucket_head, next), 0, nb) == 0 ? RS_OK : RS_NOMEM;
 }
 
 static int index_insert(struct record_store *s, uint32_t table, const void *key, rs_loc loc)
@@ -302,20 +389,18 @@ static int index_insert(struct record_store *s, uint32_t table, const void *key,
     struct dm_store *d = ds(s);
     const struct dm_catalog_entry *e = &table_of(d, table)->e;
     pthread_mutex_lock(&d->mu);
-    uint64_t b = bucket_take(d, e, key);
+    uint64_t b = bucket_off(e, key);
+    bucket_lock(d, b);
+    struct chain_pos p = chain_find(d, e, b, key);
     int rc = RS_NOMEM;
-    if (find_slot(d, e, key) >= 0) {
+    if (p.slot) {
         rc = RS_EXISTS;
+    } else if (p.free) {
+        /* the key, placed before the word that makes the slot visible */
+        write_placed(d, p.free + 8, key, e->key_size);
+        if (cas(d, p.free, 0, loc) == 0) rc = RS_OK; /* under the lock it cannot fail */
     } else {
-        for (uint32_t i = 0; i < e->slots; i++) {
-            uint64_t so = b + 8 + (uint64_t)i * e->slot_bytes, w;
-            memcpy(&w, d->bucket + 8 + (size_t)i * e->slot_bytes, 8);
-            if (w) continue;
-            /* the key, placed before the word that makes the slot visible */
-            write_placed(d, so + 8, key, e->key_size);
-            if (cas(d, so, 0, loc) == 0) rc = RS_OK;
-            break; /* under the bucket's lock the CAS cannot fail */
-        }
+        rc = chain_append(d, e, p.last, key, loc);
     }
     faa(d, b, (uint64_t)-1);
     pthread_mutex_unlock(&d->mu);
@@ -327,15 +412,70 @@ static int index_remove(struct record_store *s, uint32_t table, const void *key)
     struct dm_store *d = ds(s);
     const struct dm_catalog_entry *e = &table_of(d, table)->e;
     pthread_mutex_lock(&d->mu);
-    uint64_t b = bucket_take(d, e, key);
-    int i = find_slot(d, e, key), rc = RS_MISSING;
-    if (i >= 0) {
-        uint64_t w;
-        memcpy(&w, d->bucket + 8 + (size_t)i * e->slot_bytes, 8);
-        if (cas(d, b + 8 + (uint64_t)i * e->slot_bytes, w, 0) == w) rc = RS_OK;
-    }
+    uint64_t b = bucket_off(e, key);
+    bucket_lock(d, b);
+    struct chain_pos p = chain_find(d, e, b, key);
+    int rc = RS_MISSING;
+    if (p.slot && cas(d, p.slot, p.word, 0) == p.word) rc = RS_OK;
     faa(d, b, (uint64_t)-1);
     pthread_mutex_unlock(&d->mu);
+    return rc;
+}
+
+/* Visit the slots of buckets[0..n) (READ into buf); gather their next
+ * buckets into next[], *m of them. False when fn stopped the walk. */
+static bool walk_buckets(const struct dm_catalog_entry *e, const unsigned char *buf, uint64_t n,
+                         rs_walk_fn fn, void *arg, uint64_t *next, uint64_t *m)
+{
+    *m = 0;
+    for (uint64_t j = 0; j < n; j++) {
+        const unsigned char *bk = buf + j * e->bucket_bytes;
+        for (uint32_t i = 0; i < e->slots; i++) {
+            uint64_t w = slot_word(bk, e, i);
+            if (w && !fn(arg, bk + BHEAD + (size_t)i * e->slot_bytes + 8, w)) return false;
+        }
+        if (next_of(bk)) next[(*m)++] = next_of(bk);
+    }
+    return true;
+}
+
+/* Head buckets WALK_BYTES at a time (one READ), then their chains a level
+ * at a time (one batch of READs per level, at most as many buckets as the
+ * heads). Work: one pass over the index and its overflow buckets; memory:
+ * one chunk's buffer; d->mu is held for one READ or batch at a time and
+ * never while fn runs (fn may use the store). */
+static int walk(struct record_store *s, uint32_t table, rs_walk_fn fn, void *arg)
+{
+    struct dm_store *d = ds(s);
+    const struct dm_catalog_entry *e = &table_of(d, table)->e;
+    uint64_t per = WALK_BYTES / e->bucket_bytes ? WALK_BYTES / e->bucket_bytes : 1;
+    if (per > e->nbuckets) per = e->nbuckets;
+    unsigned char *buf = malloc(per * e->bucket_bytes);
+    uint64_t *next = malloc(per * sizeof *next);
+    struct fab_op *ops = malloc(per * sizeof *ops);
+    int rc = buf && next && ops ? RS_OK : RS_NOMEM;
+    bool go = rc == RS_OK;
+    for (uint64_t first = 0; go && first < e->nbuckets; first += per) {
+        uint64_t n = e->nbuckets - first < per ? e->nbuckets - first : per, m;
+        pthread_mutex_lock(&d->mu);
+        rd(d, e->index_off + first * e->bucket_bytes, buf, (uint32_t)(n * e->bucket_bytes));
+        pthread_mutex_unlock(&d->mu);
+        for (uint64_t level = 0;; level++) {
+            go = walk_buckets(e, buf, n, fn, arg, next, &m);
+            if (!go || !m) break;
+            chain_check(d, e, level + 1, e->index_off + first * e->bucket_bytes);
+            for (uint64_t j = 0; j < m; j++)
+                ops[j] = (struct fab_op){.kind = FAB_READ, .off = next[j],
+                                         .buf = buf + j * e->bucket_bytes, .len = e->bucket_bytes};
+            pthread_mutex_lock(&d->mu);
+            run(d, ops, (uint32_t)m);
+            pthread_mutex_unlock(&d->mu);
+            n = m;
+        }
+    }
+    free(buf);
+    free(next);
+    free(ops);
     return rc;
 }
 
@@ -554,6 +694,7 @@ static const struct rs_ops dm_ops = {
     .neighbour = neighbour,
     .index_insert = index_insert,
     .index_remove = index_remove,
+    .walk = walk,
     .word_read = word_read,
     .word_cas = word_cas,
     .word_faa = word_faa,

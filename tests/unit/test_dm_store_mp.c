@@ -2,7 +2,10 @@
  * ($PODDB_BIN/poddb-memnode, else build/bin), on the providers shm and
  * tcp;ofi_rxm:
  *  - the record-store conformance check (tests/unit/helpers/rs_conformance.h)
- *    in one compute-node process;
+ *    in one compute-node process, and a second store of that process
+ *    declaring one of its tables for another number of rows (the first
+ *    store's sizing stands: no catalog mismatch) and reading it while the
+ *    first store adds keys to its overflow chains;
  *  - a bank: a loader process creates the table and N accounts of INITIAL;
  *    then two compute-node processes (each its own database running rs-2pl
  *    over its own dm store on the same memory node) run transfers
@@ -20,6 +23,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -481,6 +485,64 @@ struct conf_arg {
     const char *sock, *provider;
 };
 
+#define GROW_KEYS 1500u /* appended to the table of many keys while another store reads it */
+
+struct grow_arg {
+    struct record_store *s;
+    const rs_loc *want;
+    int done;
+};
+
+static void *grow_table(void *p)
+{
+    struct grow_arg *g = p;
+    unsigned char k[8];
+    for (uint64_t v = RSC_MANY; v < RSC_MANY + GROW_KEYS; v++) {
+        rsc_key(k, v);
+        ck_assert_int_eq(g->s->ops->index_insert(g->s, RSC_TABLE + 3, k, g->want[v]), RS_OK);
+    }
+    __atomic_store_n(&g->done, 1, __ATOMIC_RELEASE);
+    return NULL;
+}
+
+/* other's lookups and walks of the table of many keys while rs (another
+ * endpoint: a compute node of its own to the memory node) appends buckets
+ * to its chains: the keys present throughout are found, and walked once
+ * each; a new key is walked at most once. */
+static void read_while_growing(struct record_store *rs, struct record_store *other)
+{
+    const uint32_t t = RSC_TABLE + 3, n = RSC_MANY + GROW_KEYS;
+    rs_loc *want = calloc(n, sizeof *want), loc;
+    uint32_t *seen = calloc(n, sizeof *seen);
+    ck_assert(want && seen);
+    for (uint64_t v = 0; v < n; v++) /* what rsc_many left, and what comes */
+        want[v] = v >= RSC_MANY ? 0x200000 + v : v % 2 ? 0x100000 + v : 0x1000 + v;
+    struct grow_arg g = {.s = rs, .want = want};
+    pthread_t th;
+    ck_assert_int_eq(pthread_create(&th, NULL, grow_table, &g), 0);
+    unsigned char k[8];
+    unsigned lookups = 0, walks = 0;
+    for (uint64_t v = 0; !__atomic_load_n(&g.done, __ATOMIC_ACQUIRE); v = (v + 7) % RSC_MANY) {
+        rsc_key(k, v);
+        ck_assert_int_eq(other->ops->lookup(other, t, k, &loc), RS_OK);
+        ck_assert(loc == want[v]);
+        if (++lookups % 1000) continue;
+        struct rsc_walk w = {.want = want, .seen = seen, .n = n};
+        memset(seen, 0, n * sizeof *seen);
+        ck_assert_int_eq(other->ops->walk(other, t, rsc_walk_visit, &w), RS_OK);
+        ck_assert(!w.stray);
+        for (uint64_t x = 0; x < n; x++) ck_assert(x < RSC_MANY ? seen[x] == 1 : seen[x] <= 1);
+        walks++;
+    }
+    pthread_join(th, NULL);
+    printf("dm store: %u lookups and %u walks while %u keys were added\n", lookups, walks,
+           GROW_KEYS);
+    fflush(stdout);
+    rsc_walk_check(other, t, want, n);
+    free(seen);
+    free(want);
+}
+
 static int child_conformance(void *p)
 {
     struct conf_arg *a = p;
@@ -493,6 +555,14 @@ static int child_conformance(void *p)
     ck_assert_str_eq(rs->ops->name, "dm");
     ck_assert(!rs->ops->ordered);
     rs_conformance(rs); /* a failed assertion ends this process non-zero */
+    /* Another compute node declaring the table of many keys for another
+     * number of rows gets the table the first one laid out. */
+    struct record_store *other = rs_dm_open(a->sock, a->provider, POD_NAME, &e);
+    ck_assert_msg(other != NULL, "%s", e.msg);
+    ck_assert_msg(other->ops->table_add(other, &(struct rs_table_def){.id = RSC_TABLE + 3,
+                  .key_size = 8, .tuple_size = 8, .rows_hint = 1u << 20}, &e) == 0, "%s", e.msg);
+    read_while_growing(rs, other);
+    other->ops->destroy(other);
     rs->ops->destroy(rs);
     return 0;
 }

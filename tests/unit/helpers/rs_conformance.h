@@ -1,8 +1,9 @@
 /* What every record store (src/store/record_store.h) must do, as Check
  * assertions on a store given by the caller: its index (lookup, insert,
- * remove, and neighbour where it is ordered), the record word's CAS and FAA
- * (also from several threads at once), row reads and writes of the header
- * and of byte ranges, allocation, each table's sentinel, and batches. Tables 900.. are used; the
+ * remove, and neighbour where it is ordered; walk; a table of far more keys
+ * than its rows_hint), the record word's CAS and FAA (also from several
+ * threads at once), row reads and writes of the header and of byte ranges,
+ * allocation, each table's sentinel, and batches. Tables 900.. are used; the
  * store must be empty of them. */
 #ifndef PODDB_TESTS_RS_CONFORMANCE_H
 #define PODDB_TESTS_RS_CONFORMANCE_H
@@ -10,6 +11,7 @@
 #include <check.h>
 #include <pthread.h>
 #include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "cxl/record.h"
@@ -18,10 +20,60 @@
 #define RSC_TABLE 900u
 #define RSC_THREADS 4
 #define RSC_ROUNDS 20000
+#define RSC_MANY 3000u /* keys of the table declared for 1 row: chains in a hash index */
 
 static inline void rsc_key(unsigned char *k, uint64_t v)
 {
     for (int i = 7; i >= 0; i--, v >>= 8) k[i] = (unsigned char)v; /* big-endian: memcmp order */
+}
+
+static inline uint64_t rsc_key_value(const unsigned char *k)
+{
+    uint64_t v = 0;
+    for (int i = 0; i < 8; i++) v = v << 8 | k[i];
+    return v;
+}
+
+/* A walk's tally: keys 0..n-1 expected with want[key] (0: absent). */
+struct rsc_walk {
+    const rs_loc *want;
+    uint32_t *seen;
+    uint64_t n, visits, stop_after; /* stop_after 0: never */
+    bool stray;                     /* a key out of range or a location not wanted */
+};
+
+static inline bool rsc_walk_visit(void *arg, const void *key, rs_loc loc)
+{
+    struct rsc_walk *w = arg;
+    uint64_t v = rsc_key_value(key);
+    if (v >= w->n || w->want[v] != loc) w->stray = true;
+    else w->seen[v]++;
+    return ++w->visits != w->stop_after;
+}
+
+/* walk sees exactly the present keys, each once with its location; a
+ * visitor returning false stops it there. */
+static inline void rsc_walk_check(struct record_store *s, uint32_t table, const rs_loc *want,
+                                  uint64_t n)
+{
+    uint32_t *seen = calloc(n, sizeof *seen);
+    ck_assert(seen != NULL);
+    struct rsc_walk w = {.want = want, .seen = seen, .n = n};
+    ck_assert_int_eq(s->ops->walk(s, table, rsc_walk_visit, &w), RS_OK);
+    ck_assert(!w.stray);
+    uint64_t present = 0;
+    for (uint64_t v = 0; v < n; v++) {
+        ck_assert_msg(seen[v] == (want[v] != 0), "key %llu seen %u times by a walk",
+                      (unsigned long long)v, seen[v]);
+        present += want[v] != 0;
+    }
+    if (present) {
+        w = (struct rsc_walk){.want = want, .seen = seen, .n = n,
+                              .stop_after = present > 5 ? 5 : present};
+        ck_assert_int_eq(s->ops->walk(s, table, rsc_walk_visit, &w), RS_OK);
+        ck_assert_uint_eq(w.visits, w.stop_after);
+    }
+    free(seen);
 }
 
 static inline void rsc_index(struct record_store *s, bool ordered)
@@ -79,6 +131,56 @@ static inline void rsc_index(struct record_store *s, bool ordered)
         ck_assert_int_eq(o->neighbour(s, RSC_TABLE, NULL, true, false, got, &loc), RS_OK);
         ck_assert(loc == locs[1]);
     }
+    rs_loc want[128] = {0}; /* keys 2, 6, .. 126 are left */
+    for (uint64_t i = 1; i < 64; i += 2) want[2 * i] = locs[i];
+    rsc_walk_check(s, RSC_TABLE, want, 128);
+}
+
+/* A table declared for one row (a hash index of the fewest buckets) given
+ * far more keys: all found, walked once each, removable, insertable again;
+ * a duplicate is refused wherever in the table its key is. The index takes
+ * any non-zero location: these name no records. */
+static inline void rsc_many(struct record_store *s)
+{
+    const struct rs_ops *o = s->ops;
+    const uint32_t t = RSC_TABLE + 3;
+    pod_err e;
+    ck_assert_msg(o->table_add(s, &(struct rs_table_def){.id = t, .key_size = 8, .tuple_size = 8,
+                                                          .rows_hint = 1}, &e) == 0, "%s", e.msg);
+    rs_loc *want = calloc(RSC_MANY, sizeof *want), loc;
+    ck_assert(want != NULL);
+    unsigned char k[8];
+    for (uint64_t v = 0; v < RSC_MANY; v++) {
+        rsc_key(k, v);
+        want[v] = 0x1000 + v;
+        ck_assert_int_eq(o->index_insert(s, t, k, want[v]), RS_OK);
+    }
+    for (uint64_t v = 0; v < RSC_MANY; v++) {
+        rsc_key(k, v);
+        if (v % 4 == 0) ck_assert_int_eq(o->index_insert(s, t, k, 1), RS_EXISTS);
+        ck_assert_int_eq(o->lookup(s, t, k, &loc), RS_OK);
+        ck_assert(loc == want[v]);
+    }
+    rsc_walk_check(s, t, want, RSC_MANY);
+    for (uint64_t v = 1; v < RSC_MANY; v += 2) { /* the odd keys out */
+        rsc_key(k, v);
+        ck_assert_int_eq(o->index_remove(s, t, k), RS_OK);
+        want[v] = 0;
+    }
+    rsc_walk_check(s, t, want, RSC_MANY);
+    for (uint64_t v = 1; v < RSC_MANY; v += 2) { /* and back, elsewhere */
+        rsc_key(k, v);
+        ck_assert_int_eq(o->lookup(s, t, k, &loc), RS_MISSING);
+        want[v] = 0x100000 + v;
+        ck_assert_int_eq(o->index_insert(s, t, k, want[v]), RS_OK);
+    }
+    for (uint64_t v = 0; v < RSC_MANY; v++) {
+        rsc_key(k, v);
+        ck_assert_int_eq(o->lookup(s, t, k, &loc), RS_OK);
+        ck_assert(loc == want[v]);
+    }
+    rsc_walk_check(s, t, want, RSC_MANY);
+    free(want);
 }
 
 static inline void rsc_rows(struct record_store *s)
@@ -170,6 +272,7 @@ static inline void rsc_word_threads(struct record_store *s)
 static inline void rs_conformance(struct record_store *s)
 {
     rsc_index(s, s->ops->ordered);
+    rsc_many(s);
     rsc_rows(s);
     rsc_word_threads(s);
 }
