@@ -631,8 +631,8 @@ static int load_region(const struct conf_reader *c, const struct conf_item *sect
     return 0;
 }
 
-static int resolve_relative(const struct conf_reader *c, const struct conf_item *it, char *path,
-                            size_t pathsz);
+static int get_file_path(const struct conf_reader *c, const struct conf_item *it, int host_index,
+                         size_t max_len, const char *limit_reason, char *out, size_t outsz);
 
 /* Converts the host keys present in items[] into h (absent keys keep h's value). */
 static int convert_host(const struct conf_reader *c, const struct conf_item *it, int host_index,
@@ -654,10 +654,8 @@ static int convert_host(const struct conf_reader *c, const struct conf_item *it,
     if (it[H_TCP_PORT].value && get_int(c, &it[H_TCP_PORT], 1, 65535, &h->tcp_port) < 0)
         return -1;
     if (it[H_TCP_TOKEN_FILE].value &&
-        (get_path(c, &it[H_TCP_TOKEN_FILE], host_index, POD_PATH_MAX - 1, "POD_PATH_MAX",
-                  h->tcp_token_file, sizeof h->tcp_token_file) < 0 ||
-         resolve_relative(c, &it[H_TCP_TOKEN_FILE], h->tcp_token_file,
-                          sizeof h->tcp_token_file) < 0))
+        get_file_path(c, &it[H_TCP_TOKEN_FILE], host_index, POD_PATH_MAX - 1, "POD_PATH_MAX",
+                      h->tcp_token_file, sizeof h->tcp_token_file) < 0)
         return -1;
     if (it[H_HUGE_PAGES].value && get_bool(c, &it[H_HUGE_PAGES], &h->huge_pages) < 0) return -1;
     return 0;
@@ -874,14 +872,23 @@ static int load_server(const struct conf_reader *c, const struct conf_item *sect
     return 0;
 }
 
-static bool valid_table_name(const char *s, size_t len)
+/* A name of 1..POD_NAME_MAX-1 letters, digits and characters of punct. */
+static int get_name(const struct conf_reader *c, const struct conf_item *it, const char *punct,
+                    char out[POD_NAME_MAX])
 {
-    if (len == 0 || len >= POD_NAME_MAX) return false;
-    for (size_t i = 0; i < len; i++)
-        if (!((s[i] >= 'a' && s[i] <= 'z') || (s[i] >= 'A' && s[i] <= 'Z') ||
-              (s[i] >= '0' && s[i] <= '9') || s[i] == '_' || s[i] == '.'))
-            return false;
-    return true;
+    if (want_scalar(c, it) < 0) return -1;
+    const struct ynode *v = it->value;
+    bool ok = v->len > 0 && v->len < POD_NAME_MAX;
+    for (size_t i = 0; ok && i < v->len; i++) {
+        char ch = v->text[i];
+        ok = (ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') || (ch >= '0' && ch <= '9') ||
+             strchr(punct, ch) != NULL;
+    }
+    if (!ok)
+        return fail_node(c, v, it->path, "'%s' is not a valid name (expected %s)", show(v).s,
+                         it->spec->expect);
+    memcpy(out, v->text, v->len + 1);
+    return 0;
 }
 
 static int load_table(const struct conf_reader *c, const struct ynode *node, int i,
@@ -894,12 +901,8 @@ static int load_table(const struct conf_reader *c, const struct ynode *node, int
         require_keys(c, node, it, T_NKEYS) < 0)
         return -1;
     struct pod_kv_table_conf *t = &cfg->tables[i];
-    if (want_scalar(c, &it[T_NAME]) < 0) return -1;
+    if (get_name(c, &it[T_NAME], "_.", t->name) < 0) return -1;
     const struct ynode *v = it[T_NAME].value;
-    if (!valid_table_name(v->text, v->len))
-        return fail_node(c, v, it[T_NAME].path, "'%s' is not a valid name (expected %s)",
-                         show(v).s, table_keys[T_NAME].expect);
-    memcpy(t->name, v->text, v->len + 1);
     for (int j = 0; j < i; j++)
         if (strcmp(cfg->tables[j].name, t->name) == 0)
             return fail_node(c, v, it[T_NAME].path, "'%s' is also the name of tables[%d]",
@@ -974,26 +977,28 @@ static size_t join_relative(const char *dir, const char *rel, char *out, size_t 
     return len;
 }
 
-/* A relative path (a module's, a token file's) is taken from the config
- * file's directory, not from the working directory of whoever starts the
- * server. */
-static int resolve_relative(const struct conf_reader *c, const struct conf_item *it, char *path,
-                            size_t pathsz)
+/* A path as get_path reads it, where a relative one (a module's, a token
+ * file's, a memory node's socket) is taken from the config file's directory,
+ * not from the working directory of whoever starts the server; max_len
+ * (less than outsz) applies to the path so made. */
+static int get_file_path(const struct conf_reader *c, const struct conf_item *it, int host_index,
+                         size_t max_len, const char *limit_reason, char *out, size_t outsz)
 {
     char dir[PATH_MAX], full[PATH_MAX];
-    if (path[0] == '/') return 0;
+    if (get_path(c, it, host_index, max_len, limit_reason, out, outsz) < 0) return -1;
+    if (out[0] == '/') return 0;
     if (config_dir(c, dir, sizeof dir) < 0)
         return fail_node(c, it->value, it->path,
                          "'%s' is relative and the directory of %s cannot be found (expected an "
                          "absolute path)",
-                         path, c->name);
-    size_t len = join_relative(dir, path, full, sizeof full);
-    if (len >= pathsz)
+                         out, c->name);
+    size_t len = join_relative(dir, out, full, sizeof full);
+    if (len > max_len)
         return fail_node(c, it->value, it->path,
                          "'%s' taken from the config's directory is %zu bytes long (expected at "
-                         "most %zu: POD_PATH_MAX)",
-                         path, len, pathsz - 1);
-    memcpy(path, full, len + 1);
+                         "most %zu: %s)",
+                         out, len, max_len, limit_reason);
+    memcpy(out, full, len + 1);
     return 0;
 }
 
@@ -1012,9 +1017,8 @@ static int load_modules(const struct conf_reader *c, const struct conf_item *sec
     for (size_t i = 0; i < seq->n; i++) {
         struct conf_item it = {&module_spec, seq->items[i], seq->items[i], ""};
         snprintf(it.path, sizeof it.path, "modules[%zu]", i);
-        if (get_path(c, &it, -1, POD_PATH_MAX - 1, "POD_PATH_MAX", cfg->modules[i],
-                     sizeof cfg->modules[i]) < 0 ||
-            resolve_relative(c, &it, cfg->modules[i], sizeof cfg->modules[i]) < 0)
+        if (get_file_path(c, &it, -1, POD_PATH_MAX - 1, "POD_PATH_MAX", cfg->modules[i],
+                          sizeof cfg->modules[i]) < 0)
             return -1;
         cfg->module_line[i] = it.value->line;
         cfg->module_col[i] = it.value->col;
