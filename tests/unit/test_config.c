@@ -173,6 +173,33 @@ START_TEST(test_bench_file)
 }
 END_TEST
 
+START_TEST(test_dm_file)
+{
+    static struct pod_config cfg;
+    pod_err err = {{0}};
+    ck_assert_msg(pod_config_load(repo_file("conf/dm.yaml"), &cfg, &err) == 0, "%s", err.msg);
+    ck_assert_int_eq(cfg.mode, POD_MODE_DM);
+    ck_assert_str_eq(cfg.dm.pod, "dmpod");
+    ck_assert_str_eq(cfg.dm.provider, "shm");
+    ck_assert_int_eq(cfg.dm.nmemnodes, 1);
+    ck_assert_str_eq(cfg.dm.memnodes[0], "/tmp/poddb-dm-mn0.sock");
+    ck_assert_str_eq(cfg.region.path, "");
+    ck_assert_int_eq(cfg.nhosts, 2);
+    for (int i = 0; i < 2; i++) {
+        char want[64];
+        ck_assert_int_eq(cfg.hosts[i].loggers, 0);
+        ck_assert_int_eq(cfg.hosts[i].cpus[0], i);
+        snprintf(want, sizeof want, "/tmp/poddb-dm-%d.sock", i);
+        ck_assert_str_eq(cfg.hosts[i].socket_path, want);
+    }
+    ck_assert(!cfg.engine.phantom_protection);
+    ck_assert(!pod_tpcc_conf(&cfg)->enabled);
+    ck_assert(pod_ycsb_conf(&cfg)->enabled && pod_smallbank_conf(&cfg)->enabled);
+    ck_assert_uint_eq(pod_ycsb_conf(&cfg)->tuples, 20000);
+    ck_assert_uint_eq(pod_smallbank_conf(&cfg)->accounts, 10000);
+}
+END_TEST
+
 START_TEST(test_devdax_file)
 {
     struct pod_config cfg;
@@ -1665,7 +1692,8 @@ static void check_outcome(int rc, const struct pod_config *cfg, const pod_err *e
 {
     if (rc == 0) {
         ck_assert(cfg->nhosts >= 1 && cfg->nhosts <= POD_MAX_HOSTS);
-        ck_assert(cfg->region.hwcc_budget < cfg->region.size);
+        if (cfg->mode == POD_MODE_DM) ck_assert_int_eq(cfg->dm.nmemnodes, 1);
+        else ck_assert(cfg->region.hwcc_budget < cfg->region.size);
         for (int i = 0; i < cfg->nhosts; i++)
             ck_assert(cfg->hosts[i].workers >= 1 && cfg->hosts[i].workers <= POD_MAX_WORKERS);
     } else {
@@ -1676,13 +1704,16 @@ static void check_outcome(int rc, const struct pod_config *cfg, const pod_err *e
 
 START_TEST(test_truncated_files_never_crash)
 {
-    size_t len;
-    const char *text = read_whole(repo_file("conf/pod.yaml"), &len);
-    for (size_t cut = 0; cut <= len; cut++) {
-        struct pod_config cfg;
-        pod_err err = {{0}};
-        int rc = pod_config_parse("f.yaml", text, cut, &cfg, &err);
-        check_outcome(rc, &cfg, &err);
+    static const char *const files[] = {"conf/pod.yaml", "conf/dm.yaml"};
+    for (size_t f = 0; f < sizeof files / sizeof files[0]; f++) {
+        size_t len;
+        const char *text = read_whole(repo_file(files[f]), &len);
+        for (size_t cut = 0; cut <= len; cut++) {
+            struct pod_config cfg;
+            pod_err err = {{0}};
+            int rc = pod_config_parse("f.yaml", text, cut, &cfg, &err);
+            check_outcome(rc, &cfg, &err);
+        }
     }
 }
 END_TEST
@@ -1725,6 +1756,7 @@ static Suite *config_suite(void)
     tcase_add_test(files, test_numa_8host_file);
     tcase_add_test(files, test_devdax_file);
     tcase_add_test(files, test_bench_file);
+    tcase_add_test(files, test_dm_file);
     tcase_add_test(files, test_load_file_with_misspelt_key);
     tcase_add_test(files, test_load_file_with_duplicate_socket);
     tcase_add_test(files, test_load_minimal_file_defaults);
