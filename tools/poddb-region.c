@@ -30,7 +30,9 @@ static const char usage[] =
     "            NUMA node), hosts (workers, loggers, CPUs, socket, log dir, TCP\n"
     "            port, huge pages) and modules (absolute paths: a relative one is\n"
     "            taken from the config file's directory) without opening the\n"
-    "            region (--json: one JSON object; this is what tools/pod reads)\n"
+    "            region (--json: one JSON object; this is what tools/pod reads);\n"
+    "            with mode: dm, the memory nodes (pod, provider, sockets) instead\n"
+    "            of a region, which format, inspect and destroy refuse\n"
     "\n"
     "Options:\n"
     "  -c, --conf FILE   the pod's YAML config (required)\n"
@@ -285,8 +287,27 @@ static void config_json(const struct pod_config *c)
     json_arr_begin(&w);
     for (int i = 0; i < c->nmodules; i++) json_str(&w, c->modules[i]);
     json_arr_end(&w);
+    if (c->mode == POD_MODE_DM) { /* absent with mode: cxl: "mode" defaults to "cxl" */
+        json_kv_str(&w, "mode", pod_mode_name(c->mode));
+        json_key(&w, "dm");
+        json_obj_begin(&w);
+        json_kv_str(&w, "pod", c->dm.pod);
+        json_kv_str(&w, "provider", c->dm.provider);
+        json_key(&w, "memnodes"); /* bootstrap sockets, absolute */
+        json_arr_begin(&w);
+        for (int i = 0; i < c->dm.nmemnodes; i++) json_str(&w, c->dm.memnodes[i]);
+        json_arr_end(&w);
+        json_obj_end(&w);
+    }
     json_obj_end(&w);
     fputc('\n', stdout);
+}
+
+/* mode: dm: the records are on the memory nodes, there is no region. */
+static void memnodes_text(const struct pod_config *c)
+{
+    printf("mode    dm: pod %s, provider %s\n", c->dm.pod, c->dm.provider);
+    for (int i = 0; i < c->dm.nmemnodes; i++) printf("memnode %d  %s\n", i, c->dm.memnodes[i]);
 }
 
 static void config_text(const struct pod_config *c)
@@ -296,10 +317,13 @@ static void config_text(const struct pod_config *c)
     human_bytes(c->region.hwcc_budget, budget, sizeof budget);
     if (c->region.numa_node < 0) snprintf(node, sizeof node, "none");
     else snprintf(node, sizeof node, "%d", c->region.numa_node);
-    printf("region  %s (%s, %s, HWcc budget %s, NUMA node %s%s%s)\n", c->region.path,
-           pod_region_kind_name(c->region.kind), size, budget, node,
-           c->region.simulate_noncoherent ? ", simulated non-coherent SWcc" : "",
-           c->region.allow_overcommit ? ", may be larger than its file system" : "");
+    if (c->mode == POD_MODE_DM)
+        memnodes_text(c);
+    else
+        printf("region  %s (%s, %s, HWcc budget %s, NUMA node %s%s%s)\n", c->region.path,
+               pod_region_kind_name(c->region.kind), size, budget, node,
+               c->region.simulate_noncoherent ? ", simulated non-coherent SWcc" : "",
+               c->region.allow_overcommit ? ", may be larger than its file system" : "");
     printf("\n  %-4s %7s %7s  %-12s %-6s %-32s %s\n", "host", "workers", "loggers", "cpus", "tcp",
            "socket", "log_dir");
     for (int h = 0; h < c->nhosts; h++) {
@@ -365,7 +389,13 @@ int main(int argc, char **argv)
         return 1;
     }
     int rc = 0;
-    if (strcmp(cmd, "config") == 0) {
+    if (strcmp(cmd, "config") && c->mode == POD_MODE_DM) {
+        fprintf(stderr,
+                "poddb-region: %s has mode: dm: its records live on the memory nodes, there is "
+                "no region to %s\n",
+                conf, cmd);
+        rc = 1;
+    } else if (strcmp(cmd, "config") == 0) {
         if (json) config_json(c);
         else config_text(c);
     } else if (strcmp(cmd, "destroy") == 0) {

@@ -434,6 +434,25 @@ static int get_cpu_list(const struct conf_reader *c, const struct conf_item *it,
     return 0;
 }
 
+/* A name of 1..POD_NAME_MAX-1 letters, digits and characters of punct. */
+static int get_name(const struct conf_reader *c, const struct conf_item *it, const char *punct,
+                    char out[POD_NAME_MAX])
+{
+    if (want_scalar(c, it) < 0) return -1;
+    const struct ynode *v = it->value;
+    bool ok = v->len > 0 && v->len < POD_NAME_MAX;
+    for (size_t i = 0; ok && i < v->len; i++) {
+        char ch = v->text[i];
+        ok = (ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') || (ch >= '0' && ch <= '9') ||
+             strchr(punct, ch) != NULL;
+    }
+    if (!ok)
+        return fail_node(c, v, it->path, "'%s' is not a valid name (expected %s)", show(v).s,
+                         it->spec->expect);
+    memcpy(out, v->text, v->len + 1);
+    return 0;
+}
+
 /* ---- sections ------------------------------------------------------------------ */
 
 static const char *const region_kind_names[] = {
@@ -449,14 +468,20 @@ static const char *const eviction_names[] = {
     [POD_EVICT_CLOCK] = "clock",
     [POD_EVICT_RANDOM] = "random",
 };
+static const char *const mode_names[] = {[POD_MODE_CXL] = "cxl", [POD_MODE_DM] = "dm"};
+/* The libfabric providers a compute node may name (src/dm/fabric.h). */
+static const char *const provider_names[] = {"shm", "tcp;ofi_rxm", "verbs;ofi_rxm"};
 #define NEVICTION ((int)(sizeof eviction_names / sizeof eviction_names[0]))
+#define NMODES ((int)(sizeof mode_names / sizeof mode_names[0]))
+#define NPROVIDERS ((int)(sizeof provider_names / sizeof provider_names[0]))
 #define NKINDS ((int)(sizeof region_kind_names / sizeof region_kind_names[0]))
 #define NCOHERENCE ((int)(sizeof coherence_names / sizeof coherence_names[0]))
 
+/* region is required with mode: cxl and dm with mode: dm (load_config). */
 enum { TOP_REGION, TOP_HOSTS, TOP_HOST_DEFAULTS, TOP_ENGINE, TOP_SERVER, TOP_TABLES,
-       TOP_MODULES, TOP_WORKLOADS, TOP_NKEYS };
+       TOP_MODULES, TOP_WORKLOADS, TOP_MODE, TOP_DM, TOP_NKEYS };
 static const struct conf_key top_keys[TOP_NKEYS] = {
-    [TOP_REGION] = {"region", true, "a mapping describing the shared memory region"},
+    [TOP_REGION] = {"region", false, "a mapping describing the shared memory region"},
     [TOP_HOSTS] = {"hosts", true, "a sequence of 1..16 host entries"},
     [TOP_HOST_DEFAULTS] = {"host_defaults", false, "a mapping of keys shared by all hosts"},
     [TOP_ENGINE] = {"engine", false, "a mapping of engine settings"},
@@ -467,6 +492,19 @@ static const struct conf_key top_keys[TOP_NKEYS] = {
                                        "procedures"},
     [TOP_WORKLOADS] = {"workloads", false, "a mapping of benchmark workloads (tpcc, ycsb, "
                                            "smallbank)"},
+    [TOP_MODE] = {"mode", false, "cxl (the default: a shared CXL region) or dm (memory nodes)"},
+    [TOP_DM] = {"dm", false, "a mapping with the memory nodes' pod, provider and memnodes, "
+                             "required with mode: dm"},
+};
+
+enum { DM_POD, DM_PROVIDER, DM_MEMNODES, DM_NKEYS };
+static const struct conf_key dm_keys[DM_NKEYS] = {
+    [DM_POD] = {"pod", true, "the pod name the memory nodes serve (poddb-memnode --pod): "
+                             "1..63 letters, digits, '_', '.' or '-'"},
+    [DM_PROVIDER] = {"provider", false, "one of: shm, tcp;ofi_rxm, verbs;ofi_rxm (the default "
+                                        "is shm; verbs needs an RDMA NIC)"},
+    [DM_MEMNODES] = {"memnodes", true, "a sequence of one memory node's bootstrap socket path "
+                                       "(poddb-memnode --socket)"},
 };
 
 enum { T_NAME, T_KEY_SIZE, T_VALUE_SIZE, T_PARTITIONS, T_NKEYS };
@@ -631,17 +669,89 @@ static int load_region(const struct conf_reader *c, const struct conf_item *sect
     return 0;
 }
 
-static int resolve_relative(const struct conf_reader *c, const struct conf_item *it, char *path,
-                            size_t pathsz);
+static int get_file_path(const struct conf_reader *c, const struct conf_item *it, int host_index,
+                         size_t max_len, const char *limit_reason, char *out, size_t outsz);
+
+/* dm.memnodes: each memory node's bootstrap socket, relative paths taken
+ * from the file's directory. One for now: a location does not say yet which
+ * memory node holds it (docs/dm.md, "Several memory nodes"). */
+static int load_memnodes(const struct conf_reader *c, const struct conf_item *it,
+                         struct pod_config *cfg)
+{
+    static const struct conf_key memnode_spec = {
+        "memnodes", false, "a memory node's bootstrap socket path (poddb-memnode --socket; a "
+                           "relative path is taken from the config's directory)"};
+    const struct ynode *seq = it->value;
+    if (is_null(seq) || seq->kind != YN_SEQUENCE)
+        return fail_node(c, seq, it->path, "%s (expected %s)", node_problem(seq),
+                         it->spec->expect);
+    if (seq->n == 0)
+        return fail_node(c, seq, it->path, "is empty (expected %s)", it->spec->expect);
+    if (seq->n > 1)
+        return fail_node(c, seq->items[1], it->path,
+                         "%zu entries, but this version serves one memory node per pod "
+                         "(expected one entry; several memory nodes are planned)",
+                         seq->n);
+    for (size_t i = 0; i < seq->n; i++) {
+        struct conf_item e = {&memnode_spec, seq->items[i], seq->items[i], ""};
+        snprintf(e.path, sizeof e.path, "dm.memnodes[%zu]", i);
+        if (get_file_path(c, &e, -1, MAX_SOCKET_PATH_LEN, "the size of sun_path",
+                          cfg->dm.memnodes[i], sizeof cfg->dm.memnodes[i]) < 0)
+            return -1;
+    }
+    cfg->dm.nmemnodes = (int)seq->n;
+    return 0;
+}
+
+static int load_dm(const struct conf_reader *c, const struct conf_item *section,
+                   struct pod_config *cfg)
+{
+    struct conf_item it[DM_NKEYS];
+    int provider = 0;
+    if (read_mapping(c, section->value, "dm", dm_keys, DM_NKEYS, it) < 0) return -1;
+    if (it[DM_POD].value && get_name(c, &it[DM_POD], "_.-", cfg->dm.pod) < 0) return -1;
+    if (it[DM_PROVIDER].value &&
+        get_enum(c, &it[DM_PROVIDER], provider_names, NPROVIDERS, &provider) < 0)
+        return -1;
+    snprintf(cfg->dm.provider, sizeof cfg->dm.provider, "%s", provider_names[provider]);
+    if (it[DM_MEMNODES].value && load_memnodes(c, &it[DM_MEMNODES], cfg) < 0) return -1;
+    return require_keys(c, section->value, it, DM_NKEYS);
+}
+
+/* Where the records live: the region with mode: cxl, the memory nodes of
+ * `dm` with mode: dm; a section of the other mode is a mistake. */
+static int load_records(const struct conf_reader *c, const struct conf_item *top,
+                        struct pod_config *cfg)
+{
+    const struct conf_item *region = &top[TOP_REGION], *dm = &top[TOP_DM];
+    if (cfg->mode == POD_MODE_DM) {
+        if (region->key)
+            return fail_node(c, region->key, region->path,
+                             "not used with mode: dm: the records live on the memory nodes "
+                             "(expected no region section, or mode: cxl)");
+        return load_dm(c, dm, cfg);
+    }
+    if (dm->key)
+        return fail_node(c, dm->key, dm->path,
+                         "only with mode: dm (expected mode: dm, or no dm section: the mode "
+                         "is cxl%s)",
+                         top[TOP_MODE].key ? "" : ", the default");
+    return load_region(c, region, cfg);
+}
 
 /* Converts the host keys present in items[] into h (absent keys keep h's value). */
 static int convert_host(const struct conf_reader *c, const struct conf_item *it, int host_index,
-                        struct pod_host_conf *h)
+                        enum pod_mode mode, struct pod_host_conf *h)
 {
     if (it[H_WORKERS].value && get_int(c, &it[H_WORKERS], 1, POD_MAX_WORKERS, &h->workers) < 0)
         return -1;
     if (it[H_LOGGERS].value && get_int(c, &it[H_LOGGERS], 0, POD_MAX_LOGGERS, &h->loggers) < 0)
         return -1;
+    if (mode == POD_MODE_DM && h->loggers > 0)
+        return fail_node(c, it[H_LOGGERS].value, it[H_LOGGERS].path,
+                         "is %d but mode: dm does not log yet (expected 0: set loggers: 0, or "
+                         "leave it out: with mode: dm it defaults to 0)",
+                         h->loggers);
     if (it[H_CPUS].value && get_cpu_list(c, &it[H_CPUS], h) < 0) return -1;
     if (it[H_SOCKET].value &&
         get_path(c, &it[H_SOCKET], host_index, MAX_SOCKET_PATH_LEN, "the size of sun_path",
@@ -654,19 +764,18 @@ static int convert_host(const struct conf_reader *c, const struct conf_item *it,
     if (it[H_TCP_PORT].value && get_int(c, &it[H_TCP_PORT], 1, 65535, &h->tcp_port) < 0)
         return -1;
     if (it[H_TCP_TOKEN_FILE].value &&
-        (get_path(c, &it[H_TCP_TOKEN_FILE], host_index, POD_PATH_MAX - 1, "POD_PATH_MAX",
-                  h->tcp_token_file, sizeof h->tcp_token_file) < 0 ||
-         resolve_relative(c, &it[H_TCP_TOKEN_FILE], h->tcp_token_file,
-                          sizeof h->tcp_token_file) < 0))
+        get_file_path(c, &it[H_TCP_TOKEN_FILE], host_index, POD_PATH_MAX - 1, "POD_PATH_MAX",
+                      h->tcp_token_file, sizeof h->tcp_token_file) < 0)
         return -1;
     if (it[H_HUGE_PAGES].value && get_bool(c, &it[H_HUGE_PAGES], &h->huge_pages) < 0) return -1;
     return 0;
 }
 
-static void default_host(struct pod_host_conf *h)
+/* A host logs with one logger unless told otherwise; with mode: dm it does not log. */
+static void default_host(struct pod_host_conf *h, enum pod_mode mode)
 {
     memset(h, 0, sizeof *h);
-    h->loggers = 1;
+    h->loggers = mode == POD_MODE_DM ? 0 : 1;
 }
 
 /* A TCP listener needs a token file (docs/security.md), and a token file
@@ -711,7 +820,7 @@ static int check_unique_paths(const struct conf_reader *c, const struct pod_conf
                              "%d is also the tcp_port of hosts[%d] (expected one port per host)",
                              h->tcp_port, j);
         }
-        if (strcmp(cfg->hosts[j].log_dir, h->log_dir) == 0) {
+        if (h->log_dir[0] && strcmp(cfg->hosts[j].log_dir, h->log_dir) == 0) {
             snprintf(path, sizeof path, "hosts[%d].log_dir", i);
             return fail_node(c, merged[H_LOG_DIR].value, path,
                              "'%s' is also the log_dir of hosts[%d] (expected one log directory "
@@ -735,10 +844,12 @@ static int load_host(const struct conf_reader *c, const struct ynode *node, int 
     if (read_mapping(c, node, prefix, host_keys, H_NKEYS, own) < 0) return -1;
     /* A key of the entry wins over host_defaults; messages name where the value is. */
     for (int k = 0; k < H_NKEYS; k++) merged[k] = own[k].key ? own[k] : defaults[k];
-    default_host(&cfg->hosts[i]);
-    if (convert_host(c, merged, i, &cfg->hosts[i]) < 0) return -1;
+    default_host(&cfg->hosts[i], cfg->mode);
+    if (convert_host(c, merged, i, cfg->mode, &cfg->hosts[i]) < 0) return -1;
     for (int k = 0; k < H_NKEYS; k++)
-        if (host_keys[k].required && !merged[k].key)
+        /* A host of mode: dm has no log (log_dir is accepted and unused). */
+        if (host_keys[k].required && !merged[k].key &&
+            !(k == H_LOG_DIR && cfg->mode == POD_MODE_DM))
             return fail_node(c, node, own[k].path,
                              "missing required key (expected %s; set it in this entry or "
                              "in host_defaults)",
@@ -754,12 +865,12 @@ static int load_hosts(const struct conf_reader *c, const struct conf_item *hosts
     init_items(defaults, host_keys, H_NKEYS, "host_defaults");
     if (defaults_item->value && !is_null(defaults_item->value)) {
         struct pod_host_conf scratch;
-        default_host(&scratch);
+        default_host(&scratch, cfg->mode);
         /* Check the defaults once on their own, so a bad default is reported
          * even when every host overrides it. */
         if (read_mapping(c, defaults_item->value, "host_defaults", host_keys, H_NKEYS,
                          defaults) < 0 ||
-            convert_host(c, defaults, 0, &scratch) < 0)
+            convert_host(c, defaults, 0, cfg->mode, &scratch) < 0)
             return -1;
     }
 
@@ -779,13 +890,11 @@ static int load_hosts(const struct conf_reader *c, const struct conf_item *hosts
     return 0;
 }
 
-static int load_engine(const struct conf_reader *c, const struct conf_item *section,
-                       struct pod_config *cfg)
+/* Converts the engine keys present in items[] (absent keys keep their default). */
+static int convert_engine(const struct conf_reader *c, const struct conf_item *it,
+                          struct pod_config *cfg)
 {
-    struct conf_item it[E_NKEYS];
     int coherence = 0;
-    if (!section->value || is_null(section->value)) return 0; /* all defaults */
-    if (read_mapping(c, section->value, "engine", engine_keys, E_NKEYS, it) < 0) return -1;
     if (it[E_EPOCH_MS].value &&
         get_int(c, &it[E_EPOCH_MS], 1, MAX_EPOCH_MS, &cfg->engine.epoch_ms) < 0)
         return -1;
@@ -835,6 +944,34 @@ static int load_engine(const struct conf_reader *c, const struct conf_item *sect
     return 0;
 }
 
+/* A dm pod's tables have a hash index, without the order next-key locking
+ * needs, and rs-2pl refuses phantom protection there: the file must turn it
+ * off itself, so that nobody runs it believing scans are protected. `where`
+ * is the engine mapping, or the top level when there is none. */
+static int check_dm_engine(const struct conf_reader *c, const struct ynode *where,
+                           const struct conf_item *it, const struct pod_config *cfg)
+{
+    const struct conf_item *pp = &it[E_PHANTOM_PROTECTION];
+    if (cfg->mode != POD_MODE_DM || !cfg->engine.phantom_protection) return 0;
+    return fail_node(c, pp->value ? pp->value : where, pp->path,
+                     "is true%s with mode: dm: the memory nodes' index is a hash, so next-key "
+                     "locking cannot run (expected engine.phantom_protection: false, written in "
+                     "the file; scans then neither see nor block concurrent inserts)",
+                     pp->value ? "" : " by default");
+}
+
+static int load_engine(const struct conf_reader *c, const struct conf_item *section,
+                       const struct ynode *root, struct pod_config *cfg)
+{
+    struct conf_item it[E_NKEYS];
+    init_items(it, engine_keys, E_NKEYS, "engine");
+    if (section->value && !is_null(section->value) && /* else all defaults */
+        (read_mapping(c, section->value, "engine", engine_keys, E_NKEYS, it) < 0 ||
+         convert_engine(c, it, cfg) < 0))
+        return -1;
+    return check_dm_engine(c, section->value ? section->value : root, it, cfg);
+}
+
 /* A connection's limit cannot exceed the server's: an explicit one larger is
  * an error, the default shrinks to it. */
 static int load_server(const struct conf_reader *c, const struct conf_item *section,
@@ -874,16 +1011,6 @@ static int load_server(const struct conf_reader *c, const struct conf_item *sect
     return 0;
 }
 
-static bool valid_table_name(const char *s, size_t len)
-{
-    if (len == 0 || len >= POD_NAME_MAX) return false;
-    for (size_t i = 0; i < len; i++)
-        if (!((s[i] >= 'a' && s[i] <= 'z') || (s[i] >= 'A' && s[i] <= 'Z') ||
-              (s[i] >= '0' && s[i] <= '9') || s[i] == '_' || s[i] == '.'))
-            return false;
-    return true;
-}
-
 static int load_table(const struct conf_reader *c, const struct ynode *node, int i,
                       struct pod_config *cfg)
 {
@@ -894,12 +1021,8 @@ static int load_table(const struct conf_reader *c, const struct ynode *node, int
         require_keys(c, node, it, T_NKEYS) < 0)
         return -1;
     struct pod_kv_table_conf *t = &cfg->tables[i];
-    if (want_scalar(c, &it[T_NAME]) < 0) return -1;
+    if (get_name(c, &it[T_NAME], "_.", t->name) < 0) return -1;
     const struct ynode *v = it[T_NAME].value;
-    if (!valid_table_name(v->text, v->len))
-        return fail_node(c, v, it[T_NAME].path, "'%s' is not a valid name (expected %s)",
-                         show(v).s, table_keys[T_NAME].expect);
-    memcpy(t->name, v->text, v->len + 1);
     for (int j = 0; j < i; j++)
         if (strcmp(cfg->tables[j].name, t->name) == 0)
             return fail_node(c, v, it[T_NAME].path, "'%s' is also the name of tables[%d]",
@@ -974,26 +1097,28 @@ static size_t join_relative(const char *dir, const char *rel, char *out, size_t 
     return len;
 }
 
-/* A relative path (a module's, a token file's) is taken from the config
- * file's directory, not from the working directory of whoever starts the
- * server. */
-static int resolve_relative(const struct conf_reader *c, const struct conf_item *it, char *path,
-                            size_t pathsz)
+/* A path as get_path reads it, where a relative one (a module's, a token
+ * file's, a memory node's socket) is taken from the config file's directory,
+ * not from the working directory of whoever starts the server; max_len
+ * (less than outsz) applies to the path so made. */
+static int get_file_path(const struct conf_reader *c, const struct conf_item *it, int host_index,
+                         size_t max_len, const char *limit_reason, char *out, size_t outsz)
 {
     char dir[PATH_MAX], full[PATH_MAX];
-    if (path[0] == '/') return 0;
+    if (get_path(c, it, host_index, max_len, limit_reason, out, outsz) < 0) return -1;
+    if (out[0] == '/') return 0;
     if (config_dir(c, dir, sizeof dir) < 0)
         return fail_node(c, it->value, it->path,
                          "'%s' is relative and the directory of %s cannot be found (expected an "
                          "absolute path)",
-                         path, c->name);
-    size_t len = join_relative(dir, path, full, sizeof full);
-    if (len >= pathsz)
+                         out, c->name);
+    size_t len = join_relative(dir, out, full, sizeof full);
+    if (len > max_len)
         return fail_node(c, it->value, it->path,
                          "'%s' taken from the config's directory is %zu bytes long (expected at "
-                         "most %zu: POD_PATH_MAX)",
-                         path, len, pathsz - 1);
-    memcpy(path, full, len + 1);
+                         "most %zu: %s)",
+                         out, len, max_len, limit_reason);
+    memcpy(out, full, len + 1);
     return 0;
 }
 
@@ -1012,9 +1137,8 @@ static int load_modules(const struct conf_reader *c, const struct conf_item *sec
     for (size_t i = 0; i < seq->n; i++) {
         struct conf_item it = {&module_spec, seq->items[i], seq->items[i], ""};
         snprintf(it.path, sizeof it.path, "modules[%zu]", i);
-        if (get_path(c, &it, -1, POD_PATH_MAX - 1, "POD_PATH_MAX", cfg->modules[i],
-                     sizeof cfg->modules[i]) < 0 ||
-            resolve_relative(c, &it, cfg->modules[i], sizeof cfg->modules[i]) < 0)
+        if (get_file_path(c, &it, -1, POD_PATH_MAX - 1, "POD_PATH_MAX", cfg->modules[i],
+                          sizeof cfg->modules[i]) < 0)
             return -1;
         cfg->module_line[i] = it.value->line;
         cfg->module_col[i] = it.value->col;
@@ -1102,6 +1226,8 @@ static int load_config(const struct conf_reader *c, const struct ynode *root,
 {
     char keys[128];
     struct conf_item top[TOP_NKEYS];
+    struct conf_key specs[TOP_NKEYS]; /* top_keys, with what the mode requires */
+    memcpy(specs, top_keys, sizeof specs);
     if (!root || is_null(root))
         return fail(c, root ? root->line : 1, root ? root->col : 1, NULL,
                     "the configuration is empty (expected a mapping with sections: %s)",
@@ -1110,13 +1236,19 @@ static int load_config(const struct conf_reader *c, const struct ynode *root,
         return fail_node(c, root, NULL,
                          "the top level is %s (expected a mapping with sections: %s)",
                          kind_phrase(root), key_list(top_keys, TOP_NKEYS, keys, sizeof keys));
-    if (read_mapping(c, root, NULL, top_keys, TOP_NKEYS, top) < 0 ||
-        require_keys(c, root, top, TOP_NKEYS) < 0)
-        return -1;
+    if (read_mapping(c, root, NULL, specs, TOP_NKEYS, top) < 0) return -1;
+    if (top[TOP_MODE].value) {
+        int mode;
+        if (get_enum(c, &top[TOP_MODE], mode_names, NMODES, &mode) < 0) return -1;
+        cfg->mode = (enum pod_mode)mode;
+    }
+    specs[TOP_REGION].required = cfg->mode == POD_MODE_CXL;
+    specs[TOP_DM].required = cfg->mode == POD_MODE_DM;
+    if (require_keys(c, root, top, TOP_NKEYS) < 0) return -1;
     set_defaults(cfg);
-    if (load_region(c, &top[TOP_REGION], cfg) < 0 ||
+    if (load_records(c, top, cfg) < 0 ||
         load_hosts(c, &top[TOP_HOSTS], &top[TOP_HOST_DEFAULTS], cfg) < 0 ||
-        load_engine(c, &top[TOP_ENGINE], cfg) < 0 ||
+        load_engine(c, &top[TOP_ENGINE], root, cfg) < 0 ||
         load_server(c, &top[TOP_SERVER], cfg) < 0 ||
         load_tables(c, &top[TOP_TABLES], cfg) < 0 ||
         load_modules(c, &top[TOP_MODULES], cfg) < 0 ||
@@ -1243,4 +1375,9 @@ const char *pod_coherence_name(enum pod_coherence c)
 const char *pod_eviction_name(enum pod_eviction e)
 {
     return (int)e >= 0 && (int)e < NEVICTION ? eviction_names[e] : "unknown";
+}
+
+const char *pod_mode_name(enum pod_mode m)
+{
+    return (int)m >= 0 && (int)m < NMODES ? mode_names[m] : "unknown";
 }

@@ -191,6 +191,7 @@ uint64_t pod_config_digest(const struct pod_config *c);
 const char *pod_region_kind_name(enum pod_region_kind k);
 const char *pod_coherence_name(enum pod_coherence c);
 const char *pod_eviction_name(enum pod_eviction e);
+const char *pod_mode_name(enum pod_mode m);
 
 /* Parse a byte size: an integer, or a number with a unit: B, K/KiB, M/MiB,
  * G/GiB, T/TiB (binary) or KB, MB, GB, TB (decimal). Returns 0 or -1. */

@@ -7,7 +7,9 @@
  * little-endian, strings as length + bytes, the double as its IEEE-754 bits.
  * `source` and `cpu_list` (the text as written) are left out: "0-1" and "0,1"
  * are the same configuration. So are region.allow_overcommit and the server
- * section: checks and limits of each server, not properties of the pod. */
+ * section: checks and limits of each server, not properties of the pod.
+ * The mode and the dm section enter only with mode: dm, so that a cxl
+ * config keeps the digest it had before there were modes. */
 #include <stdio.h>
 #include <string.h>
 
@@ -110,6 +112,22 @@ static void put_workloads(uint64_t *h, const struct pod_config *c)
     }
 }
 
+/* The mode and where its memory nodes are (not written for mode: cxl). */
+static void put_dm(uint64_t *h, const struct pod_config *c)
+{
+    int n = c->dm.nmemnodes < 0 ? 0 : c->dm.nmemnodes > POD_MAX_MEMNODES ? POD_MAX_MEMNODES
+                                                                         : c->dm.nmemnodes;
+    put_field(h, "mode");
+    put_i64(h, (int64_t)c->mode);
+    put_field(h, "dm.pod");
+    put_str(h, c->dm.pod, sizeof c->dm.pod);
+    put_field(h, "dm.provider");
+    put_str(h, c->dm.provider, sizeof c->dm.provider);
+    put_field(h, "dm.memnodes");
+    put_i64(h, n);
+    for (int i = 0; i < n; i++) put_str(h, c->dm.memnodes[i], sizeof c->dm.memnodes[i]);
+}
+
 uint64_t pod_config_digest(const struct pod_config *c)
 {
     uint64_t h = FNV64_OFFSET;
@@ -181,5 +199,6 @@ uint64_t pod_config_digest(const struct pod_config *c)
     for (int i = 0; i < nmodules; i++) put_str(&h, c->modules[i], sizeof c->modules[i]);
 
     put_workloads(&h, c);
+    if (c->mode != POD_MODE_CXL) put_dm(&h, c);
     return avalanche(h);
 }

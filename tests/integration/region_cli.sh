@@ -23,6 +23,22 @@ json=$($BIN/poddb-region config --conf "$conf" --json)
 $BIN/poddb-region config --conf "$conf" | grep -q "^  1 .*$TMP/pod-1.sock" || fail "config (text)"
 [ ! -e "$region" ] || fail "config created the region"
 pass "config prints the parsed region and hosts"
+python3 -c 'import json,sys; sys.exit("mode" in json.loads(sys.argv[1]))' "$json" \
+  || fail "config: a cxl config's JSON has no mode"
+
+# mode: dm: the memory nodes instead of a region, which format refuses.
+json=$($BIN/poddb-region config --conf conf/dm.yaml --json)
+[ "$(json_get "$json" mode)" = dm ] || fail "config: mode in $json"
+[ "$(json_get "$json" dm.pod)" = dmpod ] || fail "config: dm.pod in $json"
+[ "$(json_get "$json" dm.provider)" = shm ] || fail "config: dm.provider in $json"
+[ "$(json_get "$json" dm.memnodes.0)" = /tmp/poddb-dm-mn0.sock ] || fail "config: dm.memnodes"
+[ "$(json_get "$json" hosts.1.loggers)" = 0 ] || fail "config: a dm host's loggers"
+$BIN/poddb-region config --conf conf/dm.yaml | grep -q "^mode    dm: pod dmpod, provider shm" \
+  || fail "config (text) of a dm config"
+run $BIN/poddb-region format --conf conf/dm.yaml
+[ $rc = 1 ] && grep -q "has mode: dm: its records live on the memory nodes" "$TMP/err" \
+  || fail "format of a dm config (rc $rc)"
+pass "config prints a dm config's memory nodes; format refuses it"
 
 $BIN/poddb-region format --conf "$conf" | grep -q "formatted region $region: generation 1" \
   || fail "format"

@@ -81,6 +81,24 @@ static uint64_t digest_of(const char *text) { return pod_config_digest(parse_ok(
     "  workers: 1\n"                                                                       \
     "  socket: /tmp/poddb-test-{host}.sock\n"                                              \
     "  log_dir: /tmp/poddb-test/log-{host}\n"
+/* A dm config: mode and dm on lines 1-5, hosts on 6-11, engine on 12-13. */
+#define DM_SECTION_OK                                                                      \
+    "mode: dm\n"                                                                           \
+    "dm:\n"                                                                                \
+    "  pod: dm-pod.1\n"                                                                    \
+    "  memnodes:\n"                                                                        \
+    "    - /tmp/poddb-test-mn0.sock\n"
+#define DM_HOSTS_OK                                                                        \
+    "host_defaults:\n"                                                                     \
+    "  workers: 1\n"                                                                       \
+    "  socket: /tmp/poddb-test-{host}.sock\n"                                              \
+    "hosts:\n"                                                                             \
+    "  - {}\n"                                                                             \
+    "  - {}\n"
+#define DM_ENGINE_OK                                                                       \
+    "engine:\n"                                                                            \
+    "  phantom_protection: false\n"
+#define DM_OK DM_SECTION_OK DM_HOSTS_OK DM_ENGINE_OK
 #define REPEAT4(s) s s s s
 #define REPEAT16(s) REPEAT4(REPEAT4(s))
 
@@ -152,6 +170,33 @@ START_TEST(test_bench_file)
     ck_assert_uint_eq(pod_ycsb_conf(&cfg)->tuples, 600000);
     ck_assert(pod_ycsb_conf(&cfg)->theta == 0.7);
     ck_assert_uint_eq(pod_smallbank_conf(&cfg)->accounts, 100000);
+}
+END_TEST
+
+START_TEST(test_dm_file)
+{
+    static struct pod_config cfg;
+    pod_err err = {{0}};
+    ck_assert_msg(pod_config_load(repo_file("conf/dm.yaml"), &cfg, &err) == 0, "%s", err.msg);
+    ck_assert_int_eq(cfg.mode, POD_MODE_DM);
+    ck_assert_str_eq(cfg.dm.pod, "dmpod");
+    ck_assert_str_eq(cfg.dm.provider, "shm");
+    ck_assert_int_eq(cfg.dm.nmemnodes, 1);
+    ck_assert_str_eq(cfg.dm.memnodes[0], "/tmp/poddb-dm-mn0.sock");
+    ck_assert_str_eq(cfg.region.path, "");
+    ck_assert_int_eq(cfg.nhosts, 2);
+    for (int i = 0; i < 2; i++) {
+        char want[64];
+        ck_assert_int_eq(cfg.hosts[i].loggers, 0);
+        ck_assert_int_eq(cfg.hosts[i].cpus[0], i);
+        snprintf(want, sizeof want, "/tmp/poddb-dm-%d.sock", i);
+        ck_assert_str_eq(cfg.hosts[i].socket_path, want);
+    }
+    ck_assert(!cfg.engine.phantom_protection);
+    ck_assert(!pod_tpcc_conf(&cfg)->enabled);
+    ck_assert(pod_ycsb_conf(&cfg)->enabled && pod_smallbank_conf(&cfg)->enabled);
+    ck_assert_uint_eq(pod_ycsb_conf(&cfg)->tuples, 20000);
+    ck_assert_uint_eq(pod_smallbank_conf(&cfg)->accounts, 10000);
 }
 END_TEST
 
@@ -484,6 +529,22 @@ static void replace_once(char *out, size_t outsz, const char *text, const char *
     snprintf(out, outsz, "%.*s%s%s", (int)(at - text), text, to, at + strlen(from));
 }
 
+struct text_change {
+    const char *from, *to;
+};
+
+/* Each change of base_text (one at a time) must change its digest. */
+static void expect_digest_sees(const char *base_text, const struct text_change *changes, size_t n)
+{
+    uint64_t base = digest_of(base_text);
+    char text[2048];
+    for (size_t i = 0; i < n; i++) {
+        replace_once(text, sizeof text, base_text, changes[i].from, changes[i].to);
+        ck_assert_msg(digest_of(text) != base, "changing '%s' to '%s' kept the digest",
+                      changes[i].from, changes[i].to);
+    }
+}
+
 START_TEST(test_digest_ignores_text_form)
 {
     uint64_t base = digest_of(DIGEST_BASE);
@@ -571,9 +632,7 @@ START_TEST(test_server_limits_between_keys)
 END_TEST
 
 /* Each change of one value must change the digest. */
-static const struct {
-    const char *from, *to;
-} digest_changes[] = {
+static const struct text_change digest_changes[] = {
     {"path: /dev/shm/poddb-test", "path: /dev/shm/poddb-tesT"},
     {"kind: shm", "kind: fsdax"},
     {"size: 1GiB", "size: 1TB"},
@@ -719,9 +778,7 @@ START_TEST(test_workloads_digest)
                                       "  tpcc:\n    warehouses: 4\n    items: 1000\n"
                                       "    customers_per_district: 90\n"
                                       "    remote_payment_pct: 15\n"));
-    static const struct {
-        const char *from, *to;
-    } changes[] = {
+    static const struct text_change changes[] = {
         {"warehouses: 4", "warehouses: 5"},
         {"items: 1000", "items: 1001"},
         {"customers_per_district: 90", "customers_per_district: 91"},
@@ -742,12 +799,132 @@ START_TEST(test_workloads_digest)
         {"accounts: 1000", "accounts: 1000, remote_pct: 1"},
         {"  smallbank: {accounts: 1000, hot_accounts: 40}\n", ""},
     };
-    char text[2048];
-    for (size_t i = 0; i < sizeof changes / sizeof changes[0]; i++) {
-        replace_once(text, sizeof text, WL_DIGEST_BASE, changes[i].from, changes[i].to);
-        ck_assert_msg(digest_of(text) != base, "changing '%s' to '%s' kept the digest",
-                      changes[i].from, changes[i].to);
+    expect_digest_sees(WL_DIGEST_BASE, changes, sizeof changes / sizeof changes[0]);
+}
+END_TEST
+
+/* ---- mode: dm ------------------------------------------------------------------------- */
+
+START_TEST(test_dm_every_field)
+{
+    /* The smallest: no region, no log_dir, loggers 0 and provider shm by default. */
+    const struct pod_config *c = parse_ok(DM_OK);
+    ck_assert_int_eq(c->mode, POD_MODE_DM);
+    ck_assert_str_eq(pod_mode_name(c->mode), "dm");
+    ck_assert_str_eq(c->dm.pod, "dm-pod.1");
+    ck_assert_str_eq(c->dm.provider, "shm");
+    ck_assert_int_eq(c->dm.nmemnodes, 1);
+    ck_assert_str_eq(c->dm.memnodes[0], "/tmp/poddb-test-mn0.sock");
+    ck_assert_str_eq(c->region.path, "");
+    ck_assert_uint_eq(c->region.size, 0);
+    ck_assert_int_eq(c->nhosts, 2);
+    for (int i = 0; i < 2; i++) {
+        ck_assert_int_eq(c->hosts[i].workers, 1);
+        ck_assert_int_eq(c->hosts[i].loggers, 0);
+        ck_assert_str_eq(c->hosts[i].log_dir, "");
     }
+    ck_assert_str_eq(c->hosts[1].socket_path, "/tmp/poddb-test-1.sock");
+    ck_assert(!c->engine.phantom_protection);
+
+    /* Every key: another provider, a relative socket taken from the file's
+     * directory, loggers 0 and log_dir written out (accepted, unused), the
+     * engine keys of mode: cxl accepted and ignored, workloads. */
+    static struct pod_config d;
+    pod_err err = {{0}};
+    const char *text =
+        "mode: 'dm'\n"
+        "dm:\n"
+        "  pod: Bank_2\n"
+        "  provider: tcp;ofi_rxm\n"
+        "  memnodes: [./run/mn0.sock]\n"
+        "host_defaults:\n"
+        "  workers: 2\n"
+        "  loggers: 0\n"
+        "  socket: /tmp/poddb-test-{host}.sock\n"
+        "  log_dir: /tmp/poddb-test/log-{host}\n"
+        "hosts:\n"
+        "  - {loggers: 0}\n"
+        "engine:\n"
+        "  phantom_protection: off\n"
+        "  coherence: hwcc-only\n"
+        "  moveout_threshold: 0.5\n"
+        "  moveback_rate: 10\n"
+        "  eviction: random\n"
+        "  shortcut_pointers: false\n"
+        "  dirty_tracking: false\n"
+        "  checkpoint_after: 0\n"
+        "workloads:\n"
+        "  smallbank: {accounts: 1000}\n";
+    ck_assert_msg(pod_config_parse("/no/such/dir/t.yaml", text, strlen(text), &d, &err) == 0,
+                  "%s", err.msg);
+    ck_assert_int_eq(d.mode, POD_MODE_DM);
+    ck_assert_str_eq(d.dm.pod, "Bank_2");
+    ck_assert_str_eq(d.dm.provider, "tcp;ofi_rxm");
+    ck_assert_str_eq(d.dm.memnodes[0], "/no/such/dir/run/mn0.sock");
+    ck_assert_int_eq(d.hosts[0].workers, 2);
+    ck_assert_int_eq(d.hosts[0].loggers, 0);
+    ck_assert_str_eq(d.hosts[0].log_dir, "/tmp/poddb-test/log-0");
+    ck_assert_int_eq(d.engine.coherence, POD_COH_HWCC_ONLY);
+    ck_assert(pod_smallbank_conf(&d)->enabled);
+
+    /* verbs is a valid name (whether this machine has an RDMA NIC is not the
+     * parser's business); mode: cxl written out is the default. */
+    c = parse_ok("mode: dm\ndm: {pod: p, provider: verbs;ofi_rxm, memnodes: [/m.sock]}\n"
+                 DM_HOSTS_OK DM_ENGINE_OK);
+    ck_assert_str_eq(c->dm.provider, "verbs;ofi_rxm");
+    c = parse_ok("mode: dm\ndm: {pod: " REPEAT4("abcdefghijklmno") "xyz, memnodes: [/m.sock]}\n"
+                 DM_HOSTS_OK DM_ENGINE_OK);
+    ck_assert_uint_eq(strlen(c->dm.pod), 63);
+    c = parse_ok("mode: cxl\n" REGION_OK HOSTS_OK);
+    ck_assert_int_eq(c->mode, POD_MODE_CXL);
+    ck_assert_str_eq(pod_mode_name(c->mode), "cxl");
+    ck_assert_int_eq(c->dm.nmemnodes, 0);
+    ck_assert_int_eq(parse_ok(REGION_OK HOSTS_OK)->mode, POD_MODE_CXL);
+    ck_assert_str_eq(pod_mode_name((enum pod_mode)7), "unknown");
+}
+END_TEST
+
+/* The digests of cxl configs as they were before there were modes: the mode
+ * and the dm section enter a digest only with mode: dm. */
+START_TEST(test_dm_digest)
+{
+    static const struct {
+        const char *file;
+        uint64_t digest;
+    } pinned[] = {
+        {"conf/pod.yaml", 0x97da98e20b26fb0fULL},
+        {"conf/bench.yaml", 0x299a23789cd0878bULL},
+        {"conf/numa-8host.yaml", 0x0970b6ad55f5e899ULL},
+    };
+    for (size_t i = 0; i < sizeof pinned / sizeof pinned[0]; i++) {
+        static struct pod_config cfg;
+        pod_err err = {{0}};
+        ck_assert_msg(pod_config_load(repo_file(pinned[i].file), &cfg, &err) == 0, "%s", err.msg);
+        ck_assert_msg(pod_config_digest(&cfg) == pinned[i].digest, "%s: digest %016llx changed",
+                      pinned[i].file, (unsigned long long)pod_config_digest(&cfg));
+    }
+    ck_assert_uint_eq(digest_of(DIGEST_BASE), 0xfb5857e7414df393ULL);
+    ck_assert_uint_eq(digest_of("mode: cxl\n" DIGEST_BASE), 0xfb5857e7414df393ULL);
+
+    uint64_t base = digest_of(DM_OK);
+    /* Key order, flow style and defaults written out do not change it. */
+    ck_assert_uint_eq(base, digest_of("engine: {phantom_protection: no}\n"
+                                      "dm: {memnodes: [/tmp/poddb-test-mn0.sock], provider: shm, "
+                                      "pod: dm-pod.1}\n"
+                                      "host_defaults: {workers: 1, loggers: 0, "
+                                      "socket: \"/tmp/poddb-test-{host}.sock\"}\n"
+                                      "hosts: [{}, {}]\n"
+                                      "mode: dm\n"));
+    ck_assert_uint_ne(base, 0);
+    static const struct text_change changes[] = {
+        {"pod: dm-pod.1", "pod: dm-pod.2"},
+        {"pod: dm-pod.1", "pod: dm-pod.1\n  provider: tcp;ofi_rxm"},
+        {"mn0.sock", "mn1.sock"},
+        {"  - {}\n  - {}\n", "  - {}\n"},
+        {"  workers: 1\n", "  workers: 2\n"},
+        {"  phantom_protection: false\n", "  phantom_protection: false\n  epoch_ms: 5\n"},
+    };
+    expect_digest_sees(DM_OK, changes, sizeof changes / sizeof changes[0]);
 }
 END_TEST
 
@@ -976,6 +1153,87 @@ static const struct bad_case {
     const char *text;
     const char *expected; /* the message after "t.yaml:" starts with this */
 } bad_cases[] = {
+    /* mode: dm */
+    {"unknown mode", "mode: cdl\n" REGION_OK HOSTS_OK,
+     "1:7: mode: unknown value 'cdl' (expected cxl (the default: a shared CXL region) or dm "
+     "(memory nodes))"},
+    {"mode in capitals", "mode: DM\n" DM_HOSTS_OK, "1:7: mode: unknown value 'DM'"},
+    {"dm section with the default mode", REGION_OK HOSTS_OK "dm:\n  pod: p\n",
+     "10:1: dm: only with mode: dm (expected mode: dm, or no dm section: the mode is cxl, the "
+     "default)"},
+    {"dm section with mode: cxl", "mode: cxl\n" REGION_OK HOSTS_OK "dm: {pod: p}\n",
+     "11:1: dm: only with mode: dm (expected mode: dm, or no dm section: the mode is cxl)"},
+    {"no dm section", "mode: dm\n" DM_HOSTS_OK DM_ENGINE_OK,
+     "1:1: dm: missing required key (expected a mapping with the memory nodes' pod, provider "
+     "and memnodes, required with mode: dm)"},
+    {"region with mode: dm", DM_OK REGION_OK,
+     "14:1: region: not used with mode: dm: the records live on the memory nodes (expected no "
+     "region section, or mode: cxl)"},
+    {"no region with mode: cxl", "mode: cxl\n" HOSTS_OK, "1:1: region: missing required key"},
+    {"dm is a scalar", "mode: dm\ndm: yes\n" DM_HOSTS_OK DM_ENGINE_OK,
+     "2:5: dm: is a scalar (expected a mapping with keys: pod, provider, memnodes)"},
+    {"misspelt dm key", "mode: dm\ndm:\n  pod: p\n  memnode: [/m.sock]\n" DM_HOSTS_OK,
+     "4:3: dm.memnode: unknown key (expected one of: pod, provider, memnodes)"},
+    {"no pod", "mode: dm\ndm:\n  memnodes: [/m.sock]\n" DM_HOSTS_OK DM_ENGINE_OK,
+     "3:3: dm.pod: missing required key (expected the pod name the memory nodes serve "
+     "(poddb-memnode --pod): 1..63 letters, digits, '_', '.' or '-')"},
+    {"pod name with a space", "mode: dm\ndm:\n  pod: 'my pod'\n  memnodes: [/m.sock]\n"
+     DM_HOSTS_OK DM_ENGINE_OK,
+     "3:8: dm.pod: 'my pod' is not a valid name (expected the pod name the memory nodes serve"},
+    {"pod name of 64 characters", "mode: dm\ndm:\n  pod: " REPEAT16("abcd") "\n"
+     "  memnodes: [/m.sock]\n" DM_HOSTS_OK DM_ENGINE_OK,
+     "3:8: dm.pod: 'abcdabcdabcdabcdabcdabcdabcdabcdabcdabcd...' is not a valid name"},
+    {"unknown provider", "mode: dm\ndm:\n  pod: p\n  provider: verbs\n  memnodes: [/m.sock]\n"
+     DM_HOSTS_OK DM_ENGINE_OK,
+     "4:13: dm.provider: unknown value 'verbs' (expected one of: shm, tcp;ofi_rxm, verbs;ofi_rxm "
+     "(the default is shm; verbs needs an RDMA NIC))"},
+    {"no memnodes", "mode: dm\ndm:\n  pod: p\n" DM_HOSTS_OK DM_ENGINE_OK,
+     "3:3: dm.memnodes: missing required key (expected a sequence of one memory node's "
+     "bootstrap socket path"},
+    {"no memory node", "mode: dm\ndm:\n  pod: p\n  memnodes: []\n" DM_HOSTS_OK DM_ENGINE_OK,
+     "4:13: dm.memnodes: is empty (expected a sequence of one memory node's bootstrap socket "
+     "path"},
+    {"memnodes is a scalar", "mode: dm\ndm:\n  pod: p\n  memnodes: /m.sock\n" DM_HOSTS_OK,
+     "4:13: dm.memnodes: is a scalar (expected a sequence"},
+    {"two memory nodes",
+     "mode: dm\ndm:\n  pod: p\n  memnodes:\n    - /a.sock\n    - /b.sock\n" DM_HOSTS_OK,
+     "6:7: dm.memnodes: 2 entries, but this version serves one memory node per pod (expected "
+     "one entry; several memory nodes are planned)"},
+    {"memory node with {host}", "mode: dm\ndm:\n  pod: p\n  memnodes: ['/m-{host}.sock']\n"
+     DM_HOSTS_OK,
+     "4:14: dm.memnodes[0]: {host} is only replaced in a host's socket, log_dir and "
+     "tcp_token_file (expected a memory node's bootstrap socket path"},
+    {"memory node's socket path too long",
+     "mode: dm\ndm:\n  pod: p\n  memnodes:\n    - /" REPEAT16("aaaaaaa") "\n" DM_HOSTS_OK,
+     "5:7: dm.memnodes[0]: is 113 bytes long (expected at most 107: the size of sun_path)"},
+    {"a host that logs with mode: dm", DM_SECTION_OK
+     "host_defaults:\n  workers: 1\n  socket: /tmp/poddb-test-{host}.sock\n"
+     "hosts:\n  - {}\n  - loggers: 1\n" DM_ENGINE_OK,
+     "11:14: hosts[1].loggers: is 1 but mode: dm does not log yet (expected 0: set loggers: 0, "
+     "or leave it out: with mode: dm it defaults to 0)"},
+    {"loggers in host_defaults with mode: dm", DM_SECTION_OK
+     "host_defaults:\n  workers: 1\n  loggers: 2\n  socket: /tmp/poddb-test-{host}.sock\n"
+     "hosts:\n  - {loggers: 0}\n" DM_ENGINE_OK,
+     "8:12: host_defaults.loggers: is 2 but mode: dm does not log yet (expected 0: set "
+     "loggers: 0"},
+    {"phantom protection by default, no engine", DM_SECTION_OK DM_HOSTS_OK,
+     "1:1: engine.phantom_protection: is true by default with mode: dm: the memory nodes' index "
+     "is a hash, so next-key locking cannot run (expected engine.phantom_protection: false, "
+     "written in the file; scans then neither see nor block concurrent inserts)"},
+    {"phantom protection by default, empty engine", DM_SECTION_OK DM_HOSTS_OK "engine: ~\n",
+     "12:9: engine.phantom_protection: is true by default with mode: dm"},
+    {"phantom protection by default", DM_SECTION_OK DM_HOSTS_OK "engine:\n  epoch_ms: 5\n",
+     "13:3: engine.phantom_protection: is true by default with mode: dm: the memory nodes' "
+     "index is a hash"},
+    {"phantom protection on with mode: dm", DM_SECTION_OK DM_HOSTS_OK
+     "engine:\n  phantom_protection: yes\n",
+     "13:23: engine.phantom_protection: is true with mode: dm: the memory nodes' index is a "
+     "hash, so next-key locking cannot run (expected engine.phantom_protection: false"},
+    {"duplicate log_dir with mode: dm", DM_SECTION_OK
+     "host_defaults:\n  workers: 1\n  socket: /tmp/poddb-test-{host}.sock\n  log_dir: /tmp/same\n"
+     "hosts:\n  - {}\n  - {}\n" DM_ENGINE_OK,
+     "9:12: hosts[1].log_dir: '/tmp/same' is also the log_dir of hosts[0]"},
+
     /* misspelt keys */
     {"misspelt region key",
      "region:\n  path: /dev/shm/poddb-test\n  kind: shm\n  size: 1GiB\n  hwcc_budgt: 64MiB\n"
@@ -984,7 +1242,7 @@ static const struct bad_case {
      "numa_node, simulate_noncoherent, allow_overcommit)"},
     {"misspelt section", REGION_OK HOSTS_OK "engnie:\n  epoch_ms: 5\n",
      "10:1: engnie: unknown key (expected one of: region, hosts, host_defaults, engine, server, "
-     "tables, modules, workloads)"},
+     "tables, modules, workloads, mode, dm)"},
     {"misspelt host key",
      REGION_OK "hosts:\n  - workers: 2\n    sockt: /tmp/s\n    log_dir: /tmp/l\n",
      "8:5: hosts[0].sockt: unknown key (expected one of: workers, loggers, cpus, socket, "
@@ -1110,7 +1368,7 @@ static const struct bad_case {
      "11:13: hosts[0].socket: is a mapping"},
     {"non-scalar key", REGION_OK HOSTS_OK "? [a, b]\n: c\n",
      "10:3: a key is a sequence (expected a name, one of: region, hosts, host_defaults, "
-     "engine, server, tables, modules, workloads)"},
+     "engine, server, tables, modules, workloads, mode, dm)"},
 
     /* workloads */
     {"unknown workload", REGION_OK HOSTS_OK "workloads:\n  tpc-c: {}\n",
@@ -1321,7 +1579,8 @@ static const struct bad_case {
 
     /* YAML itself */
     {"empty text", "", "1:1: the configuration is empty (expected a mapping with sections: "
-                       "region, hosts, host_defaults, engine, server, tables, modules, workloads)"},
+                       "region, hosts, host_defaults, engine, server, tables, modules, workloads, "
+                       "mode, dm)"},
     {"only comments", "# nothing here\n\n   \n", "1:1: the configuration is empty"},
     {"null document", "---\n~\n", "2:1: the configuration is empty"},
     {"top level sequence", "- region\n- hosts\n", "1:1: the top level is a sequence"},
@@ -1408,7 +1667,7 @@ START_TEST(test_raw_nul_byte)
     ck_assert_int_eq(pod_config_parse("t.yaml", NULL, 0, &cfg, &err), -1);
     ck_assert_str_eq(err.msg, "t.yaml:1:1: the configuration is empty (expected a mapping with "
                               "sections: region, hosts, host_defaults, engine, server, "
-                              "tables, modules, workloads)");
+                              "tables, modules, workloads, mode, dm)");
     expect_error("", "1:1: the configuration is empty");
     ck_assert_int_eq(pod_config_parse("t.yaml", "a: 1", 4, &cfg, NULL), -1); /* err may be NULL */
 }
@@ -1433,7 +1692,8 @@ static void check_outcome(int rc, const struct pod_config *cfg, const pod_err *e
 {
     if (rc == 0) {
         ck_assert(cfg->nhosts >= 1 && cfg->nhosts <= POD_MAX_HOSTS);
-        ck_assert(cfg->region.hwcc_budget < cfg->region.size);
+        if (cfg->mode == POD_MODE_DM) ck_assert_int_eq(cfg->dm.nmemnodes, 1);
+        else ck_assert(cfg->region.hwcc_budget < cfg->region.size);
         for (int i = 0; i < cfg->nhosts; i++)
             ck_assert(cfg->hosts[i].workers >= 1 && cfg->hosts[i].workers <= POD_MAX_WORKERS);
     } else {
@@ -1444,13 +1704,16 @@ static void check_outcome(int rc, const struct pod_config *cfg, const pod_err *e
 
 START_TEST(test_truncated_files_never_crash)
 {
-    size_t len;
-    const char *text = read_whole(repo_file("conf/pod.yaml"), &len);
-    for (size_t cut = 0; cut <= len; cut++) {
-        struct pod_config cfg;
-        pod_err err = {{0}};
-        int rc = pod_config_parse("f.yaml", text, cut, &cfg, &err);
-        check_outcome(rc, &cfg, &err);
+    static const char *const files[] = {"conf/pod.yaml", "conf/dm.yaml"};
+    for (size_t f = 0; f < sizeof files / sizeof files[0]; f++) {
+        size_t len;
+        const char *text = read_whole(repo_file(files[f]), &len);
+        for (size_t cut = 0; cut <= len; cut++) {
+            struct pod_config cfg;
+            pod_err err = {{0}};
+            int rc = pod_config_parse("f.yaml", text, cut, &cfg, &err);
+            check_outcome(rc, &cfg, &err);
+        }
     }
 }
 END_TEST
@@ -1493,6 +1756,7 @@ static Suite *config_suite(void)
     tcase_add_test(files, test_numa_8host_file);
     tcase_add_test(files, test_devdax_file);
     tcase_add_test(files, test_bench_file);
+    tcase_add_test(files, test_dm_file);
     tcase_add_test(files, test_load_file_with_misspelt_key);
     tcase_add_test(files, test_load_file_with_duplicate_socket);
     tcase_add_test(files, test_load_minimal_file_defaults);
@@ -1510,6 +1774,7 @@ static Suite *config_suite(void)
     tcase_add_test(good, test_workloads_every_key);
     tcase_add_test(good, test_workloads_defaults);
     tcase_add_test(good, test_server_limits_between_keys);
+    tcase_add_test(good, test_dm_every_field);
 
     TCase *modules = tu_tcase(s, "module paths", 0);
     tcase_add_test(modules, test_module_paths_from_config_dir);
@@ -1520,6 +1785,7 @@ static Suite *config_suite(void)
     TCase *digest = tu_tcase(s, "digest", 0);
     tcase_add_test(digest, test_digest_ignores_text_form);
     tcase_add_test(digest, test_workloads_digest);
+    tcase_add_test(digest, test_dm_digest);
     tcase_add_loop_test(digest, test_digest_sees_every_field, 0,
                         (int)(sizeof digest_changes / sizeof digest_changes[0]));
 
