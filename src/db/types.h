@@ -56,7 +56,9 @@ struct pod_db_options {
     int max_retries;           /* attempts per call; 0 = default (100000) */
     uint64_t retry_timeout_ms; /* a call stops retrying after this long; 0 = no limit */
     enum pod_store_kind store;
-    struct record_store *given_store; /* POD_STORE_GIVEN: the caller's, destroyed with the db */
+    /* POD_STORE_GIVEN: the caller's; the database owns it from the call on
+     * (destroyed with it, or at once when pod_db_new fails) */
+    struct record_store *given_store;
 };
 
 struct pod_worker;
@@ -103,7 +105,7 @@ struct pod_db {
     int nrunning;
     struct pod_host *pod;      /* in a pod of several hosts (src/pod/pod.h), else NULL */
     const struct cc_ops *cc;   /* the concurrency control (src/txn/cc.h) */
-    struct record_store *store; /* POD_STORE_ARRAY's records, else NULL */
+    struct record_store *store; /* rs-2pl's records (ARRAY, GIVEN), else NULL */
     struct pod_db_hooks hooks;
 };
 

@@ -87,18 +87,28 @@ static void worker_free(struct pod_worker *w)
     free(w);
 }
 
+/* A given store belongs to the database from pod_db_new on. */
+static pod_db *refuse(const struct pod_db_options *o)
+{
+    if (o->store == POD_STORE_GIVEN && o->given_store) o->given_store->ops->destroy(o->given_store);
+    return NULL;
+}
+
 pod_db *pod_db_new(const struct pod_db_options *o, char *err, size_t errlen)
 {
     if (o->nworkers < 1 || o->nworkers > POD_MAX_WORKERS) {
         snprintf(err, errlen, "nworkers %d is out of range (1..%d)", o->nworkers, POD_MAX_WORKERS);
-        return NULL;
+        return refuse(o);
     }
     if (o->nhosts < 1 || o->host_id < 0 || o->host_id >= o->nhosts) {
         snprintf(err, errlen, "host %d of %d hosts is out of range", o->host_id, o->nhosts);
-        return NULL;
+        return refuse(o);
     }
     pod_db *db = calloc(1, sizeof *db);
-    if (!db) goto nomem;
+    if (!db) {
+        snprintf(err, errlen, "out of memory creating the database");
+        return refuse(o);
+    }
     db->opt = *o;
     if (db->opt.max_retries <= 0) db->opt.max_retries = DEFAULT_MAX_RETRIES;
     if (db->opt.no_locking) db->opt.phantom_protection = false; /* no locks, no gap locks */

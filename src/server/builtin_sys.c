@@ -163,13 +163,21 @@ static int sys_config(pod_txn *tx, const pod_args *a, pod_result *res, void *ctx
     int row = 0;
     kv_row(res, &row, "source", "%s", c->source);
     kv_row(res, &row, "digest", "%016llx", (unsigned long long)pod_config_digest(c));
-    kv_row(res, &row, "region.path", "%s", c->region.path);
-    kv_row(res, &row, "region.kind", "%s", pod_region_kind_name(c->region.kind));
-    kv_u64(res, &row, "region.size", c->region.size);
-    kv_u64(res, &row, "region.hwcc_budget", c->region.hwcc_budget);
-    kv_row(res, &row, "region.numa_node", "%d", c->region.numa_node);
-    kv_bool(res, &row, "region.simulate_noncoherent", c->region.simulate_noncoherent);
-    kv_bool(res, &row, "region.allow_overcommit", c->region.allow_overcommit);
+    kv_row(res, &row, "mode", "%s", c->mode == POD_MODE_DM ? "dm" : "cxl");
+    if (c->mode == POD_MODE_DM) {
+        kv_row(res, &row, "dm.pod", "%s", c->dm.pod);
+        kv_row(res, &row, "dm.provider", "%s", c->dm.provider);
+        for (int i = 0; i < c->dm.nmemnodes; i++)
+            kv_row(res, &row, "dm.memnode", "%s", c->dm.memnodes[i]);
+    } else {
+        kv_row(res, &row, "region.path", "%s", c->region.path);
+        kv_row(res, &row, "region.kind", "%s", pod_region_kind_name(c->region.kind));
+        kv_u64(res, &row, "region.size", c->region.size);
+        kv_u64(res, &row, "region.hwcc_budget", c->region.hwcc_budget);
+        kv_row(res, &row, "region.numa_node", "%d", c->region.numa_node);
+        kv_bool(res, &row, "region.simulate_noncoherent", c->region.simulate_noncoherent);
+        kv_bool(res, &row, "region.allow_overcommit", c->region.allow_overcommit);
+    }
     kv_row(res, &row, "hosts", "%d", c->nhosts);
     kv_row(res, &row, "host", "%d", si->host);
     const struct pod_host_conf *h = &c->hosts[si->host];

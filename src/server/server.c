@@ -72,6 +72,7 @@
 #include "pod/pod.h"
 #include "server/startcheck.h"
 #include "server/token.h"
+#include "store/dm_store.h"
 #include "txn/txn.h"
 #include "storage/row_slab.h"
 #include "util/log.h"
@@ -1613,6 +1614,13 @@ static int build_db(struct pod_server *s, pod_err *err)
                                .no_locking = !c->engine.locking,
                                .max_retries = (int)c->engine.max_retries,
                                .retry_timeout_ms = c->engine.retry_timeout_ms};
+    if (c->mode == POD_MODE_DM) { /* rs-2pl over the memory node's records */
+        o.store = POD_STORE_GIVEN;
+        if (!(o.given_store = rs_dm_open(c->dm.memnodes[0], c->dm.provider, c->dm.pod, err)))
+            return -1;
+        pod_info("compute node of pod \"%s\": records on memory node %s over %s", c->dm.pod,
+                 c->dm.memnodes[0], c->dm.provider);
+    }
     if (!(s->db = pod_db_new(&o, msg, sizeof msg)) || pod_builtin_sys_init(s->db, msg, sizeof msg) ||
         pod_builtin_kv_init(s->db, c, msg, sizeof msg) || pod_modules_load(s->db, c, msg, sizeof msg) ||
         (s->job &&
@@ -1736,7 +1744,7 @@ static void run_loop(struct pod_server *s)
                     pod_info("signal %u: shutting down (finishing calls in progress)", si.ssi_signo);
                     stopping = true;
                     stop_deadline = pod_real_ns() + SHUTDOWN_GRACE_MS * 1000000ull;
-                    cxl_region_set_state(s->region, CXL_HOST_STOPPING);
+                    if (s->region) cxl_region_set_state(s->region, CXL_HOST_STOPPING);
                     /* Stop accepting and reading: nothing new starts. */
                     epoll_ctl(s->epfd, EPOLL_CTL_DEL, s->unix_fd, NULL);
                     close(s->unix_fd);
@@ -1805,6 +1813,19 @@ static void use_huge_pages(const struct pod_host_conf *hc)
         pod_info("huge_pages: large tables' rows on transparent huge pages");
 }
 
+/* One queue of held replies per worker. */
+static int held_queues_new(struct pod_server *s, pod_err *err)
+{
+    int n = s->db->opt.nworkers;
+    if (!(s->held = aligned_alloc(64, (size_t)n * sizeof *s->held))) {
+        pod_err_set(err, "out of memory");
+        return -1;
+    }
+    memset(s->held, 0, (size_t)n * sizeof *s->held);
+    for (int i = 0; i < n; i++) pthread_mutex_init(&s->held[i].lock, NULL);
+    return 0;
+}
+
 /* The durability layer: recover what the log directory holds, then start
  * epochs, loggers and checkpoints. */
 static int start_log(struct pod_server *s, pod_err *err)
@@ -1818,13 +1839,6 @@ static int start_log(struct pod_server *s, pod_err *err)
                                   .allow_empty_log = s->flags.allow_empty_log};
     if (!(s->log = log_host_open(&lo, err))) return -1;
     if (log_host_recover(s->log, &s->info.recovery, err)) return -1;
-    s->held = aligned_alloc(64, (size_t)hc->workers * sizeof *s->held);
-    if (!s->held) {
-        pod_err_set(err, "out of memory");
-        return -1;
-    }
-    memset(s->held, 0, (size_t)hc->workers * sizeof *s->held);
-    for (int i = 0; i < hc->workers; i++) pthread_mutex_init(&s->held[i].lock, NULL);
     s->hold_replies = log_host_logging(s->log) && !c->engine.reply_before_durable;
     if (log_host_start(s->log, on_durable, s, err)) return -1;
     if (!log_host_logging(s->log))
@@ -1912,19 +1926,26 @@ int pod_server_main(const struct pod_config *c, int host, const struct pod_serve
     if (pod_auth_load(&s->auth, c, host, &err) || pod_start_check(c, host, &undo, &err) ||
         build_db(s, &err))
         goto out;
-    s->region = cxl_region_open(c, host, CXL_OPEN_CREATE | CXL_OPEN_HEARTBEAT, &err);
-    if (!s->region) goto out;
-    pod_info("attached to region %s as host %d (generation %llu%s)", c->region.path, host,
-             (unsigned long long)s->region->sb->generation,
-             s->region->formatted_now ? ", formatted it" : "");
-    /* Every table exists: join the pod (other hosts reach our partitions
-     * through CXL memory from now on). */
-    if (c->nhosts > 1 && !(s->pod = pod_host_attach(s->db, s->region, c, &err))) goto out;
+    if (c->mode == POD_MODE_CXL) {
+        s->region = cxl_region_open(c, host, CXL_OPEN_CREATE | CXL_OPEN_HEARTBEAT, &err);
+        if (!s->region) goto out;
+        pod_info("attached to region %s as host %d (generation %llu%s)", c->region.path, host,
+                 (unsigned long long)s->region->sb->generation,
+                 s->region->formatted_now ? ", formatted it" : "");
+        /* Every table exists: join the pod (other hosts reach our partitions
+         * through CXL memory from now on). */
+        if (c->nhosts > 1 && !(s->pod = pod_host_attach(s->db, s->region, c, &err))) goto out;
+    }
     if ((s->durable_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC)) < 0) {
         pod_err_set(&err, "eventfd: %s", strerror(errno));
         goto out;
     }
-    if (start_log(s, &err)) goto out;
+    if (held_queues_new(s, &err)) goto out;
+    if (c->mode == POD_MODE_CXL && start_log(s, &err)) goto out;
+    if (c->mode == POD_MODE_DM)
+        pod_warn("mode: dm has no log and no replication yet: committed transactions live only "
+                 "in the memory node's memory (a memory node that stops loses them), and "
+                 "replies go out at commit");
     if ((s->epfd = epoll_create1(EPOLL_CLOEXEC)) < 0 ||
         (s->evfd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC)) < 0 ||
         (s->sigfd = signalfd(-1, &mask, SFD_NONBLOCK | SFD_CLOEXEC)) < 0) {
@@ -1946,7 +1967,7 @@ int pod_server_main(const struct pod_config *c, int host, const struct pod_serve
     if (s->job_state && s->job->started) s->job->started(s->job_state);
     if (c->engine.slow_call_ms && !(s->watchdog = pod_watchdog_start(s->db, c->engine.slow_call_ms, &err)))
         pod_warn("%s; slow calls are not reported", err.msg);
-    cxl_region_set_state(s->region, CXL_HOST_RUNNING);
+    if (s->region) cxl_region_set_state(s->region, CXL_HOST_RUNNING);
     pod_info("serving on %s%s%s with %d worker%s", hc->socket_path, hc->tcp_port ? " and tcp " : "",
              hc->tcp_port ? "127.0.0.1" : "", hc->workers, hc->workers == 1 ? "" : "s");
     if (hc->tcp_port)

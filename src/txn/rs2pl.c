@@ -674,7 +674,7 @@ static int scan_walked(struct scan *s, bool backward)
         free(w.keys);
         return nomem(x, "a scan");
     }
-    qsort_r(w.keys, w.n, t->key_size, key_cmp, &w.key_size);
+    if (w.n) qsort_r(w.keys, w.n, t->key_size, key_cmp, &w.key_size);
     rc = POD_OK;
     for (size_t i = 0; i < w.n; i++) {
         const unsigned char *key = w.keys + (backward ? w.n - 1 - i : i) * t->key_size;

@@ -1,0 +1,127 @@
+# The disaggregated-memory mode end to end: a real poddb-memnode and two
+# poddb-server compute nodes (mode: dm) on each provider (shm, tcp;ofi_rxm).
+# A kv row written through one compute node is read through the other (the
+# records live on the memory node); poddb-bench loads SmallBank (and YCSB on
+# shm), runs it on both compute nodes with --check (the audit scans walk the
+# memory node's hash index), and every process stops cleanly. Bad input is
+# refused with a clear message and nothing running is harmed: a compute node
+# of another pod, a memory node that is not there, a config that asks for
+# next-key locking.
+source tests/lib.sh
+source tests/bench-pod.sh
+
+MEMNODE="$BIN/poddb-memnode"
+
+# dm_conf PROVIDER POD: a 2-host dm config in $TMP/dm.yaml.
+dm_conf() {
+  cat >"$TMP/dm.yaml" <<EOF
+mode: dm
+dm:
+  pod: $2
+  provider: "$1"
+  memnodes:
+    - $TMP/mn.sock
+host_defaults:
+  workers: 1
+  socket: $TMP/cn-{host}.sock
+hosts:
+  - {}
+  - {}
+tables:
+  - name: kv
+    key_size: 16
+    value_size: 64
+engine:
+  phantom_protection: false
+workloads:
+  smallbank: {accounts: 2000}
+  ycsb: {tuples: 2000, theta: 0.7}
+EOF
+  echo "$TMP/dm.yaml"
+}
+
+start_memnode() {
+  "$MEMNODE" --socket "$TMP/mn.sock" --pod dmtest --pool-size 64MiB --provider "$1" \
+    >"$TMP/mn.log" 2>&1 &
+  MN_PID=$!
+  on_exit "kill -KILL $MN_PID"
+  for _ in $(seq 1 300); do [ -S "$TMP/mn.sock" ] && return 0; sleep 0.05; done
+  cat "$TMP/mn.log" >&2
+  fail "the memory node did not come up"
+}
+
+stop_memnode() {
+  kill -TERM "$MN_PID"
+  local st=0
+  wait "$MN_PID" || st=$?
+  [ $st = 0 ] || { cat "$TMP/mn.log" >&2; fail "memory node: exit status $st"; }
+}
+
+# expect_dm_run WHAT: the last poddb-bench run exited 0 with --check passed
+# and no errors.
+expect_dm_run() {
+  [ "$rc" = 0 ] || fail "$1: exit $rc: $(cat "$TMP/bench.err") $(cat "$TMP/bench.json")"
+  [ "$(jget check)" = passed ] || fail "$1: check $(jget check): $(jget check_report)"
+  python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); sys.exit(sum(d["errors"].values()) != 0)' \
+    "$TMP/bench.json" || fail "$1: errors: $(cat "$TMP/bench.json")"
+}
+
+for provider in shm "tcp;ofi_rxm"; do
+  conf=$(dm_conf "$provider" dmtest)
+  start_memnode "$provider"
+  start_pod "$conf"
+  grep -q 'mode: dm has no log' "$TMP/host0.log" || fail "host 0 did not say that nothing is logged"
+  "$CLI" --conf "$conf" --host 0 call sys.config | grep -q "^mode	dm$" || fail "sys.config: mode"
+
+  # One row, written through host 0, read through host 1.
+  "$CLI" --conf "$conf" --host 0 call kv.put kv shared "from host 0" >/dev/null
+  [ "$("$CLI" --conf "$conf" --host 1 call kv.get kv shared)" = "from host 0" ] ||
+    fail "$provider: host 1 does not see host 0's row"
+  pass "$provider: a row written on one compute node is read on the other"
+
+  bench --conf "$conf" --workload smallbank --duration 2 --warmup 0.3 --check
+  expect_dm_run "$provider: smallbank"
+  grep -q 'balance rows: 4000 (expected 4000)' "$TMP/bench.json" || fail "rows: $(jget check_report)"
+  pass "$provider: smallbank on 2 compute nodes, $(jget committed_per_s) committed/s, check passed"
+  if [ "$provider" = shm ]; then
+    bench --conf "$conf" --workload ycsb --duration 2 --warmup 0.3 --check --read-pct 50
+    expect_dm_run "$provider: ycsb"
+    pass "$provider: ycsb 50/50 on 2 compute nodes, $(jget committed_per_s) committed/s, check passed"
+  fi
+  stop_pod
+  stop_memnode
+  rm -f "$TMP/mn.sock"
+done
+
+# A compute node of another pod is refused by the memory node, clearly.
+start_memnode shm
+conf=$(dm_conf shm otherpod)
+set +e
+"$BIN/poddb-server" --conf "$conf" --host 0 >"$TMP/refused.log" 2>&1
+rc=$?
+set -e
+[ $rc != 0 ] && grep -q 'belongs to pod "dmtest", not to pod "otherpod"' "$TMP/refused.log" ||
+  fail "another pod's compute node: exit $rc: $(cat "$TMP/refused.log")"
+[ ! -e "$TMP/cn-0.sock" ] || fail "a refused compute node left its socket"
+stop_memnode
+pass "a compute node of another pod is refused"
+
+# No memory node at the configured socket.
+conf=$(dm_conf shm dmtest)
+set +e
+"$BIN/poddb-server" --conf "$conf" --host 0 >"$TMP/refused.log" 2>&1
+rc=$?
+set -e
+[ $rc != 0 ] && grep -q "$TMP/mn.sock" "$TMP/refused.log" ||
+  fail "no memory node: exit $rc: $(cat "$TMP/refused.log")"
+pass "a compute node without its memory node is refused, naming the socket"
+
+# Next-key locking cannot run on the memory node's hash index.
+sed -i 's/phantom_protection: false/phantom_protection: true/' "$conf"
+set +e
+"$BIN/poddb-server" --conf "$conf" --host 0 >"$TMP/refused.log" 2>&1
+rc=$?
+set -e
+[ $rc != 0 ] && grep -q 'phantom_protection' "$TMP/refused.log" ||
+  fail "phantom_protection in dm mode: exit $rc: $(cat "$TMP/refused.log")"
+pass "phantom_protection: true is refused in dm mode"
