@@ -588,24 +588,27 @@ static void print_table(const struct outcome *x)
            (double)hist_quantile(&r->lat, 0.9) / 1e3, (double)hist_quantile(&r->lat, 0.99) / 1e3,
            r->lat.n ? (double)r->lat.max / 1e3 : 0.0);
     printf("remote calls  %" PRIu64 " (%" PRIu64 " committed)\n", m->remote_calls, m->remote_commits);
-    /* sys.stats has no pod rows on a pod of one host (nothing moves there). */
+    /* sys.stats has no pod rows on a pod of one host (nothing moves there),
+     * nor on compute nodes (mode: dm: nothing moves, no CXL memory). */
+    const char *no_pod = x->conf->mode == POD_MODE_DM ? "mode dm: records stay on the memory node"
+                                                      : "one-host pod";
     if (x->moved_known)
         printf("moved/s       in %.1f  out %.1f tuples (into / out of CXL memory, all hosts)\n",
                x->moved_in_s, x->moved_out_s);
     else
-        printf("moved/s       in n/a  out n/a (a host reports no pod counters: one-host pod)\n");
+        printf("moved/s       in n/a  out n/a (a host reports no pod counters: %s)\n", no_pod);
     if (x->waits_known)
         printf("reply waits   %.0f/s, mean %.1f us, %.1f%% over 128 us (for other hosts' "
                "replies, all hosts)\n",
                x->waits_s, x->wait_us_mean, 100.0 * x->waits_long_share);
     else
-        printf("reply waits   n/a (a host reports no pod counters: one-host pod)\n");
+        printf("reply waits   n/a (a host reports no pod counters: %s)\n", no_pod);
     if (x->hwcc_known)
         printf("HWcc use      %.1f MiB of %.1f MiB (%.1f%%) at the end, all hosts' quotas\n",
                (double)x->hwcc_used / 1048576.0, (double)x->hwcc_quota / 1048576.0,
                x->hwcc_quota ? 100.0 * (double)x->hwcc_used / (double)x->hwcc_quota : 0.0);
     else
-        printf("HWcc use      n/a (a host reports no pod counters: one-host pod)\n");
+        printf("HWcc use      n/a (a host reports no pod counters: %s)\n", no_pod);
     printf("per type      %-28s %12s %10s %10s\n", "", "committed/s", "aborts/s", "errors/s");
     for (int t = 0; t < bench_ntypes(x->wl); t++)
         printf("              %-28s %12.0f %10.1f %10.1f\n", bench_type_name(x->wl, t),
