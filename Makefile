@@ -141,9 +141,10 @@ test: deps
 # The server's threads are checked by running its integration test against
 # ThreadSanitizer builds of the programs, and the benchmark scripts (the
 # workers' bench jobs next to their socket queue) the same way.
-# test_pod_mp: the pod's servers (owner handlers, move-out, remote transactions) under TSan.
-TSAN_SERVER_TESTS := test_server test_pod_mp test_liveness_mp test_server_limits
-TSAN_SCRIPTS := $(wildcard tests/integration/bench_*.sh)
+# test_pod_mp: the pod's servers (owner handlers, move-out, remote transactions) under TSan;
+# test_dm_store_mp and dm_pod.sh: the memory node and compute nodes' workers on the dm store.
+TSAN_SERVER_TESTS := test_server test_pod_mp test_liveness_mp test_server_limits test_dm_store_mp
+TSAN_SCRIPTS := $(wildcard tests/integration/bench_*.sh) tests/integration/dm_pod.sh
 TSAN_BINS := $(patsubst tools/%.c,build/tsan/bin/%,$(BIN_SRCS))
 tsan: deps
 	@$(MAKE) --no-print-directory $(patsubst %,build/test/tsan/%,$(TSAN_TESTS) $(TSAN_SERVER_TESTS)) $(TSAN_BINS) $(TEST_MODULES)
