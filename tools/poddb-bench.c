@@ -515,6 +515,10 @@ struct outcome {
      * wait, share of waits over 128 us (all hosts; docs/pod.md) */
     double waits_s, wait_us_mean, waits_long_share;
     int64_t hwcc_used, hwcc_quota;
+    /* the compute nodes' record stores (mode: dm), per transaction committed in
+     * the window: READ, WRITE, CAS, FAA, round trips */
+    bool store_known;
+    double store_per_txn[5];
     /* --check */
     const char *check;        /* "passed", "FAILED", "not run" */
     char check_text[4096];
@@ -609,6 +613,11 @@ static void print_table(const struct outcome *x)
                x->hwcc_quota ? 100.0 * (double)x->hwcc_used / (double)x->hwcc_quota : 0.0);
     else
         printf("HWcc use      n/a (a host reports no pod counters: %s)\n", no_pod);
+    if (x->store_known)
+        printf("fabric ops    per committed txn: READ %.1f  WRITE %.1f  CAS %.1f  FAA %.1f;  "
+               "round trips %.1f (all compute nodes, aborted attempts included)\n",
+               x->store_per_txn[0], x->store_per_txn[1], x->store_per_txn[2], x->store_per_txn[3],
+               x->store_per_txn[4]);
     printf("per type      %-28s %12s %10s %10s\n", "", "committed/s", "aborts/s", "errors/s");
     for (int t = 0; t < bench_ntypes(x->wl); t++)
         printf("              %-28s %12.0f %10.1f %10.1f\n", bench_type_name(x->wl, t),
@@ -693,6 +702,17 @@ static void print_json(const struct outcome *x)
     json_key(&w, "hwcc_quota_bytes");
     if (x->hwcc_known) json_i64(&w, x->hwcc_quota);
     else json_null(&w);
+    /* mode: dm: fabric operations and round trips per committed transaction */
+    json_key(&w, "store_ops_per_txn");
+    if (x->store_known) {
+        static const char *const kinds[4] = {"read", "write", "cas", "faa"};
+        json_obj_begin(&w);
+        for (int k = 0; k < 4; k++) json_kv_f64(&w, kinds[k], x->store_per_txn[k]);
+        json_obj_end(&w);
+    } else {
+        json_null(&w);
+    }
+    json_kv_known(&w, "round_trips_per_txn", x->store_known, x->store_per_txn[4]);
     json_key(&w, "per_second");
     json_arr_begin(&w);
     for (uint32_t i = 0; i < r->nsec; i++) json_u64(&w, r->per_sec[i]);
@@ -806,6 +826,17 @@ static void pod_rates(struct outcome *x, const struct bench_sysstats *a, uint64_
     x->hwcc_known = b->known[BENCH_HWCC_USED] && b->known[BENCH_HWCC_QUOTA];
     x->hwcc_used = b->pod[BENCH_HWCC_USED];
     x->hwcc_quota = b->pod[BENCH_HWCC_QUOTA];
+    /* Per commit of the workload's procedures between the two snapshots
+     * (the servers' own counts: the same window as the operations). */
+    uint64_t commits = 0;
+    for (int t = 0; t < bench_ntypes(x->wl); t++) commits += b->procs[t].commits - a->procs[t].commits;
+    x->store_known = commits > 0;
+    for (int k = 0; k < 5; k++) {
+        int s = BENCH_STORE_READS + k;
+        x->store_known = x->store_known && a->known[s] && b->known[s];
+        if (x->store_known)
+            x->store_per_txn[k] = (double)(b->pod[s] - a->pod[s]) / (double)commits;
+    }
 }
 
 static int run_workload(struct opts *o, const struct pod_config *conf, enum bench_wl wl)

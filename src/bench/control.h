@@ -59,7 +59,10 @@ int bench_pod_run(struct bench_pod *p, enum bench_wl wl, double duration_s, doub
  * several hosts adds (names below); a value is known only when every host
  * reports it. */
 enum bench_pod_stat { BENCH_MOVED_IN, BENCH_MOVED_OUT, BENCH_HWCC_USED, BENCH_HWCC_QUOTA,
-                      BENCH_WAITS, BENCH_WAIT_NS, BENCH_WAITS_LONG, BENCH_NPODSTATS };
+                      BENCH_WAITS, BENCH_WAIT_NS, BENCH_WAITS_LONG,
+                      /* a compute node's record store (mode: dm): operations, round trips */
+                      BENCH_STORE_READS, BENCH_STORE_WRITES, BENCH_STORE_CAS, BENCH_STORE_FAA,
+                      BENCH_STORE_ROUND_TRIPS, BENCH_NPODSTATS };
 extern const char *const bench_pod_stat_names[BENCH_NPODSTATS]; /* "pod.moved_in", ... */
 
 struct bench_sysstats {

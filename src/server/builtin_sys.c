@@ -15,6 +15,7 @@
 #include "engine/watchdog.h"
 #include "server/server.h"
 #include "storage/table.h"
+#include "store/record_store.h"
 #include "util/clock.h"
 
 static uint64_t rd(const uint64_t *p) { return __atomic_load_n(p, __ATOMIC_RELAXED); }
@@ -113,6 +114,17 @@ static int sys_stats(pod_txn *tx, const pod_args *a, pod_result *res, void *ctx)
         log_host_get_stats(db->log, &ls);
         name_i64_row(res, "log.dir_lost", ls.dir_lost);
         name_i64_row(res, "log.dir_lost_host", (uint64_t)(int64_t)ls.dir_lost_host);
+    }
+    /* What the record store sent to its memory (mode: dm: the fabric's
+     * operations and round trips, docs/dm.md). */
+    if (db->store && db->store->ops->counters) {
+        struct rs_counters rc;
+        db->store->ops->counters(db->store, &rc);
+        name_i64_row(res, "store.reads", rc.reads);
+        name_i64_row(res, "store.writes", rc.writes);
+        name_i64_row(res, "store.cas", rc.cas);
+        name_i64_row(res, "store.faa", rc.faa);
+        name_i64_row(res, "store.round_trips", rc.round_trips);
     }
     struct pod_counters pc;
     if (pod_counters_get(db, &pc)) {

@@ -69,6 +69,9 @@ struct dm_store {
     uint64_t pool_size;
     struct dm_table t[DM_MAX_TABLES];
     uint64_t freed;
+    /* what run() sent (atomic: counters() reads them without the lock);
+     * by enum fab_op_kind, and the batches waited for */
+    uint64_t ops[4], round_trips;
     /* scratch of a batch */
     struct fab_op *fops;
     struct dm_rowhead *heads;
@@ -93,7 +96,21 @@ static void fatal(struct dm_store *d, const pod_err *e)
 static void run(struct dm_store *d, struct fab_op *ops, uint32_t n)
 {
     pod_err e;
+    for (uint32_t i = 0; i < n; i++) __atomic_fetch_add(&d->ops[ops[i].kind], 1, __ATOMIC_RELAXED);
+    __atomic_fetch_add(&d->round_trips, 1, __ATOMIC_RELAXED);
     if (fab_batch(d->f, d->peer, ops, n, &e) != 0) fatal(d, &e);
+}
+
+static void counters(struct record_store *s, struct rs_counters *out)
+{
+    struct dm_store *d = ds(s);
+    *out = (struct rs_counters){
+        .reads = __atomic_load_n(&d->ops[FAB_READ], __ATOMIC_RELAXED),
+        .writes = __atomic_load_n(&d->ops[FAB_WRITE], __ATOMIC_RELAXED),
+        .cas = __atomic_load_n(&d->ops[FAB_CAS], __ATOMIC_RELAXED),
+        .faa = __atomic_load_n(&d->ops[FAB_FAA], __ATOMIC_RELAXED),
+        .round_trips = __atomic_load_n(&d->round_trips, __ATOMIC_RELAXED),
+    };
 }
 
 static uint64_t faa(struct dm_store *d, uint64_t off, uint64_t add)
@@ -703,6 +720,7 @@ static const struct rs_ops dm_ops = {
     .alloc = alloc,
     .free = free_rec,
     .batch = batch,
+    .counters = counters,
     .destroy = destroy,
 };
 

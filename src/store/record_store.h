@@ -51,6 +51,13 @@ struct rs_table_def {
                                 hash index is sized for it; never a limit */
 };
 
+/* What a store has sent to its memory since it opened: operations by kind
+ * and round trips (waits for a batch to complete), over every user of this
+ * handle. */
+struct rs_counters {
+    uint64_t reads, writes, cas, faa, round_trips;
+};
+
 /* walk's visitor: false stops the walk. */
 typedef bool (*rs_walk_fn)(void *arg, const void *key, rs_loc loc);
 
@@ -125,6 +132,10 @@ struct rs_ops {
 
     /* ---- several operations that complete together ---- */
     void (*batch)(struct record_store *s, struct rs_op *ops, uint32_t n);
+
+    /* The store's counters; NULL when it keeps none (memory it reaches
+     * with loads and stores has no operations worth counting). */
+    void (*counters)(struct record_store *s, struct rs_counters *out);
 
     void (*destroy)(struct record_store *s);
 };

@@ -113,9 +113,13 @@ static int nomem(struct rs_txn *x, const char *what)
 
 /* ---- locks in the record word ------------------------------------------------ */
 
+/* The CASes below start from a guess of the word (no lock held, no flag
+ * set: the common case) rather than a read of it: over RDMA that saves a
+ * round trip, and a wrong guess costs nothing, as the failed CAS returns
+ * the word. */
 static bool try_lock(struct rs_txn *x, rs_loc loc, uint8_t want)
 {
-    uint64_t w = OPS(x)->word_read(x->rs, loc);
+    uint64_t w = 0;
     for (;;) {
         uint64_t nw;
         if (want == HELD_WRITE) {
@@ -133,7 +137,7 @@ static bool try_lock(struct rs_txn *x, rs_loc loc, uint8_t want)
 /* Shared (ours alone) to exclusive. */
 static bool try_upgrade(struct rs_txn *x, rs_loc loc)
 {
-    uint64_t w = OPS(x)->word_read(x->rs, loc);
+    uint64_t w = REC_LOCK_R_ONE; /* our read lock alone */
     for (;;) {
         if ((w & REC_LOCK_W) || rec_readers(w) != 1) return false;
         if (OPS(x)->word_cas(x->rs, loc, &w, (w - REC_LOCK_R_ONE) | REC_LOCK_W)) return true;
