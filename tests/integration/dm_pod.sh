@@ -3,7 +3,8 @@
 # A kv row written through one compute node is read through the other (the
 # records live on the memory node); poddb-bench loads SmallBank (and YCSB on
 # shm), runs it on both compute nodes with --check (the audit scans walk the
-# memory node's hash index), and every process stops cleanly. Bad input is
+# memory node's hash index) and reports the fabric operations per
+# transaction, and every process stops cleanly. Bad input is
 # refused with a clear message and nothing running is harmed: a compute node
 # of another pod, a memory node that is not there, a config that asks for
 # next-key locking.
@@ -82,6 +83,10 @@ for provider in shm "tcp;ofi_rxm"; do
   bench --conf "$conf" --workload smallbank --duration 2 --warmup 0.3 --check
   expect_dm_run "$provider: smallbank"
   grep -q 'balance rows: 4000 (expected 4000)' "$TMP/bench.json" || fail "rows: $(jget check_report)"
+  # Every committed transaction read and locked records on the memory node.
+  python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); o=d["store_ops_per_txn"]
+sys.exit(not (d["committed"] == 0 or (o["read"] >= 1 and o["cas"] >= 1 and d["round_trips_per_txn"] >= 2)))' \
+    "$TMP/bench.json" || fail "$provider: fabric operations per transaction: $(cat "$TMP/bench.json")"
   pass "$provider: smallbank on 2 compute nodes, $(jget committed_per_s) committed/s, check passed"
   if [ "$provider" = shm ]; then
     bench --conf "$conf" --workload ycsb --duration 2 --warmup 0.3 --check --read-pct 50
