@@ -98,35 +98,28 @@ sys.exit(not (d["committed"] == 0 or (o["read"] >= 1 and o["cas"] >= 1 and d["ro
   rm -f "$TMP/mn.sock"
 done
 
+# expect_refused CONF PATTERN WHAT: host 0 of CONF does not start, says
+# PATTERN, and leaves no socket behind.
+expect_refused() {
+  set +e
+  "$BIN/poddb-server" --conf "$1" --host 0 >"$TMP/refused.log" 2>&1
+  rc=$?
+  set -e
+  [ $rc != 0 ] && grep -q -- "$2" "$TMP/refused.log" || fail "$3: exit $rc: $(cat "$TMP/refused.log")"
+  [ ! -e "$TMP/cn-0.sock" ] || fail "$3: the refused compute node left its socket"
+  pass "$3: refused"
+}
+
 # A compute node of another pod is refused by the memory node, clearly.
 start_memnode shm
-conf=$(dm_conf shm otherpod)
-set +e
-"$BIN/poddb-server" --conf "$conf" --host 0 >"$TMP/refused.log" 2>&1
-rc=$?
-set -e
-[ $rc != 0 ] && grep -q 'belongs to pod "dmtest", not to pod "otherpod"' "$TMP/refused.log" ||
-  fail "another pod's compute node: exit $rc: $(cat "$TMP/refused.log")"
-[ ! -e "$TMP/cn-0.sock" ] || fail "a refused compute node left its socket"
+expect_refused "$(dm_conf shm otherpod)" 'belongs to pod "dmtest", not to pod "otherpod"' \
+  "a compute node of another pod"
 stop_memnode
-pass "a compute node of another pod is refused"
 
-# No memory node at the configured socket.
+# No memory node at the configured socket: the message names it.
 conf=$(dm_conf shm dmtest)
-set +e
-"$BIN/poddb-server" --conf "$conf" --host 0 >"$TMP/refused.log" 2>&1
-rc=$?
-set -e
-[ $rc != 0 ] && grep -q "$TMP/mn.sock" "$TMP/refused.log" ||
-  fail "no memory node: exit $rc: $(cat "$TMP/refused.log")"
-pass "a compute node without its memory node is refused, naming the socket"
+expect_refused "$conf" "$TMP/mn.sock" "a compute node without its memory node"
 
 # Next-key locking cannot run on the memory node's hash index.
 sed -i 's/phantom_protection: false/phantom_protection: true/' "$conf"
-set +e
-"$BIN/poddb-server" --conf "$conf" --host 0 >"$TMP/refused.log" 2>&1
-rc=$?
-set -e
-[ $rc != 0 ] && grep -q 'phantom_protection' "$TMP/refused.log" ||
-  fail "phantom_protection in dm mode: exit $rc: $(cat "$TMP/refused.log")"
-pass "phantom_protection: true is refused in dm mode"
+expect_refused "$conf" 'phantom_protection' "phantom_protection: true in dm mode"
