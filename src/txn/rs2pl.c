@@ -77,8 +77,8 @@ struct rs_txn {
     struct access *acc;
     uint32_t nacc, cap;
     /* Open addressing on loc once nacc passes LINEAR_ACCESSES: a slot
-     * holds an index into acc + 1, 0 when empty, SLOT_GONE after
-     * drop_fresh; hcap (a power of two, 0: not in use) of hslots' hbuf. */
+     * holds an index into acc + 1, 0 when empty; hcap (a power of two, 0:
+     * not in use) of hslots' hbuf. */
     uint32_t *hslots, hcap, hbuf;
     struct arena mem;     /* keys and tuple copies of this attempt */
     struct rs_op *ops;    /* commit's batch */
@@ -163,8 +163,6 @@ static void downgrade(struct rs_txn *x, rs_loc loc)
 
 /* ---- the access set ------------------------------------------------------------ */
 
-#define SLOT_GONE UINT32_MAX
-
 static uint32_t slot_of(const struct rs_txn *x, rs_loc loc)
 {
     return (uint32_t)((loc * 0x9E3779B97F4A7C15ull) >> 32) & (x->hcap - 1);
@@ -180,20 +178,19 @@ static struct access *find_access(struct rs_txn *x, rs_loc loc)
     for (uint32_t h = slot_of(x, loc);; h = (h + 1) & (x->hcap - 1)) {
         uint32_t v = x->hslots[h];
         if (!v) return NULL;
-        if (v != SLOT_GONE && x->acc[v - 1].loc == loc) return &x->acc[v - 1];
+        if (x->acc[v - 1].loc == loc) return &x->acc[v - 1];
     }
 }
 
 static void hash_put(struct rs_txn *x, uint32_t i)
 {
     uint32_t h = slot_of(x, x->acc[i].loc);
-    while (x->hslots[h] && x->hslots[h] != SLOT_GONE) h = (h + 1) & (x->hcap - 1);
+    while (x->hslots[h]) h = (h + 1) & (x->hcap - 1);
     x->hslots[h] = i + 1;
 }
 
 /* After acc[nacc - 1] was added: index it once the set is past linear
- * search, at most half full (a rebuild drops SLOT_GONE marks). False when
- * memory ran out. */
+ * search, at most half full. False when memory ran out. */
 static bool hash_added(struct rs_txn *x)
 {
     if (x->nacc <= LINEAR_ACCESSES) return true;
@@ -215,13 +212,15 @@ static bool hash_added(struct rs_txn *x)
     return true;
 }
 
-/* acc[nacc - 1] is about to be dropped. */
+/* acc[nacc - 1] is about to be dropped. Emptying its slot is enough: the
+ * slot was free when every older access was placed, so it lies on no older
+ * access's probe sequence (as in txn.c). */
 static void hash_drop_last(struct rs_txn *x)
 {
     if (!x->hcap) return;
     for (uint32_t h = slot_of(x, x->acc[x->nacc - 1].loc);; h = (h + 1) & (x->hcap - 1))
         if (x->hslots[h] == x->nacc) {
-            x->hslots[h] = SLOT_GONE;
+            x->hslots[h] = 0;
             return;
         }
 }

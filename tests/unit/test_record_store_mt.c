@@ -299,11 +299,82 @@ START_TEST(unordered_store_scans)
 }
 END_TEST
 
+/* many(): a transaction past the access set's linear search: it reads
+ * every even key, inserts odd ones between them (their next keys are its
+ * own, upgraded and downgraded) and five after the last (each insert's
+ * instant lock on the next key, the sentinel, taken and given back: an
+ * access dropped from the index), then finds every key it touched again
+ * and updates it: each lookup must find its own access. */
+static int p_many(pod_txn *tx, const pod_args *a, pod_result *res, void *ctx)
+{
+    (void)a, (void)res;
+    unsigned char k[8];
+    int64_t v;
+    for (uint64_t i = 0; i < NKEYS; i++) {
+        rsc_key(k, 2 * i);
+        POD_TRY(pod_get(tx, ctx, k, &v));
+    }
+    for (uint64_t i = 0; i < 15; i++) {
+        rsc_key(k, i < 10 ? 2 * i + 1 : 976 + i); /* 986..990, ascending */
+        v = 1;
+        POD_TRY(pod_insert(tx, ctx, k, &v));
+    }
+    for (uint64_t i = 0; i < 1000; i++) {
+        rsc_key(k, i);
+        int rc = pod_get(tx, ctx, k, &v);
+        bool ours = (i < 2 * NKEYS && (i % 2 == 0 || i < 20)) || (i >= 986 && i <= 990);
+        if (rc != (ours ? POD_OK : POD_NOT_FOUND))
+            return pod_txn_fail(tx, POD_E_INTERNAL, "key %llu: %d", (unsigned long long)i, rc);
+        if (rc == POD_OK) {
+            v += 1;
+            POD_TRY(pod_put(tx, ctx, k, &v));
+        }
+    }
+    return POD_OK;
+}
+
+START_TEST(long_transaction)
+{
+    char err[256];
+    pod_err e;
+    struct record_store *rs = rs_array_new(&e);
+    ck_assert_msg(rs, "%s", e.msg);
+    pod_db *db = db_on(rs, true, 1);
+    pod_table *t = table_of(db, err, sizeof err);
+    ck_assert_msg(t, "%s", err);
+    int load = pod_proc_register(db, &(pod_proc_def){.name = "load", .fn = p_load, .ctx = t}, err,
+                                 sizeof err);
+    int many = pod_proc_register(db, &(pod_proc_def){.name = "many", .fn = p_many, .ctx = t}, err,
+                                 sizeof err);
+    static const enum pod_type i4[] = {POD_T_I64, POD_T_I64, POD_T_I64, POD_T_I64};
+    int scan = pod_proc_register(db, &(pod_proc_def){.name = "scan", .fn = p_scan, .ctx = t,
+                                                     .nargs = 4, .arg_types = i4},
+                                 err, sizeof err);
+    ck_assert(load >= 0 && many >= 0 && scan >= 0);
+    pod_result *res = pod_result_new();
+    struct pod_worker *w = pod_admin_begin(db);
+    char msg[512];
+    ck_assert_int_eq(pod_call(w, load, &(pod_args){0, NULL}, res, msg, sizeof msg), POD_OK);
+    int rc = pod_call(w, many, &(pod_args){0, NULL}, res, msg, sizeof msg);
+    ck_assert_msg(rc == POD_OK, "many: %d %s", rc, msg);
+    int64_t out[3];
+    scan_call(w, scan, 0, 1000, 0, 0, out);
+    ck_assert_msg(!tu_failed(), "%s", tu_failure());
+    /* NKEYS even keys of INITIAL + 1, fifteen inserted of 2 */
+    ck_assert_int_eq(out[0], NKEYS + 15);
+    ck_assert_int_eq(out[1], NKEYS * (INITIAL + 1) + 15 * 2);
+    pod_admin_end(db);
+    pod_result_free(res);
+    pod_db_free(db);
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("record_store");
     TCase *tc = tu_tcase(s, "store", 60);
     tcase_add_test(tc, array_store_conforms);
     tcase_add_test(tc, unordered_store_scans);
+    tcase_add_test(tc, long_transaction);
     return tu_run(s);
 }
