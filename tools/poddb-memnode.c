@@ -167,6 +167,11 @@ static int serve(struct memnode *m, int fd)
     struct dm_boot_rep rep = {.magic = DM_BOOT_MAGIC};
     snprintf(rep.pod, sizeof rep.pod, "%s", m->pod);
     snprintf(rep.provider, sizeof rep.provider, "%s", m->provider);
+    /* A connection closed before its first byte is a probe of whether the
+     * socket is served (tools/pod up and status; another memory node's
+     * claim_socket): not worth a line in the log. */
+    char first;
+    if (recv(fd, &first, 1, MSG_PEEK) == 0) return -1;
     if (!read_full(fd, &req, sizeof req)) {
         fprintf(stderr, "poddb-memnode: a connection (pid %d) closed without a bootstrap request\n",
                 (int)peer_pid(fd));

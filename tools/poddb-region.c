@@ -297,6 +297,7 @@ static void config_json(const struct pod_config *c)
         json_arr_begin(&w);
         for (int i = 0; i < c->dm.nmemnodes; i++) json_str(&w, c->dm.memnodes[i]);
         json_arr_end(&w);
+        json_kv_i64(&w, "pool_size", (int64_t)c->dm.pool_size); /* bytes */
         json_obj_end(&w);
     }
     json_obj_end(&w);
@@ -306,7 +307,10 @@ static void config_json(const struct pod_config *c)
 /* mode: dm: the records are on the memory nodes, there is no region. */
 static void memnodes_text(const struct pod_config *c)
 {
-    printf("mode    dm: pod %s, provider %s\n", c->dm.pod, c->dm.provider);
+    char pool[32];
+    human_bytes(c->dm.pool_size, pool, sizeof pool);
+    printf("mode    dm: pod %s, provider %s, pool %s per memory node\n", c->dm.pod,
+           c->dm.provider, pool);
     for (int i = 0; i < c->dm.nmemnodes; i++) printf("memnode %d  %s\n", i, c->dm.memnodes[i]);
 }
 

@@ -24,6 +24,11 @@
 #define TIB (1ULL << 40)
 #define REGION_MIN_SIZE (128 * MIB)
 #define REGION_MAX_SIZE (64 * TIB)
+/* dm.pool_size: poddb-memnode's least pool (DM_POOL_MIN, src/dm/pool.h), and
+ * less than the 2^48 bytes a location's offset can name. */
+#define DM_POOL_MIN_SIZE (1 * MIB)
+#define DM_POOL_MAX_SIZE (128 * TIB)
+#define DM_POOL_DEFAULT_SIZE (256 * MIB)
 #define REGION_PAGE 4096
 #define HWCC_MIN_BUDGET (1 * MIB)
 #define SERVER_MIN_BUFFERED (1 * MIB)
@@ -497,7 +502,7 @@ static const struct conf_key top_keys[TOP_NKEYS] = {
                              "required with mode: dm"},
 };
 
-enum { DM_POD, DM_PROVIDER, DM_MEMNODES, DM_NKEYS };
+enum { DM_POD, DM_PROVIDER, DM_MEMNODES, DM_POOL_SIZE, DM_NKEYS };
 static const struct conf_key dm_keys[DM_NKEYS] = {
     [DM_POD] = {"pod", true, "the pod name the memory nodes serve (poddb-memnode --pod): "
                              "1..63 letters, digits, '_', '.' or '-'"},
@@ -505,6 +510,8 @@ static const struct conf_key dm_keys[DM_NKEYS] = {
                                         "is shm; verbs needs an RDMA NIC)"},
     [DM_MEMNODES] = {"memnodes", true, "a sequence of one memory node's bootstrap socket path "
                                        "(poddb-memnode --socket)"},
+    [DM_POOL_SIZE] = {"pool_size", false, "a byte size in 1MiB..128TiB: each memory node's pool "
+                                          "(poddb-memnode --pool-size; default 256MiB)"},
 };
 
 enum { T_NAME, T_KEY_SIZE, T_VALUE_SIZE, T_PARTITIONS, T_NKEYS };
@@ -715,6 +722,14 @@ static int load_dm(const struct conf_reader *c, const struct conf_item *section,
         return -1;
     snprintf(cfg->dm.provider, sizeof cfg->dm.provider, "%s", provider_names[provider]);
     if (it[DM_MEMNODES].value && load_memnodes(c, &it[DM_MEMNODES], cfg) < 0) return -1;
+    /* Read for tools/pod, which starts the memory nodes; left out of the
+     * digest (digest.c): the pool is the memory node's business, not a
+     * compute node's. */
+    cfg->dm.pool_size = DM_POOL_DEFAULT_SIZE;
+    if (it[DM_POOL_SIZE].value &&
+        get_size_in_range(c, &it[DM_POOL_SIZE], DM_POOL_MIN_SIZE, DM_POOL_MAX_SIZE,
+                          &cfg->dm.pool_size) < 0)
+        return -1;
     return require_keys(c, section->value, it, DM_NKEYS);
 }
 

@@ -91,6 +91,11 @@ struct pod_config {
         /* Each memory node's bootstrap socket; absolute (a relative path is
          * taken from the file's directory). */
         char memnodes[POD_MAX_MEMNODES][POD_PATH_MAX];
+        /* Each memory node's pool bytes (poddb-memnode --pool-size), for the
+         * launcher that starts them; default 256 MiB, at least 1 MiB. Not in
+         * the digest: the pool is the memory node's business, and a compute
+         * node finds its size in the pool header. */
+        uint64_t pool_size;
     } dm;
 
     struct {

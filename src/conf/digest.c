@@ -112,7 +112,10 @@ static void put_workloads(uint64_t *h, const struct pod_config *c)
     }
 }
 
-/* The mode and where its memory nodes are (not written for mode: cxl). */
+/* The mode and where its memory nodes are (not written for mode: cxl).
+ * dm.pool_size is left out: the pool is the memory node's business (tools/pod
+ * starts it with that size), and two compute nodes that disagree about it
+ * still reach the same records. */
 static void put_dm(uint64_t *h, const struct pod_config *c)
 {
     int n = c->dm.nmemnodes < 0 ? 0 : c->dm.nmemnodes > POD_MAX_MEMNODES ? POD_MAX_MEMNODES

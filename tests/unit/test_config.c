@@ -815,6 +815,7 @@ START_TEST(test_dm_every_field)
     ck_assert_str_eq(c->dm.provider, "shm");
     ck_assert_int_eq(c->dm.nmemnodes, 1);
     ck_assert_str_eq(c->dm.memnodes[0], "/tmp/poddb-test-mn0.sock");
+    ck_assert_uint_eq(c->dm.pool_size, 256ull << 20);
     ck_assert_str_eq(c->region.path, "");
     ck_assert_uint_eq(c->region.size, 0);
     ck_assert_int_eq(c->nhosts, 2);
@@ -837,6 +838,7 @@ START_TEST(test_dm_every_field)
         "  pod: Bank_2\n"
         "  provider: tcp;ofi_rxm\n"
         "  memnodes: [./run/mn0.sock]\n"
+        "  pool_size: 64MiB\n"
         "host_defaults:\n"
         "  workers: 2\n"
         "  loggers: 0\n"
@@ -861,6 +863,7 @@ START_TEST(test_dm_every_field)
     ck_assert_str_eq(d.dm.pod, "Bank_2");
     ck_assert_str_eq(d.dm.provider, "tcp;ofi_rxm");
     ck_assert_str_eq(d.dm.memnodes[0], "/no/such/dir/run/mn0.sock");
+    ck_assert_uint_eq(d.dm.pool_size, 64ull << 20);
     ck_assert_int_eq(d.hosts[0].workers, 2);
     ck_assert_int_eq(d.hosts[0].loggers, 0);
     ck_assert_str_eq(d.hosts[0].log_dir, "/tmp/poddb-test/log-0");
@@ -875,6 +878,12 @@ START_TEST(test_dm_every_field)
     c = parse_ok("mode: dm\ndm: {pod: " REPEAT4("abcdefghijklmno") "xyz, memnodes: [/m.sock]}\n"
                  DM_HOSTS_OK DM_ENGINE_OK);
     ck_assert_uint_eq(strlen(c->dm.pod), 63);
+    c = parse_ok("mode: dm\ndm: {pod: p, memnodes: [/m.sock], pool_size: 1MiB}\n"
+                 DM_HOSTS_OK DM_ENGINE_OK);
+    ck_assert_uint_eq(c->dm.pool_size, 1ull << 20);
+    c = parse_ok("mode: dm\ndm: {pod: p, memnodes: [/m.sock], pool_size: 2G}\n"
+                 DM_HOSTS_OK DM_ENGINE_OK);
+    ck_assert_uint_eq(c->dm.pool_size, 2ull << 30);
     c = parse_ok("mode: cxl\n" REGION_OK HOSTS_OK);
     ck_assert_int_eq(c->mode, POD_MODE_CXL);
     ck_assert_str_eq(pod_mode_name(c->mode), "cxl");
@@ -916,6 +925,9 @@ START_TEST(test_dm_digest)
                                       "hosts: [{}, {}]\n"
                                       "mode: dm\n"));
     ck_assert_uint_ne(base, 0);
+    /* The pool size is the memory node's business, not the compute nodes'. */
+    ck_assert_uint_eq(base, digest_of(DM_SECTION_OK "  pool_size: 1GiB\n" DM_HOSTS_OK
+                                            DM_ENGINE_OK));
     static const struct text_change changes[] = {
         {"pod: dm-pod.1", "pod: dm-pod.2"},
         {"pod: dm-pod.1", "pod: dm-pod.1\n  provider: tcp;ofi_rxm"},
@@ -1171,9 +1183,9 @@ static const struct bad_case {
      "region section, or mode: cxl)"},
     {"no region with mode: cxl", "mode: cxl\n" HOSTS_OK, "1:1: region: missing required key"},
     {"dm is a scalar", "mode: dm\ndm: yes\n" DM_HOSTS_OK DM_ENGINE_OK,
-     "2:5: dm: is a scalar (expected a mapping with keys: pod, provider, memnodes)"},
+     "2:5: dm: is a scalar (expected a mapping with keys: pod, provider, memnodes, pool_size)"},
     {"misspelt dm key", "mode: dm\ndm:\n  pod: p\n  memnode: [/m.sock]\n" DM_HOSTS_OK,
-     "4:3: dm.memnode: unknown key (expected one of: pod, provider, memnodes)"},
+     "4:3: dm.memnode: unknown key (expected one of: pod, provider, memnodes, pool_size)"},
     {"no pod", "mode: dm\ndm:\n  memnodes: [/m.sock]\n" DM_HOSTS_OK DM_ENGINE_OK,
      "3:3: dm.pod: missing required key (expected the pod name the memory nodes serve "
      "(poddb-memnode --pod): 1..63 letters, digits, '_', '.' or '-')"},
@@ -1187,6 +1199,12 @@ static const struct bad_case {
      DM_HOSTS_OK DM_ENGINE_OK,
      "4:13: dm.provider: unknown value 'verbs' (expected one of: shm, tcp;ofi_rxm, verbs;ofi_rxm "
      "(the default is shm; verbs needs an RDMA NIC))"},
+    {"pool smaller than 1MiB",
+     "mode: dm\ndm:\n  pod: p\n  memnodes: [/m.sock]\n  pool_size: 512KiB\n" DM_HOSTS_OK,
+     "5:14: dm.pool_size: 512KiB (524288 bytes) is out of range (1MiB..128TiB)"},
+    {"pool size not a size",
+     "mode: dm\ndm:\n  pod: p\n  memnodes: [/m.sock]\n  pool_size: lots\n" DM_HOSTS_OK,
+     "5:14: dm.pool_size: 'lots' is not a byte size"},
     {"no memnodes", "mode: dm\ndm:\n  pod: p\n" DM_HOSTS_OK DM_ENGINE_OK,
      "3:3: dm.memnodes: missing required key (expected a sequence of one memory node's "
      "bootstrap socket path"},
