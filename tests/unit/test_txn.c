@@ -34,7 +34,8 @@ static void open_db_with(bool phantom, bool no_locking)
     ck_assert_msg(db != NULL, "%s", err);
     static const pod_column cols[] = {{"balance", POD_COL_I64, 0, 8},
                                       {"version", POD_COL_I64, 8, 8}};
-    pod_table_def def = {"acct", 8, sizeof(struct acct), 2, cols, 1, NULL, NULL, 0};
+    pod_table_def def = {.name = "acct", .key_size = 8, .tuple_size = sizeof(struct acct),
+                         .ncols = 2, .cols = cols, .nparts = 1};
     T = pod_table_create(db, &def, err, sizeof err);
     ck_assert_msg(T != NULL, "%s", err);
     A = db->workers[0]->tx;
@@ -781,7 +782,8 @@ START_TEST(call_never_commits_a_doomed_attempt)
     struct pod_db_options o = {.nworkers = 2, .host_id = 0, .nhosts = 1,
                                .phantom_protection = true, .max_retries = 5};
     db = pod_db_new(&o, err, sizeof err);
-    pod_table_def def = {"acct", 8, sizeof(struct acct), 0, NULL, 1, NULL, NULL, 0};
+    pod_table_def def = {.name = "acct", .key_size = 8, .tuple_size = sizeof(struct acct),
+                         .nparts = 1};
     T = pod_table_create(db, &def, err, sizeof err);
     A = db->workers[0]->tx;
     load_even(0, 10);
@@ -838,7 +840,8 @@ START_TEST(procedures_see_hosts_and_placement)
     struct pod_db_options o = {.nworkers = 1, .host_id = 2, .nhosts = 3};
     db = pod_db_new(&o, err, sizeof err);
     ck_assert_msg(db != NULL, "%s", err);
-    pod_table_def def = {"seven", 8, 8, 0, NULL, 7, pod_part_be64, NULL, 0};
+    pod_table_def def = {.name = "seven", .key_size = 8, .tuple_size = 8, .nparts = 7,
+                         .partition = pod_part_be64};
     pod_table *seven = pod_table_create(db, &def, err, sizeof err);
     ck_assert_msg(seven != NULL, "%s", err);
     pod_proc_def d = {"where", where_proc, seven, 0, NULL, true};
@@ -893,20 +896,23 @@ END_TEST
 START_TEST(table_definitions_are_checked)
 {
     char err[256];
-    pod_table_def bad_key = {"x", 0, 8, 0, NULL, 1, NULL, NULL, 0};
+    pod_table_def bad_key = {.name = "x", .tuple_size = 8, .nparts = 1};
     ck_assert_ptr_null(pod_table_create(db, &bad_key, err, sizeof err));
     ck_assert_msg(strstr(err, "key_size 0 is out of range"), "%s", err);
-    pod_table_def dup = {"acct", 8, 8, 0, NULL, 1, NULL, NULL, 0};
+    pod_table_def dup = {.name = "acct", .key_size = 8, .tuple_size = 8, .nparts = 1};
     ck_assert_ptr_null(pod_table_create(db, &dup, err, sizeof err));
     ck_assert_msg(strstr(err, "already exists"), "%s", err);
     static const pod_column over[] = {{"a", POD_COL_I64, 4, 8}};
-    pod_table_def ov = {"y", 8, 8, 1, over, 1, NULL, NULL, 0};
+    pod_table_def ov = {.name = "y", .key_size = 8, .tuple_size = 8, .ncols = 1, .cols = over,
+                        .nparts = 1};
     ck_assert_ptr_null(pod_table_create(db, &ov, err, sizeof err));
     ck_assert_msg(strstr(err, "ends past"), "%s", err);
-    pod_table_def odd = {"z", 8, 8, 0, NULL, 1, NULL, NULL, 1020};
+    pod_table_def odd = {.name = "z", .key_size = 8, .tuple_size = 8, .nparts = 1,
+                         .index_node_size = 1020};
     ck_assert_ptr_null(pod_table_create(db, &odd, err, sizeof err));
     ck_assert_msg(strstr(err, "index_node_size 1020 is not a multiple of 8"), "%s", err);
-    pod_table_def tiny = {"z", 40, 8, 0, NULL, 1, NULL, NULL, 128}; /* 2 keys of 40 bytes */
+    pod_table_def tiny = {.name = "z", .key_size = 40, .tuple_size = 8, .nparts = 1,
+                          .index_node_size = 128}; /* 2 keys of 40 bytes */
     ck_assert_ptr_null(pod_table_create(db, &tiny, err, sizeof err));
     ck_assert_msg(strstr(err, "at least 4 keys of 40 bytes"), "%s", err);
     ck_assert_ptr_null(pod_table_find(db, "z"));
@@ -921,7 +927,8 @@ END_TEST
 START_TEST(bigger_index_nodes)
 {
     char err[256];
-    pod_table_def def = {"wide_nodes", 8, 8, 0, NULL, 1, NULL, NULL, 1024};
+    pod_table_def def = {.name = "wide_nodes", .key_size = 8, .tuple_size = 8, .nparts = 1,
+                         .index_node_size = 1024};
     pod_table *W = pod_table_create(db, &def, err, sizeof err);
     ck_assert_msg(W != NULL, "%s", err);
     enum { N = 20000 };
@@ -973,7 +980,8 @@ START_TEST(partitioned_scans_stay_in_one_partition)
 {
     {
         char err2[256];
-        pod_table_def def = {"wrapped", 8, 8, 0, NULL, 2, part_too_big, NULL, 0};
+        pod_table_def def = {.name = "wrapped", .key_size = 8, .tuple_size = 8, .nparts = 2,
+                             .partition = part_too_big};
         pod_table *Wt = pod_table_create(db, &def, err2, sizeof err2);
         ck_assert_msg(Wt != NULL, "%s", err2);
         unsigned char k[8];
@@ -991,7 +999,8 @@ START_TEST(partitioned_scans_stay_in_one_partition)
         txn_commit(A);
     }
     char err[256];
-    pod_table_def def = {"parted", 16, 8, 0, NULL, 4, pod_part_be64, NULL, 0};
+    pod_table_def def = {.name = "parted", .key_size = 16, .tuple_size = 8, .nparts = 4,
+                         .partition = pod_part_be64};
     pod_table *P = pod_table_create(db, &def, err, sizeof err);
     ck_assert_msg(P != NULL, "%s", err);
     unsigned char lo[16], hi[16];

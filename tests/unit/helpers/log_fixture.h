@@ -174,7 +174,8 @@ static inline void lf_open_dirs(struct lf *f, int nhosts, int host, int workers,
     char msg[256];
     f->db = pod_db_new(&o, msg, sizeof msg);
     ck_assert_msg(f->db != NULL, "%s", msg);
-    pod_table_def def = {"t", 8, LF_TUPLE, 0, NULL, 2, pod_part_be64, NULL, 0};
+    pod_table_def def = {.name = "t", .key_size = 8, .tuple_size = LF_TUPLE, .nparts = 2,
+                         .partition = pod_part_be64};
     f->t = pod_table_create(f->db, &def, msg, sizeof msg);
     ck_assert_msg(f->t != NULL, "%s", msg);
     static const enum pod_type t2[] = {POD_T_I64, POD_T_I64}, t1[] = {POD_T_I64};
