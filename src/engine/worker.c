@@ -6,6 +6,7 @@
 #include <time.h>
 
 #include "cxl/numa.h"
+#include "engine/watchdog.h"
 #include "log/txlog.h"
 #include "pod/pod.h"
 #include "txn/txn.h"
@@ -73,6 +74,23 @@ static int retry_or_give_up(struct pod_worker *w, const pod_proc_def *p, int att
     return POD_E_RETRIES;
 }
 
+/* A call gave up (msg says why): log which lock its last conflict met and
+ * whether any other call of this host runs, once a second at most. A call
+ * that meets the same lock for its whole budget while nothing else runs
+ * points at a lock nobody holds any more. */
+static void log_give_up(struct pod_worker *w, const char *msg)
+{
+    static uint64_t next_ns;
+    uint64_t now = pod_mono_ns(), next = __atomic_load_n(&next_ns, __ATOMIC_RELAXED);
+    if (now < next || !__atomic_compare_exchange_n(&next_ns, &next, now + 1000000000ull, false,
+                                                   __ATOMIC_RELAXED, __ATOMIC_RELAXED))
+        return;
+    char met[384];
+    txn_describe_conflict(w->tx, met, sizeof met);
+    pod_warn("%s; its last conflict met the lock of %s; other calls running on this host: %d",
+             msg, met, pod_calls_running(w->db) - 1);
+}
+
 int pod_call(struct pod_worker *w, int proc, const pod_args *args, pod_result *res, char *msg,
              size_t msglen)
 {
@@ -134,6 +152,7 @@ int pod_call(struct pod_worker *w, int proc, const pod_args *args, pod_result *r
             rc = retry_or_give_up(w, p, attempt, started, msg, msglen);
             if (rc == POD_E_RETRIES) {
                 bump(&st->gave_up);
+                log_give_up(w, msg);
                 break;
             }
             if (!handed_off && w->on_retrying && pod_mono_ns() - started >= POD_RETRY_HANDOFF_NS) {

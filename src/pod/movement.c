@@ -124,13 +124,9 @@ static int move_in(struct pod_worker *w, pod_table *t, uint32_t part, struct pod
         status = st == BT_NOMEM ? POD_RS_NOMEM : POD_RS_BUSY;
         goto undo_read;
     }
-    row_set_shortcut(row, off);
-    uint32_t v = __atomic_load_n(&row->lock, __ATOMIC_RELAXED);
-    while (!__atomic_compare_exchange_n(&row->lock, &v, v | LOCK_MOVED, true, __ATOMIC_ACQ_REL,
-                                        __ATOMIC_RELAXED)) {
-    }
-    /* Our own read lock stays behind in the frozen word. */
-    rec_init_lock(rec, false, (unsigned)((v & LOCK_READERS) - 1));
+    /* Our own read lock stays behind in the frozen word; the others move
+     * into the record before the latch goes (rowlock_release_moved_read). */
+    rec_init_lock(rec, false, rowlock_freeze(row, off));
     pod_row_latch_release(row);
     pod_count(&ph->st.moved_in, 1);
     if (fresh) *fresh = true;

@@ -16,6 +16,7 @@
 #ifndef PODDB_POD_ROWLOCK_H
 #define PODDB_POD_ROWLOCK_H
 
+#include <sched.h>
 #include <stdbool.h>
 #include <stdint.h>
 
@@ -24,6 +25,7 @@
 #include "pod/cxl_index.h"
 #include "storage/lock.h"
 #include "storage/row.h"
+#include "util/cpu.h"
 
 enum { ROWLOCK_READ = 1, ROWLOCK_WRITE = 2 };
 
@@ -100,13 +102,58 @@ static inline bool rowlock_try(const struct cxl_region *r, struct pod_row *row, 
     return rowlock_try_at(&at, row, want, in_cxl);
 }
 
+/* The owner moving row into CXL memory (src/pod/movement.c), holding the
+ * row's latch and a read lock of its own on the row, with rec (at off)
+ * write-locked as a guard: point the row at rec and freeze its word
+ * (LOCK_MOVED), so that every lock from now on goes to rec. Returns how many
+ * readers the word held besides the caller; the caller then hands them to
+ * rec (rec_init_lock, which replaces the guard) and only after that releases
+ * the latch. A reader that lets go in between finds the guard in rec, with
+ * no reader of its own there: rowlock_release_moved_read waits for the
+ * hand-over. */
+static inline unsigned rowlock_freeze(struct pod_row *row, cxl_off off)
+{
+    row_set_shortcut(row, off);
+    uint32_t v = __atomic_load_n(&row->lock, __ATOMIC_RELAXED);
+    while (!__atomic_compare_exchange_n(&row->lock, &v, v | LOCK_MOVED, true, __ATOMIC_ACQ_REL,
+                                        __ATOMIC_RELAXED)) {
+    }
+    return (unsigned)((v & LOCK_READERS) - 1);
+}
+
+/* Release in rec a read lock that was taken in row's word and moved into
+ * rec (the word had LOCK_MOVED when the read lock was let go there). Until
+ * the owner has handed the frozen readers to rec (rowlock_freeze), rec holds
+ * only its guard, and a release there would change nothing: the hand-over
+ * would then count a reader that is gone, for good (every write lock and
+ * upgrade refused, the tuple never moved out). So wait for the hand-over,
+ * which the release of the row's latch publishes: the owner does a few
+ * stores between freezing the word and releasing it. A failure with the
+ * latch free is no such window; nothing can be done about it then. */
+static inline bool rowlock_release_moved_read(const struct pod_row *row, cxl_record *rec)
+{
+    for (unsigned spins = 1;; spins++) {
+        bool latched = __atomic_load_n(&row->lock, __ATOMIC_ACQUIRE) & ROW_LATCH;
+        if (rec_release_read(rec)) return true;
+        if (!latched) return false;
+        pod_cpu_relax();
+        if (!(spins & 1023)) sched_yield();
+    }
+}
+
 /* Shared -> exclusive, for the only reader. */
 static inline bool rowlock_upgrade(const struct cxl_region *r, struct pod_row *row, bool *in_cxl)
 {
     if (!*in_cxl) {
         if (lock_try_upgrade(&row->lock)) return true;
         if (!r || !rowlock_moved(row)) return false;
-        *in_cxl = true; /* our read lock was moved into the record */
+        /* Our read lock was moved into the record (or is being moved: then
+         * the record holds the mover's guard and the upgrade fails). Only
+         * an upgrade there makes the lock the record's; a read lock that
+         * stays is released through the word (rowlock_release_moved_read). */
+        if (!rec_try_upgrade(rowlock_record(r, row))) return false;
+        *in_cxl = true;
+        return true;
     }
     return rec_try_upgrade(rowlock_record(r, row));
 }
@@ -123,7 +170,7 @@ static inline void rowlock_release(const struct cxl_region *r, struct pod_row *r
     if (held == ROWLOCK_WRITE) {
         lock_release_write(&row->lock);
     } else if (lock_release_read(&row->lock) & LOCK_MOVED) {
-        rec_release_read(rowlock_record(r, row));
+        rowlock_release_moved_read(row, rowlock_record(r, row));
     }
 }
 

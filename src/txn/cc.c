@@ -27,6 +27,11 @@ const char *txn_message(const struct pod_txn *tx)
     return cc_of(tx)->message((struct pod_txn *)tx);
 }
 bool txn_touched_tables(const struct pod_txn *tx) { return cc_of(tx)->touched_tables(tx); }
+void txn_describe_conflict(const struct pod_txn *tx, char *out, size_t n)
+{
+    if (cc_of(tx)->describe_conflict) cc_of(tx)->describe_conflict(tx, out, n);
+    else snprintf(out, n, "not recorded by %s", cc_of(tx)->name);
+}
 
 pod_db *pod_txn_db(pod_txn *tx) { return cc_of(tx)->db(tx); }
 

@@ -35,6 +35,9 @@ struct cc_ops {
     int (*status)(const pod_txn *tx);
     enum pod_abort_cause (*abort_cause)(const pod_txn *tx);
     char *(*message)(pod_txn *tx); /* CC_MSG_LEN bytes */
+    /* The lock the last attempt's conflict met, in words (for a call that
+     * gives up). May be NULL. */
+    void (*describe_conflict)(const pod_txn *tx, char *out, size_t n);
     bool (*touched_tables)(const pod_txn *tx);
     pod_db *(*db)(pod_txn *tx);
     /* A table was created (before any worker runs). May be NULL. */

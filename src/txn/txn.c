@@ -88,6 +88,7 @@ static void tigon_begin(pod_txn *tx)
     arena_reset(&tx->undo);
     leaf_memo_begin(&tx->memo);
     tx->pf_n = 0;
+    tx->met.t = NULL;
     tx->active = true;
     ebr_enter(tx->db->ebr, tx->w->id);
     /* Records and CXL index nodes of every host stay readable until exit. */
@@ -110,6 +111,55 @@ int txn_conflict(struct pod_txn *tx, enum pod_abort_cause cause)
     return POD_CONFLICT;
 }
 #define conflict txn_conflict
+
+void txn_note_lock(struct pod_txn *tx, pod_table *t, uint32_t part, const void *key,
+                   const struct pod_row *row, const cxl_record *rec)
+{
+    struct lock_met *m = &tx->met;
+    m->t = t;
+    m->part = part;
+    m->has_key = key != NULL;
+    if (key) memcpy(m->key, key, t->key_size);
+    m->has_word = row != NULL;
+    m->word = row ? __atomic_load_n(&row->lock, __ATOMIC_ACQUIRE) : 0;
+    const struct cxl_region *r = txn_region(tx);
+    if (!rec && row && r && (m->word & LOCK_MOVED)) rec = rowlock_record(r, row);
+    m->rec_off = rec ? cxl_off_in(r, rec) : CXL_NULL;
+    m->rec = rec ? rec_load(rec) : 0;
+}
+
+/* The lock the last conflict met, for a call that gave up: its table,
+ * partition and key, where it lives and what its words held then. A
+ * row's word counts only this host's workers' read locks; a record's,
+ * every host's. */
+static void tigon_describe_conflict(const pod_txn *tx, char *out, size_t n)
+{
+    const struct lock_met *m = &tx->met;
+    if (!m->t) {
+        snprintf(out, n, "none noted");
+        return;
+    }
+    char key[2 * 24 + 4] = "the sentinel";
+    if (m->has_key) {
+        uint32_t ks = m->t->key_size < 24 ? m->t->key_size : 24;
+        for (uint32_t i = 0; i < ks; i++) snprintf(key + 2 * i, 3, "%02x", m->key[i]);
+        if (ks < m->t->key_size) memcpy(key + 2 * ks, "...", 4);
+    }
+    size_t k = (size_t)snprintf(out, n, "table %s partition %u (host %u's) key %s", m->t->name,
+                                m->part, m->t->parts[m->part].owner, key);
+    if (k < n && m->has_word)
+        k += (size_t)snprintf(out + k, n - k, ", row word %#x (%s%s%s%u readers)", m->word,
+                              (m->word & LOCK_W) ? "W, " : "",
+                              (m->word & LOCK_MOVED) ? "MOVED, " : "",
+                              (m->word & ROW_LATCH) ? "latched, " : "", m->word & LOCK_READERS);
+    if (k < n && m->rec_off != CXL_NULL)
+        snprintf(out + k, n - k, ", lock in the CXL record at %#llx: %#llx (%s%s%u readers)",
+                 (unsigned long long)m->rec_off, (unsigned long long)m->rec,
+                 (m->rec & REC_LOCK_W) ? "W, " : "", (m->rec & REC_LATCH) ? "latched, " : "",
+                 (unsigned)((m->rec & REC_LOCK_R_MASK) >> REC_LOCK_R_SHIFT));
+    else if (k < n && m->has_word)
+        snprintf(out + k, n - k, ", lock in the row word");
+}
 
 /* Before-images live in the arena: reused from one attempt to the next,
  * pointers into it valid for the whole attempt. */
@@ -293,15 +343,20 @@ static int lock_row(struct pod_txn *tx, pod_table *t, uint32_t part, struct pod_
         return POD_OK;
     }
     if (a && a->held == HELD_READ) { /* want write */
-        if (!rowlock_upgrade(r, row, &a->in_cxl)) return conflict(tx, POD_CAUSE_UPGRADE);
+        if (!rowlock_upgrade(r, row, &a->in_cxl)) {
+            txn_note_lock(tx, t, part, key, row, NULL);
+            return conflict(tx, POD_CAUSE_UPGRADE);
+        }
         a->held = HELD_WRITE;
         *acc = a;
         return POD_OK;
     }
     bool in_cxl;
     struct rowlock_at at = row_at(tx, t, part, row, key);
-    if (!rowlock_try_at(&at, row, want, &in_cxl))
+    if (!rowlock_try_at(&at, row, want, &in_cxl)) {
+        txn_note_lock(tx, t, part, key, row, NULL);
         return conflict(tx, want == HELD_WRITE ? POD_CAUSE_WRITE_LOCK : read_cause);
+    }
     if (in_cxl && tx->pf_n) prefetch_records(tx);
     if (a) {
         a->held = want;
@@ -1004,6 +1059,7 @@ const struct cc_ops cc_tigon_2pl = {
     .status = tigon_status,
     .abort_cause = tigon_abort_cause,
     .message = tigon_message,
+    .describe_conflict = tigon_describe_conflict,
     .touched_tables = tigon_touched_tables,
     .db = tigon_db,
     .get = tigon_get,

@@ -17,6 +17,8 @@ void txn_abort(struct pod_txn *tx);
 int txn_status(const struct pod_txn *tx);
 enum pod_abort_cause txn_abort_cause(const struct pod_txn *tx);
 const char *txn_message(const struct pod_txn *tx);
+/* The lock the last attempt's conflict met, in words (out: n bytes). */
+void txn_describe_conflict(const struct pod_txn *tx, char *out, size_t n);
 /* Whether the last transaction begun asked for a table operation. One that
  * did not (a sys.* call) read nothing committed: its reply need not wait
  * for durability. */

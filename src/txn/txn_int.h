@@ -96,6 +96,18 @@ struct pod_txn {
      * row in CXL memory starts fetching their records (prefetch_records). */
     struct pod_row *pf_rows[BT_PREFETCH_MAX];
     uint32_t pf_n;
+    /* The lock this attempt's conflict met (txn_note_lock; table NULL: none
+     * noted), as it was then: what a call that gives up says it kept meeting. */
+    struct lock_met {
+        pod_table *t;
+        uint32_t part;
+        bool has_key;
+        bool has_word;          /* a local row: its word */
+        uint32_t word;
+        cxl_off rec_off;        /* the record the lock lives in, or CXL_NULL */
+        uint64_t rec;           /* its word */
+        unsigned char key[BT_MAX_KEY_WIDTH];
+    } met;
 };
 
 #define OP_RESTARTS 1000 /* bound on "start this operation over" loops */
@@ -112,6 +124,12 @@ static inline void txn_serve_inbox(struct pod_txn *tx)
 }
 
 int txn_conflict(struct pod_txn *tx, enum pod_abort_cause cause);
+/* Note the lock a conflict met: key's (NULL: the partition's sentinel) local
+ * row (NULL for another host's tuple) and the record it lives in (NULL: the
+ * row's word; for a local row in CXL memory, NULL finds it by the shortcut).
+ * Only on a conflict: a copy of the key and of the lock words. */
+void txn_note_lock(struct pod_txn *tx, pod_table *t, uint32_t part, const void *key,
+                   const struct pod_row *row, const cxl_record *rec);
 void *txn_undo_alloc(struct pod_txn *tx, size_t n);
 struct access *txn_find_access(struct pod_txn *tx, const void *id);
 /* A new access with a copy of key (NULL for a sentinel); NULL (status set

@@ -229,6 +229,7 @@ static int lock_rec(struct pod_txn *tx, pod_table *t, uint32_t part, struct pod_
                 : want == HELD_WRITE ? rec_try_write_lock(rec) : rec_try_read_lock(rec);
     if (!ok) {
         if (!a && key && pod_rec(host_of(tx), ix_lookup(tx, pc, key)) != rec) return RESTART;
+        txn_note_lock(tx, t, part, key, NULL, rec);
         return txn_conflict(tx, a ? POD_CAUSE_UPGRADE
                                   : want == HELD_WRITE ? POD_CAUSE_WRITE_LOCK : cause);
     }
