@@ -58,11 +58,16 @@ static bool evict(struct pod_worker *w, pod_table *t, uint32_t part, const void 
         uint32_t valid = 1;
         uint64_t ev = row->epoch_version;
         if (!ph->conf->engine.dirty_tracking || (rec_load(rec) & REC_DIRTY)) {
-            /* Written by another host: the CXL copy is the tuple. */
-            if (rec_row_read(ph->r, ph->coh, rec, row->tuple, t->tuple_size, &valid, &ev) == REC_OK) {
-                row_set_epoch_version(row, ev);
-                row_set_valid(row, valid);
+            /* Written by another host: the CXL copy is the tuple. When it
+             * cannot be read now (its latch stayed taken), the tuple stays
+             * in CXL memory: moving it out would keep the older DRAM copy. */
+            if (rec_row_read(ph->r, ph->coh, rec, row->tuple, t->tuple_size, &valid, &ev) != REC_OK) {
+                rec_release_write(rec);
+                pod_row_latch_release(row);
+                return false;
             }
+            row_set_epoch_version(row, ev);
+            row_set_valid(row, valid);
         }
         rec_row_write(ph->r, ph->coh, rec, NULL, t->tuple_size, 0, ev);
         pod_forget_record(w, pc, key, rec);
