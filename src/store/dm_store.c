@@ -359,6 +359,11 @@ static struct place place_of(struct dm_store *d, uint32_t table, const void *key
     return p;
 }
 
+unsigned rs_dm_key_memnode(struct record_store *s, uint32_t table, const void *key)
+{
+    return place_of(ds(s), table, key).mn;
+}
+
 /* The memory node of the key this thread last looked up in vain, for
  * alloc (placement only: any memory node is correct). */
 static _Thread_local struct {

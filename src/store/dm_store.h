@@ -41,4 +41,7 @@ struct record_store *rs_dm_open(const char *memnode_socket, const char *provider
 /* The memory node (0..15) a location of a dm store names. */
 unsigned rs_dm_loc_memnode(rs_loc loc);
 
+/* The memory node that holds key's index entry in table (added to s). */
+unsigned rs_dm_key_memnode(struct record_store *s, uint32_t table, const void *key);
+
 #endif

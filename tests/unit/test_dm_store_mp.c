@@ -15,7 +15,8 @@
  *    checked) at once for DM_MP_MS milliseconds (default 2000); a last
  *    process audits again and counts the accounts' records on each memory
  *    node. The total is exact, every process exits cleanly, conflicts were
- *    seen, and both memory nodes hold accounts;
+ *    seen, both memory nodes hold accounts, and each account's record is on
+ *    the memory node of its index entry;
  *  - a compute node killed with SIGKILL does not take the memory nodes down;
  *    one naming another pod is refused with a clear message, and so is a
  *    second one declaring the table with another tuple size, one naming the
@@ -453,8 +454,9 @@ static int child_final(void *p)
         rs_loc loc;
         pod_key_u64(key, k);
         if (c->rs->ops->lookup(c->rs, c->t->id, key, &loc) != RS_OK ||
-            rs_dm_loc_memnode(loc) >= NMN) {
-            snprintf(b->rep->msg, sizeof b->rep->msg, "account %" PRIu64 ": no record", k);
+            rs_dm_loc_memnode(loc) != rs_dm_key_memnode(c->rs, c->t->id, key)) {
+            snprintf(b->rep->msg, sizeof b->rep->msg, "account %" PRIu64 ": no record, or not "
+                     "on the memory node of its index entry", k);
             rc = 1;
             break;
         }
