@@ -93,8 +93,8 @@ static void print_log(const char *path)
     fclose(f);
 }
 
-/* Start a memory node and wait until its socket answers. */
-static void memnode_start(struct memnode *m, const char *provider)
+/* Start a memory node (memnode_wait_up waits until its socket answers). */
+static void memnode_spawn(struct memnode *m, const char *provider)
 {
     static int n;
     snprintf(m->sock, sizeof m->sock, "/tmp/poddb-test-%s-%d-%d-mn.sock", tag(), (int)getpid(), n);
@@ -118,6 +118,10 @@ static void memnode_start(struct memnode *m, const char *provider)
               "--provider", provider, (char *)NULL);
         _exit(127);
     }
+}
+
+static void memnode_wait_up(struct memnode *m, const char *provider)
+{
     uint64_t until = now_ms() + 15000;
     for (;;) {
         struct sockaddr_un sa = {.sun_family = AF_UNIX};
@@ -143,21 +147,22 @@ struct pod_mns {
     int n;
 };
 
+/* n memory nodes, started at once. */
 static void mns_start(struct pod_mns *p, const char *provider, int n)
 {
     p->n = n;
     for (int i = 0; i < n; i++) {
-        memnode_start(&p->m[i], provider);
+        memnode_spawn(&p->m[i], provider);
         p->socks[i] = p->m[i].sock;
     }
+    for (int i = 0; i < n; i++) memnode_wait_up(&p->m[i], provider);
 }
 
-/* SIGTERM; it must exit 0 within 10 s. */
-static void memnode_stop(struct memnode *m)
+/* After SIGTERM: it must exit 0 within 10 s. */
+static void memnode_reap(struct memnode *m)
 {
     int st = -1;
     if (m->pid > 0) {
-        kill(m->pid, SIGTERM);
         uint64_t until = now_ms() + 10000;
         while (waitpid(m->pid, &st, WNOHANG) == 0) {
             if (now_ms() > until) {
@@ -175,9 +180,12 @@ static void memnode_stop(struct memnode *m)
     ck_assert_msg(clean, "poddb-memnode did not exit cleanly on SIGTERM (status 0x%x)", st);
 }
 
+/* SIGTERM to all at once; each must exit 0 within 10 s. */
 static void mns_stop(struct pod_mns *p)
 {
-    for (int i = 0; i < p->n; i++) memnode_stop(&p->m[i]);
+    for (int i = 0; i < p->n; i++)
+        if (p->m[i].pid > 0) kill(p->m[i].pid, SIGTERM);
+    for (int i = 0; i < p->n; i++) memnode_reap(&p->m[i]);
 }
 
 /* ---- the bank ----------------------------------------------------------------------- */
