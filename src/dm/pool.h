@@ -1,7 +1,9 @@
 /* A memory node's pool and its bootstrap protocol: the layout shared by
  * poddb-memnode (which writes the header once, before any client comes) and
  * the dm record store (src/store/dm_store.c), which does everything else
- * with one-sided operations. docs/dm.md has the same byte by byte.
+ * with one-sided operations. docs/dm.md has the same byte by byte. A pod
+ * has 1..DM_MAX_MEMNODES memory nodes, each with a pool of this layout;
+ * the compute nodes number them in the order of their configuration.
  *
  *   0 .. 4095        header (struct dm_pool_header)
  *   4096 .. 69631    catalog: DM_MAX_TABLES (1024) entries of 64 bytes, entry i for table id i
@@ -18,7 +20,7 @@
 #include "dm/fabric.h"
 
 #define DM_POOL_MAGIC 0x314c4f4f504d4450ull /* "PDMPOOL1" */
-#define DM_LAYOUT_VERSION 3u
+#define DM_LAYOUT_VERSION 4u
 #define DM_POD_NAME_MAX 64
 #define DM_MAX_TABLES 1024u
 #define DM_HEADER_BYTES 4096u
@@ -26,6 +28,8 @@
 #define DM_CATALOG_ENTRY 64u
 #define DM_DATA_START 131072u
 #define DM_POOL_MIN (1ull << 20)
+#define DM_POOL_MAX (1ull << 40) /* a location holds 40 bits of offset */
+#define DM_MAX_MEMNODES 16u
 
 struct dm_pool_header {
     uint64_t magic;           /*  0: DM_POOL_MAGIC */
@@ -34,7 +38,15 @@ struct dm_pool_header {
     uint64_t pool_size;       /* 16: bytes */
     uint64_t cursor;          /* 24: next free byte (FAA); may pass pool_size when full */
     char pod[DM_POD_NAME_MAX];/* 32: the pod's name, NUL-padded */
-};                            /* 96 bytes; the rest of the 4 KiB is zero */
+    uint64_t membership;      /* 96: 0 until the first compute node claims the pool
+                                 (CAS 0 -> DM_MEMBERSHIP(index, count)); then fixed */
+};                            /* 104 bytes; the rest of the 4 KiB is zero */
+
+/* Memory node index (0..count-1) of a pod of count memory nodes: "MEMB" in
+ * bits 32-63, count in bits 16-31, index in bits 0-15. */
+#define DM_MEMBERSHIP_TAG 0x424d454dull /* "MEMB" */
+#define DM_MEMBERSHIP(index, count) \
+    (DM_MEMBERSHIP_TAG << 32 | (uint64_t)(count) << 16 | (uint64_t)(index))
 
 /* state of a catalog entry (its first word, changed by CAS and WRITE) */
 #define DM_CAT_FREE 0ull
@@ -53,7 +65,8 @@ struct dm_catalog_entry {
     uint32_t slots;           /* 44: per bucket */
     uint32_t slot_bytes;      /* 48: 8 + key_size rounded up to 8 */
     uint32_t pad;             /* 52 */
-    uint64_t sentinel_off;    /* 56: the table's sentinel record (record_store.h) */
+    uint64_t sentinel_off;    /* 56: the table's sentinel record (record_store.h) on
+                                 memory node 0; 0 on the others */
 };                            /* 64 bytes */
 
 /* The header of a hash index bucket, before its slots. A table's index is
@@ -67,7 +80,7 @@ struct dm_bucket_head {
     uint64_t next;            /*  8: the chain's next bucket, 0 for none */
 };                            /* 16 bytes; slots follow */
 
-_Static_assert(sizeof(struct dm_pool_header) == 96, "pool header layout");
+_Static_assert(sizeof(struct dm_pool_header) == 104, "pool header layout");
 _Static_assert(sizeof(struct dm_bucket_head) == 16, "bucket header layout");
 _Static_assert(sizeof(struct dm_catalog_entry) == DM_CATALOG_ENTRY, "catalog entry layout");
 

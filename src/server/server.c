@@ -1616,7 +1616,11 @@ static int build_db(struct pod_server *s, pod_err *err)
                                .retry_timeout_ms = c->engine.retry_timeout_ms};
     if (c->mode == POD_MODE_DM) { /* rs-2pl over the memory node's records */
         o.store = POD_STORE_GIVEN;
-        if (!(o.given_store = rs_dm_open(c->dm.memnodes[0], c->dm.provider, c->dm.pod, err)))
+        const char *mns[POD_MAX_MEMNODES];
+        for (int i = 0; i < c->dm.nmemnodes && i < POD_MAX_MEMNODES; i++)
+            mns[i] = c->dm.memnodes[i];
+        if (!(o.given_store =
+                  rs_dm_open_many(mns, c->dm.nmemnodes, c->dm.provider, c->dm.pod, err)))
             return -1;
         pod_info("compute node of pod \"%s\": records on memory node %s over %s", c->dm.pod,
                  c->dm.memnodes[0], c->dm.provider);

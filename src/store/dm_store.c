@@ -1,6 +1,16 @@
-/* The dm record store (dm_store.h). A location is (table + 1) << 48 | the
- * record's offset in the pool, so that a row operation knows its table's
- * tuple size without another round trip.
+/* The dm record store (dm_store.h). A location is (table + 1) << 48 |
+ * memory node << 40 | the record's offset in that memory node's pool, so
+ * that a row operation knows its table's tuple size and its memory node
+ * without another round trip.
+ *
+ * Placement over n memory nodes: a key's bucket chain lives on memory node
+ * ((hash >> 32) * n) >> 32 of its hash, whose low bits pick the bucket, so
+ * the buckets of every memory node stay evenly used. Each memory node has,
+ * per table, its own catalog entry and hash index (sized for rows_hint / n
+ * rows); the table's sentinel is on memory node 0. alloc names no key
+ * (record_store.h): a record goes to the memory node of the key that this
+ * thread last looked up in vain in that table (rs-2pl looks a key up just
+ * before it allocates the key's record), else to the memory nodes in turn.
  *
  * Hash index of a table: nbuckets head buckets of bucket_bytes (sized from
  * the table's rows_hint), each a header {lock word, next bucket} (struct
@@ -38,7 +48,8 @@
 #include "dm/fabric.h"
 #include "dm/pool.h"
 
-#define LOC_OFF_MASK ((1ull << 48) - 1)
+#define LOC_OFF_MASK (DM_POOL_MAX - 1)
+#define LOC_MN_SHIFT 40
 #define BUCKET_TARGET 256u      /* bytes: one READ resolves a key */
 #define MAX_SLOTS 15u
 #define DEFAULT_BUCKETS (1u << 14) /* rows_hint 0 */
@@ -56,25 +67,35 @@ struct dm_rowhead { /* cxl_swcc_row without its tuple */
 
 struct dm_table {
     bool present;
-    struct dm_catalog_entry e;
+    struct dm_catalog_entry *e; /* the table's catalog entry on each memory node */
+};
+
+struct memnode {
+    int peer;
+    int boot_fd;             /* held open: the memory node sees this compute node leave */
+    char label[160];
+    uint64_t pool_size;
+    unsigned char name[FAB_NAME_MAX]; /* its fabric address: two sockets, one memory node? */
+    size_t name_len;
 };
 
 struct dm_store {
     struct record_store base;
     pthread_mutex_t mu;      /* the endpoint and the scratch below */
     struct fab *f;
-    int peer;
-    int boot_fd;             /* held open: the memory node sees this compute node leave */
-    char label[160];
-    uint64_t pool_size;
+    unsigned nmn;
+    struct memnode mn[DM_MAX_MEMNODES];
     struct dm_table t[DM_MAX_TABLES];
     uint64_t freed;
+    uint32_t next_mn;        /* where alloc without a hint goes next (atomic) */
     /* what run() sent (atomic: counters() reads them without the lock);
      * by enum fab_op_kind, and the batches waited for */
     uint64_t ops[4], round_trips;
     /* scratch of a batch */
     struct fab_op *fops;
     struct dm_rowhead *heads;
+    struct rs_op *grouped;   /* a batch's ops grouped by memory node */
+    uint32_t *from;          /* grouped[j] is ops[from[j]] */
     uint32_t cap;
     unsigned char *bucket;   /* one bucket */
     uint32_t bucket_cap;
@@ -83,22 +104,39 @@ struct dm_store {
 static inline struct dm_store *ds(struct record_store *s) { return (struct dm_store *)s; }
 static inline uint64_t loc_off(rs_loc l) { return l & LOC_OFF_MASK; }
 static inline uint32_t loc_table(rs_loc l) { return (uint32_t)(l >> 48) - 1; }
-static inline rs_loc make_loc(uint32_t table, uint64_t off) { return ((uint64_t)(table + 1) << 48) | off; }
+static inline rs_loc make_loc(uint32_t table, unsigned mn, uint64_t off)
+{
+    return ((uint64_t)(table + 1) << 48) | (uint64_t)mn << LOC_MN_SHIFT | off;
+}
 static inline uint64_t round8(uint64_t v) { return (v + 7) & ~7ull; }
 
-static void fatal(struct dm_store *d, const pod_err *e)
+unsigned rs_dm_loc_memnode(rs_loc loc) { return (unsigned)(loc >> LOC_MN_SHIFT) & 0xff; }
+
+static void fatal(struct dm_store *d, unsigned mn, const pod_err *e)
 {
-    fprintf(stderr, "dm record store (memory node %s): %s; this compute node cannot go on\n",
-            d->label, e->msg);
+    fprintf(stderr, "dm record store (memory node %u, %s): %s; this compute node cannot go on\n",
+            mn, d->mn[mn].label, e->msg);
     abort();
 }
 
-static void run(struct dm_store *d, struct fab_op *ops, uint32_t n)
+/* The memory node of a location; one this store does not have is fatal. */
+static unsigned mn_of(struct dm_store *d, rs_loc loc)
+{
+    unsigned mn = rs_dm_loc_memnode(loc);
+    if (mn < d->nmn) return mn;
+    pod_err e;
+    pod_err_set(&e, "location 0x%llx names memory node %u of %u", (unsigned long long)loc, mn,
+                d->nmn);
+    fatal(d, 0, &e);
+    return 0;
+}
+
+static void run(struct dm_store *d, unsigned mn, struct fab_op *ops, uint32_t n)
 {
     pod_err e;
     for (uint32_t i = 0; i < n; i++) __atomic_fetch_add(&d->ops[ops[i].kind], 1, __ATOMIC_RELAXED);
     __atomic_fetch_add(&d->round_trips, 1, __ATOMIC_RELAXED);
-    if (fab_batch(d->f, d->peer, ops, n, &e) != 0) fatal(d, &e);
+    if (fab_batch(d->f, d->mn[mn].peer, ops, n, &e) != 0) fatal(d, mn, &e);
 }
 
 static void counters(struct record_store *s, struct rs_counters *out)
@@ -113,36 +151,37 @@ static void counters(struct record_store *s, struct rs_counters *out)
     };
 }
 
-static uint64_t faa(struct dm_store *d, uint64_t off, uint64_t add)
+static uint64_t faa(struct dm_store *d, unsigned mn, uint64_t off, uint64_t add)
 {
     struct fab_op o = {.kind = FAB_FAA, .off = off, .operand = add};
-    run(d, &o, 1);
+    run(d, mn, &o, 1);
     return o.old;
 }
 
-static uint64_t cas(struct dm_store *d, uint64_t off, uint64_t compare, uint64_t swap)
+static uint64_t cas(struct dm_store *d, unsigned mn, uint64_t off, uint64_t compare, uint64_t swap)
 {
     struct fab_op o = {.kind = FAB_CAS, .off = off, .compare = compare, .operand = swap};
-    run(d, &o, 1);
+    run(d, mn, &o, 1);
     return o.old;
 }
 
-static void rd(struct dm_store *d, uint64_t off, void *buf, uint32_t len)
+static void rd(struct dm_store *d, unsigned mn, uint64_t off, void *buf, uint32_t len)
 {
     struct fab_op o = {.kind = FAB_READ, .off = off, .buf = buf, .len = len};
-    run(d, &o, 1);
+    run(d, mn, &o, 1);
 }
 
 /* WRITE buf, and return once it is placed at the memory node (the READ
  * behind it on the same endpoint returns only after the write is placed:
  * RMA read-after-write order, which shm and rxm give; rxm completes a WRITE
  * when it is sent, so its completion alone would not do). */
-static void write_placed(struct dm_store *d, uint64_t off, const void *buf, uint32_t len)
+static void write_placed(struct dm_store *d, unsigned mn, uint64_t off, const void *buf,
+                         uint32_t len)
 {
     uint64_t probe;
     struct fab_op o[2] = {{.kind = FAB_WRITE, .off = off, .buf = (void *)buf, .len = len},
                           {.kind = FAB_READ, .off = off & ~7ull, .buf = &probe, .len = 8}};
-    run(d, o, 2);
+    run(d, mn, o, 2);
 }
 
 static uint64_t ms_now(void)
@@ -187,6 +226,65 @@ static uint64_t bucket_count(uint64_t rows_hint, uint32_t slots, uint32_t bucket
     return nb;
 }
 
+/* Under d->mu: table def's catalog entry on memory node mn, laid out from
+ * want if this compute node is the first to add it there (the sentinel
+ * only on memory node 0), else waited for and checked against want. */
+static int catalog_join(struct dm_store *d, unsigned mn, const struct dm_catalog_entry *want,
+                        struct dm_catalog_entry *got, pod_err *err)
+{
+    const char *label = d->mn[mn].label;
+    uint32_t id = want->table_id;
+    uint64_t ent_off = DM_CATALOG_OFF + (uint64_t)id * DM_CATALOG_ENTRY;
+    uint64_t old = cas(d, mn, ent_off, DM_CAT_FREE, DM_CAT_CREATING);
+    if (old == DM_CAT_FREE) { /* the first: lay the table out */
+        /* the index, then (memory node 0) the sentinel record */
+        uint64_t ix_bytes = (want->nbuckets * want->bucket_bytes + 63) & ~63ull;
+        uint64_t bytes = ix_bytes + (mn == 0 ? want->record_bytes : 0);
+        uint64_t at = faa(d, mn, offsetof(struct dm_pool_header, cursor), bytes);
+        if (at + bytes > d->mn[mn].pool_size) {
+            cas(d, mn, ent_off, DM_CAT_CREATING, DM_CAT_FREE);
+            pod_err_set(err, "dm record store: the pool of memory node %u (%s) is full: no room "
+                        "for the %llu-byte index of table %u", mn, label,
+                        (unsigned long long)bytes, id);
+            return -1;
+        }
+        *got = *want;
+        got->index_off = at; /* fresh pool memory: zero */
+        if (mn == 0) {
+            got->sentinel_off = at + ix_bytes;
+            struct dm_rowhead sh = {.valid = 0, .tuple_size = want->tuple_size};
+            write_placed(d, mn, got->sentinel_off + 8, &sh, sizeof sh);
+        }
+        got->state = DM_CAT_CREATING;
+        write_placed(d, mn, ent_off + 8, (const unsigned char *)got + 8, DM_CATALOG_ENTRY - 8);
+        cas(d, mn, ent_off, DM_CAT_CREATING, DM_CAT_READY);
+        got->state = DM_CAT_READY;
+        return 0;
+    }
+    uint64_t until = ms_now() + CATALOG_WAIT_MS;
+    for (;;) {
+        rd(d, mn, ent_off, got, sizeof *got);
+        if (got->state == DM_CAT_READY) break;
+        if (ms_now() > until) {
+            pod_err_set(err, "dm record store: table %u on memory node %u (%s) stayed "
+                        "half-created for %d ms (its creator died?)", id, mn, label,
+                        CATALOG_WAIT_MS);
+            return -1;
+        }
+        sched_yield();
+    }
+    if (got->key_size != want->key_size || got->tuple_size != want->tuple_size ||
+        got->record_bytes != want->record_bytes || got->table_id != id ||
+        got->bucket_bytes != want->bucket_bytes || (mn == 0) != (got->sentinel_off != 0)) {
+        pod_err_set(err, "dm record store: catalog mismatch for table %u on memory node %u (%s): "
+                    "it was created with keys of %u bytes and tuples of %u bytes, this compute "
+                    "node declares keys of %u bytes and tuples of %u bytes", id, mn, label,
+                    got->key_size, got->tuple_size, want->key_size, want->tuple_size);
+        return -1;
+    }
+    return 0;
+}
+
 static int table_add(struct record_store *s, const struct rs_table_def *def, pod_err *err)
 {
     struct dm_store *d = ds(s);
@@ -211,80 +309,68 @@ static int table_add(struct record_store *s, const struct rs_table_def *def, pod
     uint32_t slots = (BUCKET_TARGET - BHEAD) / want.slot_bytes;
     want.slots = slots < 1 ? 1 : slots > MAX_SLOTS ? MAX_SLOTS : slots;
     want.bucket_bytes = BHEAD + want.slots * want.slot_bytes;
-    want.nbuckets = bucket_count(def->rows_hint, want.slots, want.bucket_bytes, d->pool_size);
-    uint64_t ent_off = DM_CATALOG_OFF + (uint64_t)def->id * DM_CATALOG_ENTRY;
-
+    uint64_t rows = def->rows_hint ? (def->rows_hint + d->nmn - 1) / d->nmn : 0;
+    struct dm_catalog_entry *e = calloc(d->nmn, sizeof *e);
+    unsigned char *bucket = NULL;
+    if (!e) {
+        pod_err_set(err, "dm record store: out of memory");
+        return -1;
+    }
     pthread_mutex_lock(&d->mu);
-    struct dm_catalog_entry got;
-    uint64_t old = cas(d, ent_off, DM_CAT_FREE, DM_CAT_CREATING);
-    if (old == DM_CAT_FREE) { /* the first: lay the table out */
-        /* the index, then the sentinel record */
-        uint64_t ix_bytes = (want.nbuckets * want.bucket_bytes + 63) & ~63ull;
-        uint64_t bytes = ix_bytes + want.record_bytes;
-        uint64_t at = faa(d, offsetof(struct dm_pool_header, cursor), bytes);
-        if (at + bytes > d->pool_size) {
-            cas(d, ent_off, DM_CAT_CREATING, DM_CAT_FREE);
-            pthread_mutex_unlock(&d->mu);
-            pod_err_set(err, "dm record store: the pool of memory node %s is full: no room for "
-                        "the %llu-byte index of table %u", d->label, (unsigned long long)bytes,
-                        def->id);
-            return -1;
-        }
-        want.index_off = at; /* fresh pool memory: zero */
-        want.sentinel_off = at + ix_bytes;
-        struct dm_rowhead sh = {.valid = 0, .tuple_size = want.tuple_size};
-        write_placed(d, want.sentinel_off + 8, &sh, sizeof sh);
-        want.state = DM_CAT_CREATING;
-        write_placed(d, ent_off + 8, (const unsigned char *)&want + 8, DM_CATALOG_ENTRY - 8);
-        cas(d, ent_off, DM_CAT_CREATING, DM_CAT_READY);
-        got = want;
-    } else {
-        uint64_t until = ms_now() + CATALOG_WAIT_MS;
-        for (;;) {
-            rd(d, ent_off, &got, sizeof got);
-            if (got.state == DM_CAT_READY) break;
-            if (ms_now() > until) {
-                pthread_mutex_unlock(&d->mu);
-                pod_err_set(err, "dm record store: table %u on memory node %s stayed half-created "
-                            "for %d ms (its creator died?)", def->id, d->label, CATALOG_WAIT_MS);
-                return -1;
-            }
-            sched_yield();
-        }
-        if (got.key_size != want.key_size || got.tuple_size != want.tuple_size ||
-            got.record_bytes != want.record_bytes || got.table_id != def->id) {
-            pthread_mutex_unlock(&d->mu);
-            pod_err_set(err, "dm record store: catalog mismatch for table %u on memory node %s: "
-                        "it was created with keys of %u bytes and tuples of %u bytes, this "
-                        "compute node declares keys of %u bytes and tuples of %u bytes", def->id,
-                        d->label, got.key_size, got.tuple_size, def->key_size, def->tuple_size);
-            return -1;
-        }
+    for (unsigned mn = 0; mn < d->nmn; mn++) {
+        want.nbuckets = bucket_count(rows, want.slots, want.bucket_bytes, d->mn[mn].pool_size);
+        if (catalog_join(d, mn, &want, &e[mn], err) != 0) goto fail;
     }
-    got.state = DM_CAT_READY;
-    d->t[def->id].e = got;
-    d->t[def->id].present = true;
-    if (got.bucket_bytes > d->bucket_cap) {
-        unsigned char *b = realloc(d->bucket, got.bucket_bytes);
-        if (!b) {
-            d->t[def->id].present = false;
-            pthread_mutex_unlock(&d->mu);
+    if (want.bucket_bytes > d->bucket_cap) {
+        if (!(bucket = realloc(d->bucket, want.bucket_bytes))) {
             pod_err_set(err, "dm record store: out of memory");
-            return -1;
+            goto fail;
         }
-        d->bucket = b;
-        d->bucket_cap = got.bucket_bytes;
+        d->bucket = bucket;
+        d->bucket_cap = want.bucket_bytes;
     }
+    d->t[def->id].e = e;
+    d->t[def->id].present = true;
     pthread_mutex_unlock(&d->mu);
     return 0;
+fail:
+    pthread_mutex_unlock(&d->mu);
+    free(e);
+    return -1;
 }
 
 /* ---- the index ----------------------------------------------------------------- */
 
-static uint64_t bucket_off(const struct dm_catalog_entry *e, const void *key)
+/* Where a key's entry lives: its memory node, that memory node's catalog
+ * entry of the table, and the key's head bucket there. */
+struct place {
+    unsigned mn;
+    const struct dm_catalog_entry *e;
+    uint64_t b;
+};
+
+static struct place place_of(struct dm_store *d, uint32_t table, const void *key)
 {
-    return e->index_off + (hash_key(key, e->key_size) & (e->nbuckets - 1)) * e->bucket_bytes;
+    const struct dm_table *t = table_of(d, table);
+    uint64_t h = hash_key(key, t->e[0].key_size);
+    struct place p = {.mn = (unsigned)(((h >> 32) * d->nmn) >> 32)};
+    p.e = &t->e[p.mn];
+    p.b = p.e->index_off + (h & (p.e->nbuckets - 1)) * p.e->bucket_bytes;
+    return p;
 }
+
+unsigned rs_dm_key_memnode(struct record_store *s, uint32_t table, const void *key)
+{
+    return place_of(ds(s), table, key).mn;
+}
+
+/* The memory node of the key this thread last looked up in vain, for
+ * alloc (placement only: any memory node is correct). */
+static _Thread_local struct {
+    const struct dm_store *d;
+    uint32_t table;
+    unsigned mn;
+} alloc_hint;
 
 static uint64_t slot_word(const unsigned char *bucket, const struct dm_catalog_entry *e, uint32_t i)
 {
@@ -302,14 +388,14 @@ static uint64_t next_of(const unsigned char *bucket)
 
 /* A chain cannot hold more buckets than the pool: one that seems to is
  * corrupt (a loop), and going on would never end. */
-static void chain_check(struct dm_store *d, const struct dm_catalog_entry *e, uint64_t hops,
-                        uint64_t head)
+static void chain_check(struct dm_store *d, unsigned mn, const struct dm_catalog_entry *e,
+                        uint64_t hops, uint64_t head)
 {
-    if (hops <= d->pool_size / e->bucket_bytes) return;
+    if (hops <= d->mn[mn].pool_size / e->bucket_bytes) return;
     pod_err er;
     pod_err_set(&er, "the overflow chain of index bucket at offset %llu of table %u is longer "
                 "than the pool holds (a loop?)", (unsigned long long)head, e->table_id);
-    fatal(d, &er);
+    fatal(d, mn, &er);
 }
 
 /* Where a chain search ended (chain_find). */
@@ -320,17 +406,17 @@ struct chain_pos {
     uint64_t last;   /* the chain's last bucket (when the key is not in it) */
 };
 
-/* Under d->mu: READ the chain from head bucket b, one bucket at a time into
- * d->bucket, until key's slot. Without the chain's lock (a lookup) a bucket
- * appended meanwhile is either seen whole or not at all: its link is
+/* Under d->mu: READ the chain from head bucket pl->b, one bucket at a time
+ * into d->bucket, until key's slot. Without the chain's lock (a lookup) a
+ * bucket appended meanwhile is either seen whole or not at all: its link is
  * published only once its bytes are placed. */
-static struct chain_pos chain_find(struct dm_store *d, const struct dm_catalog_entry *e,
-                                   uint64_t b, const void *key)
+static struct chain_pos chain_find(struct dm_store *d, const struct place *pl, const void *key)
 {
+    const struct dm_catalog_entry *e = pl->e;
     struct chain_pos p = {0};
-    for (uint64_t at = b, hops = 0;; hops++) {
-        chain_check(d, e, hops, b);
-        rd(d, at, d->bucket, e->bucket_bytes);
+    for (uint64_t at = pl->b, hops = 0;; hops++) {
+        chain_check(d, pl->mn, e, hops, pl->b);
+        rd(d, pl->mn, at, d->bucket, e->bucket_bytes);
         for (uint32_t i = 0; i < e->slots; i++) {
             uint64_t w = slot_word(d->bucket, e, i), so = at + BHEAD + (uint64_t)i * e->slot_bytes;
             const unsigned char *k = d->bucket + BHEAD + (size_t)i * e->slot_bytes + 8;
@@ -353,11 +439,16 @@ static struct chain_pos chain_find(struct dm_store *d, const struct dm_catalog_e
 static int lookup(struct record_store *s, uint32_t table, const void *key, rs_loc *loc)
 {
     struct dm_store *d = ds(s);
-    const struct dm_catalog_entry *e = &table_of(d, table)->e;
+    struct place pl = place_of(d, table, key);
     pthread_mutex_lock(&d->mu);
-    struct chain_pos p = chain_find(d, e, bucket_off(e, key), key);
+    struct chain_pos p = chain_find(d, &pl, key);
     pthread_mutex_unlock(&d->mu);
-    if (!p.slot) return RS_MISSING;
+    if (!p.slot) {
+        alloc_hint.d = d;
+        alloc_hint.table = table;
+        alloc_hint.mn = pl.mn;
+        return RS_MISSING;
+    }
     *loc = p.word;
     return RS_OK;
 }
@@ -369,17 +460,17 @@ static int neighbour(struct record_store *s, uint32_t table, const void *key, bo
     return RS_MISSING; /* not ordered: rs-2pl never asks */
 }
 
-static void bucket_lock(struct dm_store *d, uint64_t b)
+static void bucket_lock(struct dm_store *d, unsigned mn, uint64_t b)
 {
     uint64_t until = 0;
     for (unsigned tries = 0;; tries++) {
-        if (cas(d, b, 0, 1) == 0) return;
+        if (cas(d, mn, b, 0, 1) == 0) return;
         if (!until) until = ms_now() + LOCK_WAIT_MS;
         else if (ms_now() > until) {
             pod_err e;
             pod_err_set(&e, "the lock of index bucket at offset %llu stayed taken for %d ms (a "
                         "compute node died holding it?)", (unsigned long long)b, LOCK_WAIT_MS);
-            fatal(d, &e);
+            fatal(d, mn, &e);
         }
         if (tries > 4) sched_yield();
     }
@@ -388,38 +479,39 @@ static void bucket_lock(struct dm_store *d, uint64_t b)
 /* A full chain: a bucket from the cursor holding key -> loc in its first
  * slot, placed, then linked after the chain's last bucket. Under d->mu and
  * the chain's lock. */
-static int chain_append(struct dm_store *d, const struct dm_catalog_entry *e, uint64_t last,
+static int chain_append(struct dm_store *d, const struct place *pl, uint64_t last,
                         const void *key, rs_loc loc)
 {
-    uint64_t nb = faa(d, offsetof(struct dm_pool_header, cursor), e->bucket_bytes);
-    if (nb + e->bucket_bytes > d->pool_size) return RS_NOMEM;
+    const struct dm_catalog_entry *e = pl->e;
+    uint64_t nb = faa(d, pl->mn, offsetof(struct dm_pool_header, cursor), e->bucket_bytes);
+    if (nb + e->bucket_bytes > d->mn[pl->mn].pool_size) return RS_NOMEM;
     /* fresh pool memory: its lock, next and other slots are zero */
     memcpy(d->bucket, &loc, 8);
     memcpy(d->bucket + 8, key, e->key_size);
-    write_placed(d, nb + BHEAD, d->bucket, 8 + e->key_size);
+    write_placed(d, pl->mn, nb + BHEAD, d->bucket, 8 + e->key_size);
     /* under the chain's lock nothing else links after last */
-    return cas(d, last + offsetof(struct dm_bucket_head, next), 0, nb) == 0 ? RS_OK : RS_NOMEM;
+    return cas(d, pl->mn, last + offsetof(struct dm_bucket_head, next), 0, nb) == 0 ? RS_OK
+                                                                                   : RS_NOMEM;
 }
 
 static int index_insert(struct record_store *s, uint32_t table, const void *key, rs_loc loc)
 {
     struct dm_store *d = ds(s);
-    const struct dm_catalog_entry *e = &table_of(d, table)->e;
+    struct place pl = place_of(d, table, key);
     pthread_mutex_lock(&d->mu);
-    uint64_t b = bucket_off(e, key);
-    bucket_lock(d, b);
-    struct chain_pos p = chain_find(d, e, b, key);
+    bucket_lock(d, pl.mn, pl.b);
+    struct chain_pos p = chain_find(d, &pl, key);
     int rc = RS_NOMEM;
     if (p.slot) {
         rc = RS_EXISTS;
     } else if (p.free) {
         /* the key, placed before the word that makes the slot visible */
-        write_placed(d, p.free + 8, key, e->key_size);
-        if (cas(d, p.free, 0, loc) == 0) rc = RS_OK; /* under the lock it cannot fail */
+        write_placed(d, pl.mn, p.free + 8, key, pl.e->key_size);
+        if (cas(d, pl.mn, p.free, 0, loc) == 0) rc = RS_OK; /* under the lock it cannot fail */
     } else {
-        rc = chain_append(d, e, p.last, key, loc);
+        rc = chain_append(d, &pl, p.last, key, loc);
     }
-    faa(d, b, (uint64_t)-1);
+    faa(d, pl.mn, pl.b, (uint64_t)-1);
     pthread_mutex_unlock(&d->mu);
     return rc;
 }
@@ -427,14 +519,13 @@ static int index_insert(struct record_store *s, uint32_t table, const void *key,
 static int index_remove(struct record_store *s, uint32_t table, const void *key)
 {
     struct dm_store *d = ds(s);
-    const struct dm_catalog_entry *e = &table_of(d, table)->e;
+    struct place pl = place_of(d, table, key);
     pthread_mutex_lock(&d->mu);
-    uint64_t b = bucket_off(e, key);
-    bucket_lock(d, b);
-    struct chain_pos p = chain_find(d, e, b, key);
+    bucket_lock(d, pl.mn, pl.b);
+    struct chain_pos p = chain_find(d, &pl, key);
     int rc = RS_MISSING;
-    if (p.slot && cas(d, p.slot, p.word, 0) == p.word) rc = RS_OK;
-    faa(d, b, (uint64_t)-1);
+    if (p.slot && cas(d, pl.mn, p.slot, p.word, 0) == p.word) rc = RS_OK;
+    faa(d, pl.mn, pl.b, (uint64_t)-1);
     pthread_mutex_unlock(&d->mu);
     return rc;
 }
@@ -456,36 +547,36 @@ static bool walk_buckets(const struct dm_catalog_entry *e, const unsigned char *
     return true;
 }
 
-/* Head buckets WALK_BYTES at a time (one READ), then their chains a level
- * at a time (one batch of READs per level, at most as many buckets as the
- * heads). Work: one pass over the index and its overflow buckets; memory:
- * one chunk's buffer; d->mu is held for one READ or batch at a time and
- * never while fn runs (fn may use the store). */
-static int walk(struct record_store *s, uint32_t table, rs_walk_fn fn, void *arg)
+/* One memory node's index of a table: head buckets WALK_BYTES at a time
+ * (one READ), then their chains a level at a time (one batch of READs per
+ * level, at most as many buckets as the heads). Work: one pass over the
+ * index and its overflow buckets; memory: one chunk's buffer; d->mu is held
+ * for one READ or batch at a time and never while fn runs (fn may use the
+ * store). False when fn stopped the walk; *rc RS_NOMEM when out of memory. */
+static bool walk_mn(struct dm_store *d, unsigned mn, const struct dm_catalog_entry *e,
+                    rs_walk_fn fn, void *arg, int *rc)
 {
-    struct dm_store *d = ds(s);
-    const struct dm_catalog_entry *e = &table_of(d, table)->e;
     uint64_t per = WALK_BYTES / e->bucket_bytes ? WALK_BYTES / e->bucket_bytes : 1;
     if (per > e->nbuckets) per = e->nbuckets;
     unsigned char *buf = malloc(per * e->bucket_bytes);
     uint64_t *next = malloc(per * sizeof *next);
     struct fab_op *ops = malloc(per * sizeof *ops);
-    int rc = buf && next && ops ? RS_OK : RS_NOMEM;
-    bool go = rc == RS_OK;
+    *rc = buf && next && ops ? RS_OK : RS_NOMEM;
+    bool go = *rc == RS_OK;
     for (uint64_t first = 0; go && first < e->nbuckets; first += per) {
         uint64_t n = e->nbuckets - first < per ? e->nbuckets - first : per, m;
         pthread_mutex_lock(&d->mu);
-        rd(d, e->index_off + first * e->bucket_bytes, buf, (uint32_t)(n * e->bucket_bytes));
+        rd(d, mn, e->index_off + first * e->bucket_bytes, buf, (uint32_t)(n * e->bucket_bytes));
         pthread_mutex_unlock(&d->mu);
         for (uint64_t level = 0;; level++) {
             go = walk_buckets(e, buf, n, fn, arg, next, &m);
             if (!go || !m) break;
-            chain_check(d, e, level + 1, e->index_off + first * e->bucket_bytes);
+            chain_check(d, mn, e, level + 1, e->index_off + first * e->bucket_bytes);
             for (uint64_t j = 0; j < m; j++)
                 ops[j] = (struct fab_op){.kind = FAB_READ, .off = next[j],
                                          .buf = buf + j * e->bucket_bytes, .len = e->bucket_bytes};
             pthread_mutex_lock(&d->mu);
-            run(d, ops, (uint32_t)m);
+            run(d, mn, ops, (uint32_t)m);
             pthread_mutex_unlock(&d->mu);
             n = m;
         }
@@ -493,6 +584,17 @@ static int walk(struct record_store *s, uint32_t table, rs_walk_fn fn, void *arg
     free(buf);
     free(next);
     free(ops);
+    return go;
+}
+
+/* Every memory node's index of the table, one after the other. */
+static int walk(struct record_store *s, uint32_t table, rs_walk_fn fn, void *arg)
+{
+    struct dm_store *d = ds(s);
+    const struct dm_table *t = table_of(d, table);
+    int rc = RS_OK;
+    for (unsigned mn = 0; mn < d->nmn && walk_mn(d, mn, &t->e[mn], fn, arg, &rc); mn++) {
+    }
     return rc;
 }
 
@@ -503,7 +605,7 @@ static uint64_t word_read(struct record_store *s, rs_loc loc)
     struct dm_store *d = ds(s);
     uint64_t w;
     pthread_mutex_lock(&d->mu);
-    rd(d, loc_off(loc), &w, 8);
+    rd(d, mn_of(d, loc), loc_off(loc), &w, 8);
     pthread_mutex_unlock(&d->mu);
     return w;
 }
@@ -512,7 +614,7 @@ static bool word_cas(struct record_store *s, rs_loc loc, uint64_t *expected, uin
 {
     struct dm_store *d = ds(s);
     pthread_mutex_lock(&d->mu);
-    uint64_t old = cas(d, loc_off(loc), *expected, desired);
+    uint64_t old = cas(d, mn_of(d, loc), loc_off(loc), *expected, desired);
     pthread_mutex_unlock(&d->mu);
     if (old == *expected) return true;
     *expected = old;
@@ -523,7 +625,7 @@ static uint64_t word_faa(struct record_store *s, rs_loc loc, uint64_t add)
 {
     struct dm_store *d = ds(s);
     pthread_mutex_lock(&d->mu);
-    uint64_t old = faa(d, loc_off(loc), add);
+    uint64_t old = faa(d, mn_of(d, loc), loc_off(loc), add);
     pthread_mutex_unlock(&d->mu);
     return old;
 }
@@ -541,18 +643,25 @@ static int grow(struct dm_store *d, uint32_t n)
     struct dm_rowhead *h = realloc(d->heads, (size_t)cap * sizeof *h);
     if (!h) return -1;
     d->heads = h;
+    struct rs_op *g = realloc(d->grouped, (size_t)cap * sizeof *g);
+    if (!g) return -1;
+    d->grouped = g;
+    uint32_t *from = realloc(d->from, (size_t)cap * sizeof *from);
+    if (!from) return -1;
+    d->from = from;
     d->cap = cap;
     return 0;
 }
 
 static bool is_rma(enum rs_op_kind k) { return k == RS_OP_READ || k == RS_OP_WRITE; }
 
-/* ops[lo..hi): all RMA or all atomics. Run them as one wave; a wave with
- * WRITEs ends with a READ, so that its writes are placed before what
- * follows (the FAA that releases a lock must not pass the row it guards:
- * rxm carries atomics and RMA on different paths, and completes a WRITE
- * once it is sent). */
-static void run_group(struct dm_store *d, struct rs_op *ops, uint32_t lo, uint32_t hi, bool flush)
+/* ops[lo..hi): all RMA or all atomics, all on memory node mn. Run them as
+ * one wave; a wave with WRITEs ends with a READ, so that its writes are
+ * placed before what follows (the FAA that releases a lock must not pass
+ * the row it guards: rxm carries atomics and RMA on different paths, and
+ * completes a WRITE once it is sent). */
+static void run_group(struct dm_store *d, unsigned mn, struct rs_op *ops, uint32_t lo, uint32_t hi,
+                      bool flush)
 {
     uint32_t n = 0;
     uint64_t probe, last_write = 0;
@@ -573,7 +682,7 @@ static void run_group(struct dm_store *d, struct rs_op *ops, uint32_t lo, uint32
         case RS_OP_WRITE:
             if (o->head) {
                 h->valid = o->head->valid;
-                h->tuple_size = table_of(d, loc_table(o->loc))->e.tuple_size;
+                h->tuple_size = table_of(d, loc_table(o->loc))->e[0].tuple_size;
                 h->epoch_version = o->head->epoch_version;
                 d->fops[n++] = (struct fab_op){.kind = FAB_WRITE, .off = off + 8, .buf = h,
                                                .len = sizeof *h};
@@ -596,7 +705,7 @@ static void run_group(struct dm_store *d, struct rs_op *ops, uint32_t lo, uint32
     }
     if (wrote && flush)
         d->fops[n++] = (struct fab_op){.kind = FAB_READ, .off = last_write, .buf = &probe, .len = 8};
-    if (n) run(d, d->fops, n);
+    if (n) run(d, mn, d->fops, n);
     n = 0;
     for (uint32_t i = lo; i < hi; i++) {
         struct rs_op *o = &ops[i];
@@ -619,21 +728,47 @@ static void run_group(struct dm_store *d, struct rs_op *ops, uint32_t lo, uint32
     }
 }
 
-/* Runs of RMA and of atomics in their order; each run completes (its writes
- * placed) before the next is posted. */
+/* ops[0..n), all on memory node mn: runs of RMA and of atomics in their
+ * order; each run completes (its writes placed) before the next is posted. */
+static void batch_mn(struct dm_store *d, unsigned mn, struct rs_op *ops, uint32_t n)
+{
+    for (uint32_t lo = 0; lo < n;) {
+        uint32_t hi = lo + 1;
+        while (hi < n && is_rma(ops[hi].kind) == is_rma(ops[lo].kind)) hi++;
+        run_group(d, mn, ops, lo, hi, hi < n);
+        lo = hi;
+    }
+}
+
+/* The ops grouped by memory node, each group in the ops' order and run as
+ * batch_mn does, one memory node after the other. A record's word and row
+ * are on one memory node, so a release still follows the row it guards;
+ * what goes to different memory nodes has no order to keep. */
 static void batch_locked(struct dm_store *d, struct rs_op *ops, uint32_t n)
 {
     if (grow(d, n) != 0) {
         pod_err e;
         pod_err_set(&e, "out of memory for a batch of %u operations", n);
-        fatal(d, &e);
+        fatal(d, 0, &e);
     }
-    for (uint32_t lo = 0; lo < n;) {
-        uint32_t hi = lo + 1;
-        while (hi < n && is_rma(ops[hi].kind) == is_rma(ops[lo].kind)) hi++;
-        run_group(d, ops, lo, hi, hi < n);
-        lo = hi;
+    uint32_t seen = 0; /* a bit per memory node */
+    for (uint32_t i = 0; i < n; i++) seen |= 1u << mn_of(d, ops[i].loc);
+    if (!(seen & (seen - 1))) { /* one memory node (or none) */
+        if (n) batch_mn(d, mn_of(d, ops[0].loc), ops, n);
+        return;
     }
+    uint32_t k = 0;
+    for (unsigned mn = 0; mn < d->nmn; mn++) {
+        if (!(seen & 1u << mn)) continue;
+        uint32_t lo = k;
+        for (uint32_t i = 0; i < n; i++)
+            if (rs_dm_loc_memnode(ops[i].loc) == mn) {
+                d->from[k] = i;
+                d->grouped[k++] = ops[i];
+            }
+        batch_mn(d, mn, d->grouped + lo, k - lo);
+    }
+    for (uint32_t j = 0; j < k; j++) ops[d->from[j]] = d->grouped[j];
 }
 
 static void batch(struct record_store *s, struct rs_op *ops, uint32_t n)
@@ -662,24 +797,31 @@ static void row_write(struct record_store *s, rs_loc loc, const struct rs_row_he
 
 static rs_loc sentinel(struct record_store *s, uint32_t table)
 {
-    return make_loc(table, table_of(ds(s), table)->e.sentinel_off);
+    return make_loc(table, 0, table_of(ds(s), table)->e[0].sentinel_off);
 }
 
 static int alloc(struct record_store *s, uint32_t table, rs_loc *loc)
 {
     struct dm_store *d = ds(s);
-    const struct dm_catalog_entry *e = &table_of(d, table)->e;
+    unsigned mn;
+    if (alloc_hint.d == d && alloc_hint.table == table) {
+        mn = alloc_hint.mn;
+        alloc_hint.d = NULL;
+    } else {
+        mn = __atomic_fetch_add(&d->next_mn, 1, __ATOMIC_RELAXED) % d->nmn;
+    }
+    const struct dm_catalog_entry *e = &table_of(d, table)->e[mn];
     pthread_mutex_lock(&d->mu);
-    uint64_t at = faa(d, offsetof(struct dm_pool_header, cursor), e->record_bytes);
-    if (at + e->record_bytes > d->pool_size) {
+    uint64_t at = faa(d, mn, offsetof(struct dm_pool_header, cursor), e->record_bytes);
+    if (at + e->record_bytes > d->mn[mn].pool_size) {
         pthread_mutex_unlock(&d->mu);
         return RS_NOMEM;
     }
     /* word 0 and tuple zero already (fresh pool memory); the row's header */
     struct dm_rowhead h = {.valid = 0, .tuple_size = e->tuple_size};
-    write_placed(d, at + 8, &h, sizeof h);
+    write_placed(d, mn, at + 8, &h, sizeof h);
     pthread_mutex_unlock(&d->mu);
-    *loc = make_loc(table, at);
+    *loc = make_loc(table, mn, at);
     return RS_OK;
 }
 
@@ -694,10 +836,14 @@ static void destroy(struct record_store *s)
     struct dm_store *d = ds(s);
     if (!d) return;
     fab_close(d->f);
-    if (d->boot_fd >= 0) close(d->boot_fd);
+    for (unsigned mn = 0; mn < DM_MAX_MEMNODES; mn++)
+        if (d->mn[mn].boot_fd >= 0) close(d->mn[mn].boot_fd);
+    for (uint32_t t = 0; t < DM_MAX_TABLES; t++) free(d->t[t].e);
     pthread_mutex_destroy(&d->mu);
     free(d->fops);
     free(d->heads);
+    free(d->grouped);
+    free(d->from);
     free(d->bucket);
     free(d);
 }
@@ -741,8 +887,95 @@ static bool xfer(int fd, void *buf, size_t len, bool out)
     return true;
 }
 
-struct record_store *rs_dm_open(const char *memnode_socket, const char *provider, const char *pod,
-                                pod_err *err)
+/* Memory node i of n at sock: bootstrap (req: our fabric address), its
+ * peer, its pool header checked, its place in the pod claimed or checked. */
+static int memnode_join(struct dm_store *d, unsigned i, unsigned n, const char *sock,
+                        const char *pod, const struct dm_boot_req *req, pod_err *err)
+{
+    struct memnode *m = &d->mn[i];
+    struct sockaddr_un sa = {.sun_family = AF_UNIX};
+    if (!sock || strlen(sock) >= sizeof sa.sun_path) {
+        pod_err_set(err, "dm record store: memory node %u: socket path missing or too long", i);
+        return -1;
+    }
+    strcpy(sa.sun_path, sock);
+    snprintf(m->label, sizeof m->label, "%s", sock);
+    m->boot_fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (m->boot_fd < 0 || connect(m->boot_fd, (struct sockaddr *)&sa, sizeof sa) != 0) {
+        pod_err_set(err, "dm record store: cannot reach the memory node at %s: %s", sock,
+                    strerror(errno));
+        return -1;
+    }
+    struct timeval tv = {.tv_sec = 10};
+    setsockopt(m->boot_fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+    struct dm_boot_rep rep;
+    if (!xfer(m->boot_fd, (void *)req, sizeof *req, true) ||
+        !xfer(m->boot_fd, &rep, sizeof rep, false) || rep.magic != DM_BOOT_MAGIC) {
+        pod_err_set(err, "dm record store: the memory node at %s did not answer its bootstrap "
+                    "request", sock);
+        return -1;
+    }
+    rep.msg[sizeof rep.msg - 1] = 0;
+    if (rep.status) {
+        pod_err_set(err, "dm record store: the memory node at %s refused this compute node: %s",
+                    sock, rep.msg);
+        return -1;
+    }
+    m->name_len = rep.name_len < sizeof m->name ? rep.name_len : sizeof m->name;
+    memcpy(m->name, rep.name, m->name_len);
+    for (unsigned j = 0; j < i; j++)
+        if (d->mn[j].name_len == m->name_len && memcmp(d->mn[j].name, m->name, m->name_len) == 0) {
+            pod_err_set(err, "dm record store: memory nodes %u (%s) and %u (%s) are the same "
+                        "memory node: each must be listed once", j, d->mn[j].label, i, sock);
+            return -1;
+        }
+    m->peer = fab_peer_add(d->f, rep.name, rep.name_len, &rep.region, sock, err);
+    if (m->peer < 0) return -1;
+    m->pool_size = rep.region.size;
+    if (m->pool_size > DM_POOL_MAX) {
+        pod_err_set(err, "dm record store: the pool of memory node %s has %llu bytes, more than "
+                    "the %llu a location can name", sock, (unsigned long long)m->pool_size,
+                    (unsigned long long)DM_POOL_MAX);
+        return -1;
+    }
+    /* The pool's own header: a second check of what the socket said. */
+    struct dm_pool_header h;
+    if (fab_read(d->f, m->peer, 0, &h, sizeof h, err) != 0) return -1;
+    h.pod[DM_POD_NAME_MAX - 1] = 0;
+    if (h.magic != DM_POOL_MAGIC || h.version != DM_LAYOUT_VERSION) {
+        pod_err_set(err, "dm record store: the pool of memory node %s has magic 0x%llx layout %u, "
+                    "not a PodDB pool of layout %u", sock, (unsigned long long)h.magic, h.version,
+                    DM_LAYOUT_VERSION);
+        return -1;
+    }
+    if (strcmp(h.pod, pod) != 0 || h.pool_size != m->pool_size) {
+        pod_err_set(err, "dm record store: the pool of memory node %s belongs to pod \"%s\" "
+                    "(%llu bytes), not to pod \"%s\"", sock, h.pod,
+                    (unsigned long long)h.pool_size, pod);
+        return -1;
+    }
+    /* Its place in the pod: claimed by the first compute node, the same for
+     * every other. */
+    uint64_t want = DM_MEMBERSHIP(i, n), was;
+    if (fab_cas(d->f, m->peer, offsetof(struct dm_pool_header, membership), 0, want, &was,
+                err) != 0)
+        return -1;
+    if (was != 0 && was != want) {
+        if (was >> 32 != DM_MEMBERSHIP_TAG)
+            pod_err_set(err, "dm record store: the pool of memory node %s has a membership word "
+                        "0x%llx that is not PodDB's", sock, (unsigned long long)was);
+        else
+            pod_err_set(err, "dm record store: the memory node at %s is memory node %u of %u of "
+                        "pod \"%s\", but this compute node names it memory node %u of %u: every "
+                        "compute node must list the same memory nodes in the same order", sock,
+                        (unsigned)(was & 0xffff), (unsigned)(was >> 16 & 0xffff), pod, i, n);
+        return -1;
+    }
+    return 0;
+}
+
+struct record_store *rs_dm_open_many(const char *const *sockets, int n, const char *provider,
+                                     const char *pod, pod_err *err)
 {
     if (!provider || !*provider) provider = "shm";
     if (!pod || !*pod || strlen(pod) >= DM_POD_NAME_MAX) {
@@ -750,28 +983,20 @@ struct record_store *rs_dm_open(const char *memnode_socket, const char *provider
                     DM_POD_NAME_MAX - 1);
         return NULL;
     }
-    struct sockaddr_un sa = {.sun_family = AF_UNIX};
-    if (!memnode_socket || strlen(memnode_socket) >= sizeof sa.sun_path) {
-        pod_err_set(err, "dm record store: memory node socket path missing or too long");
+    if (n < 1 || n > (int)DM_MAX_MEMNODES || !sockets) {
+        pod_err_set(err, "dm record store: %d memory nodes: 1..%u are served", n,
+                    DM_MAX_MEMNODES);
         return NULL;
     }
-    strcpy(sa.sun_path, memnode_socket);
     struct dm_store *d = calloc(1, sizeof *d);
     if (!d) {
         pod_err_set(err, "dm record store: out of memory");
         return NULL;
     }
     d->base.ops = &dm_ops;
+    d->nmn = (unsigned)n;
+    for (unsigned i = 0; i < DM_MAX_MEMNODES; i++) d->mn[i].boot_fd = -1;
     pthread_mutex_init(&d->mu, NULL);
-    snprintf(d->label, sizeof d->label, "%s", memnode_socket);
-    d->boot_fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    if (d->boot_fd < 0 || connect(d->boot_fd, (struct sockaddr *)&sa, sizeof sa) != 0) {
-        pod_err_set(err, "dm record store: cannot reach the memory node at %s: %s",
-                    memnode_socket, strerror(errno));
-        goto fail;
-    }
-    struct timeval tv = {.tv_sec = 10};
-    setsockopt(d->boot_fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
     d->f = fab_open(&(struct fab_open_opts){.provider = provider}, err);
     if (!d->f) goto fail;
     struct dm_boot_req req = {.magic = DM_BOOT_MAGIC, .version = DM_BOOT_VERSION};
@@ -780,40 +1005,16 @@ struct record_store *rs_dm_open(const char *memnode_socket, const char *provider
     size_t nl = sizeof req.name;
     if (fab_name(d->f, req.name, &nl, err) != 0) goto fail;
     req.name_len = (uint32_t)nl;
-    struct dm_boot_rep rep;
-    if (!xfer(d->boot_fd, &req, sizeof req, true) || !xfer(d->boot_fd, &rep, sizeof rep, false) ||
-        rep.magic != DM_BOOT_MAGIC) {
-        pod_err_set(err, "dm record store: the memory node at %s did not answer its bootstrap "
-                    "request", memnode_socket);
-        goto fail;
-    }
-    rep.msg[sizeof rep.msg - 1] = 0;
-    if (rep.status) {
-        pod_err_set(err, "dm record store: the memory node at %s refused this compute node: %s",
-                    memnode_socket, rep.msg);
-        goto fail;
-    }
-    d->peer = fab_peer_add(d->f, rep.name, rep.name_len, &rep.region, memnode_socket, err);
-    if (d->peer < 0) goto fail;
-    d->pool_size = rep.region.size;
-    /* The pool's own header: a second check of what the socket said. */
-    struct dm_pool_header h;
-    if (fab_read(d->f, d->peer, 0, &h, sizeof h, err) != 0) goto fail;
-    h.pod[DM_POD_NAME_MAX - 1] = 0;
-    if (h.magic != DM_POOL_MAGIC || h.version != DM_LAYOUT_VERSION) {
-        pod_err_set(err, "dm record store: the pool of memory node %s has magic 0x%llx layout %u, "
-                    "not a PodDB pool of layout %u", memnode_socket, (unsigned long long)h.magic,
-                    h.version, DM_LAYOUT_VERSION);
-        goto fail;
-    }
-    if (strcmp(h.pod, pod) != 0 || h.pool_size != d->pool_size) {
-        pod_err_set(err, "dm record store: the pool of memory node %s belongs to pod \"%s\" "
-                    "(%llu bytes), not to pod \"%s\"", memnode_socket, h.pod,
-                    (unsigned long long)h.pool_size, pod);
-        goto fail;
-    }
+    for (unsigned i = 0; i < d->nmn; i++)
+        if (memnode_join(d, i, d->nmn, sockets[i], pod, &req, err) != 0) goto fail;
     return &d->base;
 fail:
     destroy(&d->base);
     return NULL;
+}
+
+struct record_store *rs_dm_open(const char *memnode_socket, const char *provider, const char *pod,
+                                pod_err *err)
+{
+    return rs_dm_open_many(&memnode_socket, 1, provider, pod, err);
 }

@@ -1,9 +1,11 @@
-/* The dm record store: the operations of record_store.h over one memory node
- * (tools/poddb-memnode.c), reached with one-sided libfabric READ, WRITE, CAS
- * and FAA (src/dm/fabric.h). The pool layout is in src/dm/pool.h and
- * docs/dm.md: a header, a catalog of tables (laid out by the first compute
- * node that adds a table, checked by every other), and per table a hash
- * index and records in the layout of cxl/record.h.
+/* The dm record store: the operations of record_store.h over 1..16 memory
+ * nodes (tools/poddb-memnode.c), reached with one-sided libfabric READ,
+ * WRITE, CAS and FAA (src/dm/fabric.h). The pool layout is in src/dm/pool.h
+ * and docs/dm.md: on each memory node a header, a catalog of tables (laid
+ * out by the first compute node that adds a table, checked by every other),
+ * and per table a hash index and records in the layout of cxl/record.h. A
+ * key's index entry and (as a rule) its record are on the memory node its
+ * hash picks; a location names its memory node.
  *
  * The index is a hash: ordered is false, so rs-2pl serves point operations
  * on it and refuses scans and next-key locking (phantom_protection) clearly.
@@ -22,11 +24,24 @@
 #include "store/record_store.h"
 #include "util/err.h"
 
-/* A store on the memory node serving memnode_socket for pod, over provider
- * ("shm", "tcp;ofi_rxm"; NULL: shm). NULL with err when the memory node
- * cannot be reached, belongs to another pod or serves another provider, or
- * the provider is missing. */
+/* A store on the n (1..16) memory nodes serving sockets[0..n) for pod, over
+ * provider ("shm", "tcp;ofi_rxm"; NULL: shm). Memory node i is sockets[i]:
+ * every compute node of the pod must list them in the same order (the first
+ * to reach a memory node writes its number and n into its pool's header;
+ * another order or count is refused). NULL with err when a memory node
+ * cannot be reached, belongs to another pod, serves another provider, has
+ * another number in the pod, or is listed twice, or the provider is missing. */
+struct record_store *rs_dm_open_many(const char *const *sockets, int n, const char *provider,
+                                     const char *pod, pod_err *err);
+
+/* The one memory node serving memnode_socket: rs_dm_open_many of one. */
 struct record_store *rs_dm_open(const char *memnode_socket, const char *provider, const char *pod,
                                 pod_err *err);
+
+/* The memory node (0..15) a location of a dm store names. */
+unsigned rs_dm_loc_memnode(rs_loc loc);
+
+/* The memory node that holds key's index entry in table (added to s). */
+unsigned rs_dm_key_memnode(struct record_store *s, uint32_t table, const void *key);
 
 #endif

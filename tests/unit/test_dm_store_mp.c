@@ -1,22 +1,27 @@
-/* The dm record store (src/store/dm_store.c) against a real memory node
+/* The dm record store (src/store/dm_store.c) against real memory nodes
  * ($PODDB_BIN/poddb-memnode, else build/bin), on the providers shm and
- * tcp;ofi_rxm:
+ * tcp;ofi_rxm, two memory nodes per pod unless said otherwise:
  *  - the record-store conformance check (tests/unit/helpers/rs_conformance.h)
  *    in one compute-node process, and a second store of that process
  *    declaring one of its tables for another number of rows (the first
  *    store's sizing stands: no catalog mismatch) and reading it while the
- *    first store adds keys to its overflow chains;
+ *    first store adds keys to its overflow chains; on shm also over one
+ *    memory node;
  *  - a bank: a loader process creates the table and N accounts of INITIAL;
  *    then two compute-node processes (each its own database running rs-2pl
- *    over its own dm store on the same memory node) run transfers
+ *    over its own dm store on the same memory nodes) run transfers
  *    (pod_get_for_update / pod_put, about 10% aborting with POD_USER_ABORT
  *    after writing) and audits (a point read of every account, the total
  *    checked) at once for DM_MP_MS milliseconds (default 2000); a last
- *    process audits again. The total is exact, every process exits cleanly,
- *    and conflicts were seen;
- *  - a compute node killed with SIGKILL does not take the memory node down;
+ *    process audits again and counts the accounts' records on each memory
+ *    node. The total is exact, every process exits cleanly, conflicts were
+ *    seen, both memory nodes hold accounts, and each account's record is on
+ *    the memory node of its index entry;
+ *  - a compute node killed with SIGKILL does not take the memory nodes down;
  *    one naming another pod is refused with a clear message, and so is a
- *    second one declaring the table with another tuple size.
+ *    second one declaring the table with another tuple size, one naming the
+ *    memory nodes in the other order, one naming only the first, and one
+ *    naming the same memory node twice.
  * Every socket, log and region is named /tmp/poddb-test-TAG-PID-* and removed. */
 #include <check.h>
 #include <dirent.h>
@@ -42,12 +47,14 @@
 #include "helpers/rs_conformance.h"
 #include "helpers/testutil.h"
 #include "poddb/proc.h"
+#include "storage/table.h"
 #include "store/dm_store.h"
 
 #define POD_NAME "dmtest"
 #define NACCT 48
 #define INITIAL 1000
 #define NCN 2
+#define NMN 2 /* memory nodes of a pod */
 
 static const char *const providers[] = {"shm", "tcp;ofi_rxm"};
 
@@ -86,8 +93,8 @@ static void print_log(const char *path)
     fclose(f);
 }
 
-/* Start a memory node and wait until its socket answers. */
-static void memnode_start(struct memnode *m, const char *provider)
+/* Start a memory node (memnode_wait_up waits until its socket answers). */
+static void memnode_spawn(struct memnode *m, const char *provider)
 {
     static int n;
     snprintf(m->sock, sizeof m->sock, "/tmp/poddb-test-%s-%d-%d-mn.sock", tag(), (int)getpid(), n);
@@ -111,6 +118,10 @@ static void memnode_start(struct memnode *m, const char *provider)
               "--provider", provider, (char *)NULL);
         _exit(127);
     }
+}
+
+static void memnode_wait_up(struct memnode *m, const char *provider)
+{
     uint64_t until = now_ms() + 15000;
     for (;;) {
         struct sockaddr_un sa = {.sun_family = AF_UNIX};
@@ -129,12 +140,29 @@ static void memnode_start(struct memnode *m, const char *provider)
     }
 }
 
-/* SIGTERM; it must exit 0 within 10 s. */
-static void memnode_stop(struct memnode *m)
+/* The memory nodes of a pod. */
+struct pod_mns {
+    struct memnode m[NMN];
+    const char *socks[NMN];
+    int n;
+};
+
+/* n memory nodes, started at once. */
+static void mns_start(struct pod_mns *p, const char *provider, int n)
+{
+    p->n = n;
+    for (int i = 0; i < n; i++) {
+        memnode_spawn(&p->m[i], provider);
+        p->socks[i] = p->m[i].sock;
+    }
+    for (int i = 0; i < n; i++) memnode_wait_up(&p->m[i], provider);
+}
+
+/* After SIGTERM: it must exit 0 within 10 s. */
+static void memnode_reap(struct memnode *m)
 {
     int st = -1;
     if (m->pid > 0) {
-        kill(m->pid, SIGTERM);
         uint64_t until = now_ms() + 10000;
         while (waitpid(m->pid, &st, WNOHANG) == 0) {
             if (now_ms() > until) {
@@ -152,6 +180,14 @@ static void memnode_stop(struct memnode *m)
     ck_assert_msg(clean, "poddb-memnode did not exit cleanly on SIGTERM (status 0x%x)", st);
 }
 
+/* SIGTERM to all at once; each must exit 0 within 10 s. */
+static void mns_stop(struct pod_mns *p)
+{
+    for (int i = 0; i < p->n; i++)
+        if (p->m[i].pid > 0) kill(p->m[i].pid, SIGTERM);
+    for (int i = 0; i < p->n; i++) memnode_reap(&p->m[i]);
+}
+
 /* ---- the bank ----------------------------------------------------------------------- */
 
 struct account {
@@ -162,6 +198,7 @@ enum { P_LOAD, P_TRANSFER, P_AUDIT, P_COUNT };
 
 struct cn {
     pod_db *db;
+    struct record_store *rs; /* the database's */
     pod_table *t;
     int proc[P_COUNT];
 };
@@ -169,13 +206,15 @@ struct cn {
 /* What each compute node reports (shared memory). */
 struct cn_report {
     uint64_t transfers, forced, overdrawn, audits, conflicts, bad_audits;
+    uint32_t on_mn[NMN]; /* accounts whose record is on each memory node */
     int64_t last_sum;
     double seconds;
     char msg[1024];
 };
 
 struct bank_run {
-    const char *sock, *provider;
+    const struct pod_mns *mns;
+    const char *provider;
     int id;
     int ms;
     uint32_t tuple_size; /* of the table this node declares */
@@ -267,16 +306,17 @@ static void cn_free(struct cn *c)
 }
 
 /* A compute node: its dm store, database, table and procedures; NULL with msg. */
-static struct cn *cn_open(const char *sock, const char *provider, const char *pod,
+static struct cn *cn_open(const char *const *socks, int nmn, const char *provider, const char *pod,
                           uint32_t tuple_size, char *msg, size_t len)
 {
     pod_err e;
-    struct record_store *rs = rs_dm_open(sock, provider, pod, &e);
+    struct record_store *rs = rs_dm_open_many(socks, nmn, provider, pod, &e);
     if (!rs) {
         snprintf(msg, len, "%s", e.msg);
         return NULL;
     }
     struct cn *c = calloc(1, sizeof *c);
+    c->rs = rs;
     char err[512];
     c->db = pod_db_new(&(struct pod_db_options){.nworkers = 1, .nhosts = 1,
                                                 .phantom_protection = false,
@@ -356,8 +396,8 @@ static int audit(struct cn *c, struct cn_report *r)
 static int child_load(void *p)
 {
     struct bank_run *b = p;
-    struct cn *c = cn_open(b->sock, b->provider, POD_NAME, sizeof(struct account), b->rep->msg,
-                           sizeof b->rep->msg);
+    struct cn *c = cn_open(b->mns->socks, b->mns->n, b->provider, POD_NAME,
+                           sizeof(struct account), b->rep->msg, sizeof b->rep->msg);
     if (!c) return 1;
     pod_result *res = pod_result_new();
     pod_value v = pod_v_i64(NACCT);
@@ -372,8 +412,8 @@ static int child_run(void *p)
 {
     struct bank_run *b = p;
     struct cn_report *r = b->rep;
-    struct cn *c = cn_open(b->sock, b->provider, POD_NAME, sizeof(struct account), r->msg,
-                           sizeof r->msg);
+    struct cn *c = cn_open(b->mns->socks, b->mns->n, b->provider, POD_NAME,
+                           sizeof(struct account), r->msg, sizeof r->msg);
     if (!c) return 1;
     uint64_t s = b->seed, t0 = now_ms();
     int fail = 0;
@@ -413,18 +453,31 @@ static int child_run(void *p)
 static int child_final(void *p)
 {
     struct bank_run *b = p;
-    struct cn *c = cn_open(b->sock, b->provider, POD_NAME, sizeof(struct account), b->rep->msg,
-                           sizeof b->rep->msg);
+    struct cn *c = cn_open(b->mns->socks, b->mns->n, b->provider, POD_NAME,
+                           sizeof(struct account), b->rep->msg, sizeof b->rep->msg);
     if (!c) return 1;
     int rc = audit(c, b->rep);
+    for (uint64_t k = 0; k < NACCT; k++) { /* where the accounts' records are */
+        unsigned char key[8];
+        rs_loc loc;
+        pod_key_u64(key, k);
+        if (c->rs->ops->lookup(c->rs, c->t->id, key, &loc) != RS_OK ||
+            rs_dm_loc_memnode(loc) != rs_dm_key_memnode(c->rs, c->t->id, key)) {
+            snprintf(b->rep->msg, sizeof b->rep->msg, "account %" PRIu64 ": no record, or not "
+                     "on the memory node of its index entry", k);
+            rc = 1;
+            break;
+        }
+        b->rep->on_mn[rs_dm_loc_memnode(loc)]++;
+    }
     cn_free(c);
     return rc ? 1 : 0;
 }
 
 static void run_bank(const char *provider)
 {
-    struct memnode m;
-    memnode_start(&m, provider);
+    struct pod_mns m;
+    mns_start(&m, provider, NMN);
     struct cn_report *rep = mmap(NULL, sizeof(struct cn_report) * (NCN + 2),
                                  PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
     ck_assert(rep != MAP_FAILED);
@@ -433,7 +486,7 @@ static void run_bank(const char *provider)
     int ms = tu_env_ms("DM_MP_MS", 2000);
     struct bank_run runs[NCN + 2];
     for (int i = 0; i < NCN + 2; i++)
-        runs[i] = (struct bank_run){.sock = m.sock, .provider = provider, .id = i, .ms = ms,
+        runs[i] = (struct bank_run){.mns = &m, .provider = provider, .id = i, .ms = ms,
                                     .seed = seed + 0x1000u * (uint64_t)i, .rep = &rep[i]};
     uint64_t t0 = now_ms();
     int st = tu_wait_child(tu_fork(child_load, &runs[0]), 60000);
@@ -462,14 +515,17 @@ static void run_bank(const char *provider)
         transfers += r->transfers;
         audits += r->audits;
     }
-    printf("[%s] load %" PRIu64 " ms; final audit: %" PRId64 " in %d accounts (exact); %" PRIu64
-           " transfers, %" PRIu64 " audits, %" PRIu64 " conflicts; whole run %" PRIu64 " ms\n",
-           provider, t_load, rep[NCN + 1].last_sum, NACCT, transfers, audits, conflicts,
+    printf("[%s] load %" PRIu64 " ms; final audit: %" PRId64 " in %d accounts (exact), %u and %u "
+           "of them on memory nodes 0 and 1; %" PRIu64 " transfers, %" PRIu64 " audits, %" PRIu64
+           " conflicts; whole run %" PRIu64 " ms\n", provider, t_load, rep[NCN + 1].last_sum,
+           NACCT, rep[NCN + 1].on_mn[0], rep[NCN + 1].on_mn[1], transfers, audits, conflicts,
            now_ms() - t0);
     fflush(stdout);
     ck_assert_msg(conflicts > 0, "[%s] no conflicts between the compute nodes: the run tested "
                   "nothing concurrent", provider);
-    memnode_stop(&m);
+    ck_assert_msg(rep[NCN + 1].on_mn[0] > 0 && rep[NCN + 1].on_mn[1] > 0,
+                  "[%s] the accounts are not spread over both memory nodes", provider);
+    mns_stop(&m);
     munmap(rep, sizeof(struct cn_report) * (NCN + 2));
 }
 
@@ -482,7 +538,8 @@ END_TEST
 /* ---- the conformance check over a memory node -------------------------------------- */
 
 struct conf_arg {
-    const char *sock, *provider;
+    const struct pod_mns *mns;
+    const char *provider;
 };
 
 #define GROW_KEYS 1500u /* appended to the table of many keys while another store reads it */
@@ -526,7 +583,9 @@ static void read_while_growing(struct record_store *rs, struct record_store *oth
         rsc_key(k, v);
         ck_assert_int_eq(other->ops->lookup(other, t, k, &loc), RS_OK);
         ck_assert(loc == want[v]);
-        if (++lookups % 1000) continue;
+        if (++lookups % 32 == 0) usleep(100); /* the inserting thread and the memory nodes'
+                                                 progress threads need the cores too */
+        if (lookups % 1000) continue;
         struct rsc_walk w = {.want = want, .seen = seen, .n = n};
         memset(seen, 0, n * sizeof *seen);
         ck_assert_int_eq(other->ops->walk(other, t, rsc_walk_visit, &w), RS_OK);
@@ -547,9 +606,9 @@ static int child_conformance(void *p)
 {
     struct conf_arg *a = p;
     pod_err e;
-    struct record_store *rs = rs_dm_open(a->sock, a->provider, POD_NAME, &e);
+    struct record_store *rs = rs_dm_open_many(a->mns->socks, a->mns->n, a->provider, POD_NAME, &e);
     if (!rs) {
-        fprintf(stderr, "rs_dm_open: %s\n", e.msg);
+        fprintf(stderr, "rs_dm_open_many: %s\n", e.msg);
         return 1;
     }
     ck_assert_str_eq(rs->ops->name, "dm");
@@ -557,7 +616,8 @@ static int child_conformance(void *p)
     rs_conformance(rs); /* a failed assertion ends this process non-zero */
     /* Another compute node declaring the table of many keys for another
      * number of rows gets the table the first one laid out. */
-    struct record_store *other = rs_dm_open(a->sock, a->provider, POD_NAME, &e);
+    struct record_store *other =
+        rs_dm_open_many(a->mns->socks, a->mns->n, a->provider, POD_NAME, &e);
     ck_assert_msg(other != NULL, "%s", e.msg);
     ck_assert_msg(other->ops->table_add(other, &(struct rs_table_def){.id = RSC_TABLE + 3,
                   .key_size = 8, .tuple_size = 8, .rows_hint = 1u << 20}, &e) == 0, "%s", e.msg);
@@ -567,31 +627,46 @@ static int child_conformance(void *p)
     return 0;
 }
 
+/* providers and memory nodes of the conformance runs */
+static const struct {
+    const char *provider;
+    int nmn;
+} conf_runs[] = {{"shm", 1}, {"shm", NMN}, {"tcp;ofi_rxm", NMN}};
+
 START_TEST(conformance)
 {
-    struct memnode m;
-    memnode_start(&m, providers[_i]);
-    struct conf_arg a = {m.sock, providers[_i]};
+    const char *prov = conf_runs[_i].provider;
+    struct pod_mns m;
+    mns_start(&m, prov, conf_runs[_i].nmn);
+    struct conf_arg a = {&m, prov};
     uint64_t t0 = now_ms();
     int st = tu_wait_child(tu_fork(child_conformance, &a), 60000);
-    printf("[%s] record-store conformance: %" PRIu64 " ms\n", providers[_i], now_ms() - t0);
-    ck_assert_msg(st == 0, "[%s] the conformance check failed (exit %d)", providers[_i], st);
-    memnode_stop(&m);
+    printf("[%s] record-store conformance over %d memory node(s): %" PRIu64 " ms\n", prov, m.n,
+           now_ms() - t0);
+    ck_assert_msg(st == 0, "[%s] the conformance check failed (exit %d)", prov, st);
+    mns_stop(&m);
 }
 END_TEST
 
 /* ---- refusals ----------------------------------------------------------------------------- */
 
 struct refuse_arg {
-    const char *sock, *provider;
+    const struct pod_mns *mns;
+    const char *provider;
     struct cn_report *rep;
+    /* child_refused: the compute node's pod and memory nodes */
+    const char *pod;
+    const char *socks[NMN];
+    int n;
 };
 
-static int child_other_pod(void *p)
+/* A compute node that must be refused: its message to rep->msg. */
+static int child_refused(void *p)
 {
     struct refuse_arg *a = p;
     pod_err e;
-    struct record_store *rs = rs_dm_open(a->sock, a->provider, "another-pod", &e);
+    struct record_store *rs = a->n == 1 ? rs_dm_open(a->socks[0], a->provider, a->pod, &e)
+                                        : rs_dm_open_many(a->socks, a->n, a->provider, a->pod, &e);
     if (rs) {
         rs->ops->destroy(rs);
         return 1;
@@ -604,8 +679,8 @@ static int child_other_pod(void *p)
 static struct cn *cn_open_or_say(const struct refuse_arg *a, const char *who)
 {
     char msg[256];
-    struct cn *c = cn_open(a->sock, a->provider, POD_NAME, sizeof(struct account), msg,
-                           sizeof msg);
+    struct cn *c = cn_open(a->mns->socks, a->mns->n, a->provider, POD_NAME,
+                           sizeof(struct account), msg, sizeof msg);
     if (!c) fprintf(stderr, "%s: %s\n", who, msg);
     return c;
 }
@@ -616,8 +691,8 @@ static int child_mismatch(void *p)
     char msg[256];
     struct cn *first = cn_open_or_say(a, "first compute node");
     if (!first) return 2;
-    struct cn *second = cn_open(a->sock, a->provider, POD_NAME, sizeof(struct account) + 8,
-                                a->rep->msg, sizeof a->rep->msg);
+    struct cn *second = cn_open(a->mns->socks, a->mns->n, a->provider, POD_NAME,
+                                sizeof(struct account) + 8, a->rep->msg, sizeof a->rep->msg);
     int rc = second ? 1 : 0;
     if (second) cn_free(second);
     /* the first one still works */
@@ -657,25 +732,40 @@ static void remove_shm_leftovers(pid_t pid)
     closedir(d);
 }
 
+/* A compute node of pod naming sockets[0..n) must be refused with a message
+ * holding want. */
+static void refused(const struct refuse_arg *base, const char *pod, const char *const *socks,
+                    int n, const char *what, const char *want)
+{
+    struct refuse_arg a = *base;
+    a.pod = pod;
+    a.n = n;
+    for (int i = 0; i < n; i++) a.socks[i] = socks[i];
+    memset(a.rep, 0, sizeof *a.rep);
+    int st = tu_wait_child(tu_fork(child_refused, &a), 30000);
+    ck_assert_msg(st == 0, "[%s] %s: served (exit %d)", a.provider, what, st);
+    printf("[%s] %s: %s\n", a.provider, what, a.rep->msg);
+    ck_assert_msg(strstr(a.rep->msg, want), "[%s] %s: unclear refusal: %s", a.provider, what,
+                  a.rep->msg);
+}
+
 START_TEST(refusals)
 {
     const char *prov = providers[_i];
-    struct memnode m;
-    memnode_start(&m, prov);
+    struct pod_mns m;
+    mns_start(&m, prov, NMN);
     struct cn_report *rep = mmap(NULL, sizeof *rep * 2, PROT_READ | PROT_WRITE,
                                  MAP_SHARED | MAP_ANONYMOUS, -1, 0);
     ck_assert(rep != MAP_FAILED);
     memset(rep, 0, sizeof *rep * 2);
-    struct refuse_arg a = {m.sock, prov, &rep[0]}, b = {m.sock, prov, &rep[1]};
+    struct refuse_arg a = {.mns = &m, .provider = prov, .rep = &rep[0]},
+                      b = {.mns = &m, .provider = prov, .rep = &rep[1]};
     int dead = tu_fork(child_die, &a);
     int st = tu_wait_child(dead, 30000);
     remove_shm_leftovers(dead);
     ck_assert_msg(st == -1, "[%s] the compute node meant to die exited %d", prov, st);
-    st = tu_wait_child(tu_fork(child_other_pod, &a), 30000);
-    ck_assert_msg(st == 0, "[%s] a compute node of another pod was served", prov);
-    printf("[%s] another pod: %s\n", prov, rep[0].msg);
-    ck_assert_msg(strstr(rep[0].msg, "belongs to pod \"" POD_NAME "\", not to pod \"another-pod\""),
-                  "[%s] unclear refusal: %s", prov, rep[0].msg);
+    refused(&a, "another-pod", m.socks, 1, "another pod",
+            "belongs to pod \"" POD_NAME "\", not to pod \"another-pod\"");
     st = tu_wait_child(tu_fork(child_mismatch, &b), 30000);
     ck_assert_msg(st == 0, "[%s] catalog mismatch: child exited %d (%s)", prov, st, rep[1].msg);
     printf("[%s] another tuple size: %s\n", prov, rep[1].msg);
@@ -683,8 +773,17 @@ START_TEST(refusals)
                   strstr(rep[1].msg, "tuples of 16 bytes") &&
                   strstr(rep[1].msg, "tuples of 24 bytes"),
                   "[%s] unclear refusal: %s", prov, rep[1].msg);
+    /* the memory nodes in the other order, the first alone, the first twice */
+    const char *swapped[NMN] = {m.socks[1], m.socks[0]}, *twice[NMN] = {m.socks[0], m.socks[0]};
+    refused(&a, POD_NAME, swapped, NMN, "the memory nodes in the other order",
+            "is memory node 1 of 2 of pod \"" POD_NAME "\", but this compute node names it "
+            "memory node 0 of 2");
+    refused(&a, POD_NAME, m.socks, 1, "only the first memory node",
+            "is memory node 0 of 2 of pod \"" POD_NAME "\", but this compute node names it "
+            "memory node 0 of 1");
+    refused(&a, POD_NAME, twice, NMN, "one memory node twice", "are the same memory node");
     fflush(stdout);
-    memnode_stop(&m); /* served on after the dead client and both refusals */
+    mns_stop(&m); /* served on after the dead client and the refusals */
     munmap(rep, sizeof *rep * 2);
 }
 END_TEST
@@ -693,7 +792,7 @@ int main(void)
 {
     Suite *s = suite_create("dm_store_mp");
     TCase *tc = tu_tcase(s, "conformance", 120);
-    tcase_add_loop_test(tc, conformance, 0, 2);
+    tcase_add_loop_test(tc, conformance, 0, (int)(sizeof conf_runs / sizeof conf_runs[0]));
     tc = tu_tcase(s, "refusals", 120);
     tcase_add_loop_test(tc, refusals, 0, 2);
     tc = tu_tcase(s, "bank", 180);
