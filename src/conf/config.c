@@ -508,8 +508,8 @@ static const struct conf_key dm_keys[DM_NKEYS] = {
                              "1..63 letters, digits, '_', '.' or '-'"},
     [DM_PROVIDER] = {"provider", false, "one of: shm, tcp;ofi_rxm, verbs;ofi_rxm (the default "
                                         "is shm; verbs needs an RDMA NIC)"},
-    [DM_MEMNODES] = {"memnodes", true, "a sequence of one memory node's bootstrap socket path "
-                                       "(poddb-memnode --socket)"},
+    [DM_MEMNODES] = {"memnodes", true, "a sequence of 1..16 memory nodes' bootstrap socket "
+                                       "paths (poddb-memnode --socket)"},
     [DM_POOL_SIZE] = {"pool_size", false, "a byte size in 1MiB..128TiB: each memory node's pool "
                                           "(poddb-memnode --pool-size; default 256MiB)"},
 };
@@ -680,8 +680,8 @@ static int get_file_path(const struct conf_reader *c, const struct conf_item *it
                          size_t max_len, const char *limit_reason, char *out, size_t outsz);
 
 /* dm.memnodes: each memory node's bootstrap socket, relative paths taken
- * from the file's directory. One for now: a location does not say yet which
- * memory node holds it (docs/dm.md, "Several memory nodes"). */
+ * from the file's directory; memory node i is the i-th (its keys are
+ * placed by that number: docs/dm.md), so no path may come twice. */
 static int load_memnodes(const struct conf_reader *c, const struct conf_item *it,
                          struct pod_config *cfg)
 {
@@ -694,17 +694,21 @@ static int load_memnodes(const struct conf_reader *c, const struct conf_item *it
                          it->spec->expect);
     if (seq->n == 0)
         return fail_node(c, seq, it->path, "is empty (expected %s)", it->spec->expect);
-    if (seq->n > 1)
-        return fail_node(c, seq->items[1], it->path,
-                         "%zu entries, but this version serves one memory node per pod "
-                         "(expected one entry; several memory nodes are planned)",
-                         seq->n);
+    if (seq->n > POD_MAX_MEMNODES)
+        return fail_node(c, seq->items[POD_MAX_MEMNODES], it->path,
+                         "%zu entries, more than the %d memory nodes a pod may have", seq->n,
+                         POD_MAX_MEMNODES);
     for (size_t i = 0; i < seq->n; i++) {
         struct conf_item e = {&memnode_spec, seq->items[i], seq->items[i], ""};
         snprintf(e.path, sizeof e.path, "dm.memnodes[%zu]", i);
         if (get_file_path(c, &e, -1, MAX_SOCKET_PATH_LEN, "the size of sun_path",
                           cfg->dm.memnodes[i], sizeof cfg->dm.memnodes[i]) < 0)
             return -1;
+        for (size_t j = 0; j < i; j++)
+            if (!strcmp(cfg->dm.memnodes[j], cfg->dm.memnodes[i]))
+                return fail_node(c, seq->items[i], e.path,
+                                 "'%s' is also dm.memnodes[%zu] (expected each memory node once)",
+                                 cfg->dm.memnodes[i], j);
     }
     cfg->dm.nmemnodes = (int)seq->n;
     return 0;

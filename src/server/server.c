@@ -1622,8 +1622,9 @@ static int build_db(struct pod_server *s, pod_err *err)
         if (!(o.given_store =
                   rs_dm_open_many(mns, c->dm.nmemnodes, c->dm.provider, c->dm.pod, err)))
             return -1;
-        pod_info("compute node of pod \"%s\": records on memory node %s over %s", c->dm.pod,
-                 c->dm.memnodes[0], c->dm.provider);
+        pod_info("compute node of pod \"%s\": records on %d memory node%s (the first %s) over %s",
+                 c->dm.pod, c->dm.nmemnodes, c->dm.nmemnodes == 1 ? "" : "s", c->dm.memnodes[0],
+                 c->dm.provider);
     }
     if (!(s->db = pod_db_new(&o, msg, sizeof msg)) || pod_builtin_sys_init(s->db, msg, sizeof msg) ||
         pod_builtin_kv_init(s->db, c, msg, sizeof msg) || pod_modules_load(s->db, c, msg, sizeof msg) ||

@@ -57,7 +57,7 @@ static struct array_table *table_of(struct array_store *a, uint32_t id)
     return id < a->ntables ? a->tables[id] : NULL;
 }
 
-static int alloc(struct record_store *s, uint32_t table, rs_loc *loc);
+static int alloc(struct record_store *s, uint32_t table, const void *key, rs_loc *loc);
 
 static int table_add(struct record_store *s, const struct rs_table_def *def, pod_err *err)
 {
@@ -93,7 +93,7 @@ static int table_add(struct record_store *s, const struct rs_table_def *def, pod
         return -1;
     }
     a->tables[def->id] = t;
-    if (alloc(s, def->id, &t->sentinel) != RS_OK) {
+    if (alloc(s, def->id, NULL, &t->sentinel) != RS_OK) {
         pod_err_set(err, "record store: out of memory for table %u's sentinel", def->id);
         return -1;
     }
@@ -178,8 +178,9 @@ static void row_write(struct record_store *s, rs_loc loc, const struct rs_row_he
     }
 }
 
-static int alloc(struct record_store *s, uint32_t table, rs_loc *loc)
+static int alloc(struct record_store *s, uint32_t table, const void *key, rs_loc *loc)
 {
+    (void)key; /* one memory: no placement */
     struct array_store *a = as_of(s);
     struct array_table *t = table_of(a, table);
     pthread_mutex_lock(&a->mu);

@@ -7,10 +7,8 @@
  * ((hash >> 32) * n) >> 32 of its hash, whose low bits pick the bucket, so
  * the buckets of every memory node stay evenly used. Each memory node has,
  * per table, its own catalog entry and hash index (sized for rows_hint / n
- * rows); the table's sentinel is on memory node 0. alloc names no key
- * (record_store.h): a record goes to the memory node of the key that this
- * thread last looked up in vain in that table (rs-2pl looks a key up just
- * before it allocates the key's record), else to the memory nodes in turn.
+ * rows); the table's sentinel is on memory node 0. A key's record is
+ * allocated on its memory node too (alloc is given the key).
  *
  * Hash index of a table: nbuckets head buckets of bucket_bytes (sized from
  * the table's rows_hint), each a header {lock word, next bucket} (struct
@@ -87,7 +85,6 @@ struct dm_store {
     struct memnode mn[DM_MAX_MEMNODES];
     struct dm_table t[DM_MAX_TABLES];
     uint64_t freed;
-    uint32_t next_mn;        /* where alloc without a hint goes next (atomic) */
     /* what run() sent (atomic: counters() reads them without the lock);
      * by enum fab_op_kind, and the batches waited for */
     uint64_t ops[4], round_trips;
@@ -364,14 +361,6 @@ unsigned rs_dm_key_memnode(struct record_store *s, uint32_t table, const void *k
     return place_of(ds(s), table, key).mn;
 }
 
-/* The memory node of the key this thread last looked up in vain, for
- * alloc (placement only: any memory node is correct). */
-static _Thread_local struct {
-    const struct dm_store *d;
-    uint32_t table;
-    unsigned mn;
-} alloc_hint;
-
 static uint64_t slot_word(const unsigned char *bucket, const struct dm_catalog_entry *e, uint32_t i)
 {
     uint64_t w;
@@ -443,12 +432,7 @@ static int lookup(struct record_store *s, uint32_t table, const void *key, rs_lo
     pthread_mutex_lock(&d->mu);
     struct chain_pos p = chain_find(d, &pl, key);
     pthread_mutex_unlock(&d->mu);
-    if (!p.slot) {
-        alloc_hint.d = d;
-        alloc_hint.table = table;
-        alloc_hint.mn = pl.mn;
-        return RS_MISSING;
-    }
+    if (!p.slot) return RS_MISSING;
     *loc = p.word;
     return RS_OK;
 }
@@ -676,7 +660,8 @@ static void run_group(struct dm_store *d, unsigned mn, struct rs_op *ops, uint32
                 d->fops[n++] = (struct fab_op){.kind = FAB_READ, .off = off + 8, .buf = h,
                                                .len = sizeof *h};
             if (o->len)
-                d->fops[n++] = (struct fab_op){.kind = FAB_READ, .off = off + 8 + sizeof *h + o->off,
+                d->fops[n++] = (struct fab_op){.kind = FAB_READ,
+                                               .off = off + 8 + sizeof *h + o->off,
                                                .buf = o->buf, .len = o->len};
             break;
         case RS_OP_WRITE:
@@ -704,7 +689,8 @@ static void run_group(struct dm_store *d, unsigned mn, struct rs_op *ops, uint32
         }
     }
     if (wrote && flush)
-        d->fops[n++] = (struct fab_op){.kind = FAB_READ, .off = last_write, .buf = &probe, .len = 8};
+        d->fops[n++] = (struct fab_op){.kind = FAB_READ, .off = last_write, .buf = &probe,
+                                       .len = 8};
     if (n) run(d, mn, d->fops, n);
     n = 0;
     for (uint32_t i = lo; i < hi; i++) {
@@ -800,16 +786,10 @@ static rs_loc sentinel(struct record_store *s, uint32_t table)
     return make_loc(table, 0, table_of(ds(s), table)->e[0].sentinel_off);
 }
 
-static int alloc(struct record_store *s, uint32_t table, rs_loc *loc)
+static int alloc(struct record_store *s, uint32_t table, const void *key, rs_loc *loc)
 {
     struct dm_store *d = ds(s);
-    unsigned mn;
-    if (alloc_hint.d == d && alloc_hint.table == table) {
-        mn = alloc_hint.mn;
-        alloc_hint.d = NULL;
-    } else {
-        mn = __atomic_fetch_add(&d->next_mn, 1, __ATOMIC_RELAXED) % d->nmn;
-    }
+    unsigned mn = place_of(d, table, key).mn;
     const struct dm_catalog_entry *e = &table_of(d, table)->e[mn];
     pthread_mutex_lock(&d->mu);
     uint64_t at = faa(d, mn, offsetof(struct dm_pool_header, cursor), e->record_bytes);

@@ -124,8 +124,10 @@ struct rs_ops {
     /* head (NULL: kept) and bytes off..off+len-1 of the tuple from buf */
     void (*row_write)(struct record_store *s, rs_loc loc, const struct rs_row_head *head,
                       const void *buf, uint32_t off, uint32_t len);
-    /* A record of the table: word 0, row invalid, tuple zero. */
-    int (*alloc)(struct record_store *s, uint32_t table, rs_loc *loc);
+    /* A record of the table for key (table's key_size bytes; it may place
+     * the record: the dm store puts it on the key's memory node): word 0,
+     * row invalid, tuple zero. */
+    int (*alloc)(struct record_store *s, uint32_t table, const void *key, rs_loc *loc);
     /* Give back a record that no index entry names any more, once no
      * transaction can still reach it (the backend's reclamation). */
     void (*free)(struct record_store *s, uint32_t table, rs_loc loc);

@@ -515,7 +515,7 @@ static int rs_insert(pod_txn *tx, pod_table *t, const void *key, const void *tup
                 continue;
             }
         }
-        int st = OPS(x)->alloc(x->rs, t->id, &loc);
+        int st = OPS(x)->alloc(x->rs, t->id, key, &loc);
         if (st == RS_OK) {
             uint64_t zero = 0;
             OPS(x)->word_cas(x->rs, loc, &zero, REC_LOCK_W); /* nobody knows it yet */

@@ -1,10 +1,10 @@
-# The disaggregated-memory mode end to end: a real poddb-memnode and two
-# poddb-server compute nodes (mode: dm) on each provider (shm, tcp;ofi_rxm).
-# A kv row written through one compute node is read through the other (the
-# records live on the memory node); poddb-bench loads SmallBank (and YCSB on
-# shm), runs it on both compute nodes with --check (the audit scans walk the
-# memory node's hash index) and reports the fabric operations per
-# transaction, and every process stops cleanly. Bad input is
+# The disaggregated-memory mode end to end: two real poddb-memnode memory
+# nodes and two poddb-server compute nodes (mode: dm) on each provider (shm,
+# tcp;ofi_rxm). A kv row written through one compute node is read through
+# the other (the records live on the memory nodes); poddb-bench loads
+# SmallBank (and YCSB on shm), runs it on both compute nodes with --check
+# (the audit scans walk the memory nodes' hash indexes) and reports the
+# fabric operations per transaction, and every process stops cleanly. Bad input is
 # refused with a clear message and nothing running is harmed: a compute node
 # of another pod, a memory node that is not there, a config that asks for
 # next-key locking.
@@ -13,7 +13,8 @@ source tests/bench-pod.sh
 
 MEMNODE="$BIN/poddb-memnode"
 
-# dm_conf PROVIDER POD: a 2-host dm config in $TMP/dm.yaml.
+# dm_conf PROVIDER POD: a 2-host dm config on memory nodes mn0 and mn1 in
+# $TMP/dm.yaml.
 dm_conf() {
   cat >"$TMP/dm.yaml" <<EOF
 mode: dm
@@ -21,7 +22,8 @@ dm:
   pod: $2
   provider: "$1"
   memnodes:
-    - $TMP/mn.sock
+    - $TMP/mn0.sock
+    - $TMP/mn1.sock
 host_defaults:
   workers: 1
   socket: $TMP/cn-{host}.sock
@@ -41,21 +43,29 @@ EOF
   echo "$TMP/dm.yaml"
 }
 
-start_memnode() {
-  "$MEMNODE" --socket "$TMP/mn.sock" --pod dmtest --pool-size 64MiB --provider "$1" \
-    >"$TMP/mn.log" 2>&1 &
-  MN_PID=$!
-  on_exit "kill -KILL $MN_PID"
-  for _ in $(seq 1 300); do [ -S "$TMP/mn.sock" ] && return 0; sleep 0.05; done
-  cat "$TMP/mn.log" >&2
-  fail "the memory node did not come up"
+# start_memnodes PROVIDER: memory nodes mn0 and mn1 of pod dmtest.
+MN_PIDS=()
+start_memnodes() {
+  for m in 0 1; do
+    "$MEMNODE" --socket "$TMP/mn$m.sock" --pod dmtest --pool-size 64MiB --provider "$1" \
+      >"$TMP/mn$m.log" 2>&1 &
+    MN_PIDS[$m]=$!
+    on_exit "kill -KILL $!"
+  done
+  for m in 0 1; do
+    for _ in $(seq 1 300); do [ -S "$TMP/mn$m.sock" ] && break; sleep 0.05; done
+    [ -S "$TMP/mn$m.sock" ] || { cat "$TMP/mn$m.log" >&2; fail "memory node $m did not come up"; }
+  done
 }
 
-stop_memnode() {
-  kill -TERM "$MN_PID"
-  local st=0
-  wait "$MN_PID" || st=$?
-  [ $st = 0 ] || { cat "$TMP/mn.log" >&2; fail "memory node: exit status $st"; }
+stop_memnodes() {
+  for m in 0 1; do
+    kill -TERM "${MN_PIDS[$m]}"
+    local st=0
+    wait "${MN_PIDS[$m]}" || st=$?
+    [ $st = 0 ] || { cat "$TMP/mn$m.log" >&2; fail "memory node $m: exit status $st"; }
+    rm -f "$TMP/mn$m.sock"
+  done
 }
 
 # expect_dm_run WHAT: the last poddb-bench run exited 0 with --check passed
@@ -69,7 +79,7 @@ expect_dm_run() {
 
 for provider in shm "tcp;ofi_rxm"; do
   conf=$(dm_conf "$provider" dmtest)
-  start_memnode "$provider"
+  start_memnodes "$provider"
   start_pod "$conf"
   grep -q 'mode: dm has no log' "$TMP/host0.log" || fail "host 0 did not say that nothing is logged"
   "$CLI" --conf "$conf" --host 0 call sys.config | grep -q "^mode	dm$" || fail "sys.config: mode"
@@ -94,8 +104,7 @@ sys.exit(not (d["committed"] == 0 or (o["read"] >= 1 and o["cas"] >= 1 and d["ro
     pass "$provider: ycsb 50/50 on 2 compute nodes, $(jget committed_per_s) committed/s, check passed"
   fi
   stop_pod
-  stop_memnode
-  rm -f "$TMP/mn.sock"
+  stop_memnodes
 done
 
 # expect_refused CONF PATTERN WHAT: host 0 of CONF does not start, says
@@ -111,14 +120,14 @@ expect_refused() {
 }
 
 # A compute node of another pod is refused by the memory node, clearly.
-start_memnode shm
+start_memnodes shm
 expect_refused "$(dm_conf shm otherpod)" 'belongs to pod "dmtest", not to pod "otherpod"' \
   "a compute node of another pod"
-stop_memnode
+stop_memnodes
 
 # No memory node at the configured socket: the message names it.
 conf=$(dm_conf shm dmtest)
-expect_refused "$conf" "$TMP/mn.sock" "a compute node without its memory node"
+expect_refused "$conf" "$TMP/mn0.sock" "a compute node without its memory nodes"
 
 # Next-key locking cannot run on the memory node's hash index.
 sed -i 's/phantom_protection: false/phantom_protection: true/' "$conf"

@@ -837,7 +837,7 @@ START_TEST(test_dm_every_field)
         "dm:\n"
         "  pod: Bank_2\n"
         "  provider: tcp;ofi_rxm\n"
-        "  memnodes: [./run/mn0.sock]\n"
+        "  memnodes: [./run/mn0.sock, /tmp/poddb-test-mn1.sock]\n"
         "  pool_size: 64MiB\n"
         "host_defaults:\n"
         "  workers: 2\n"
@@ -862,7 +862,9 @@ START_TEST(test_dm_every_field)
     ck_assert_int_eq(d.mode, POD_MODE_DM);
     ck_assert_str_eq(d.dm.pod, "Bank_2");
     ck_assert_str_eq(d.dm.provider, "tcp;ofi_rxm");
+    ck_assert_int_eq(d.dm.nmemnodes, 2);
     ck_assert_str_eq(d.dm.memnodes[0], "/no/such/dir/run/mn0.sock");
+    ck_assert_str_eq(d.dm.memnodes[1], "/tmp/poddb-test-mn1.sock");
     ck_assert_uint_eq(d.dm.pool_size, 64ull << 20);
     ck_assert_int_eq(d.hosts[0].workers, 2);
     ck_assert_int_eq(d.hosts[0].loggers, 0);
@@ -1206,17 +1208,21 @@ static const struct bad_case {
      "mode: dm\ndm:\n  pod: p\n  memnodes: [/m.sock]\n  pool_size: lots\n" DM_HOSTS_OK,
      "5:14: dm.pool_size: 'lots' is not a byte size"},
     {"no memnodes", "mode: dm\ndm:\n  pod: p\n" DM_HOSTS_OK DM_ENGINE_OK,
-     "3:3: dm.memnodes: missing required key (expected a sequence of one memory node's "
-     "bootstrap socket path"},
+     "3:3: dm.memnodes: missing required key (expected a sequence of 1..16 memory nodes' "
+     "bootstrap socket paths"},
     {"no memory node", "mode: dm\ndm:\n  pod: p\n  memnodes: []\n" DM_HOSTS_OK DM_ENGINE_OK,
-     "4:13: dm.memnodes: is empty (expected a sequence of one memory node's bootstrap socket "
-     "path"},
+     "4:13: dm.memnodes: is empty (expected a sequence of 1..16 memory nodes' bootstrap socket "
+     "paths"},
     {"memnodes is a scalar", "mode: dm\ndm:\n  pod: p\n  memnodes: /m.sock\n" DM_HOSTS_OK,
      "4:13: dm.memnodes: is a scalar (expected a sequence"},
-    {"two memory nodes",
-     "mode: dm\ndm:\n  pod: p\n  memnodes:\n    - /a.sock\n    - /b.sock\n" DM_HOSTS_OK,
-     "6:7: dm.memnodes: 2 entries, but this version serves one memory node per pod (expected "
-     "one entry; several memory nodes are planned)"},
+    {"a memory node twice",
+     "mode: dm\ndm:\n  pod: p\n  memnodes:\n    - /a.sock\n    - /b.sock\n    - /a.sock\n"
+     DM_HOSTS_OK,
+     "7:7: dm.memnodes[2]: '/a.sock' is also dm.memnodes[0] (expected each memory node once)"},
+    {"seventeen memory nodes",
+     "mode: dm\ndm:\n  pod: p\n  memnodes: [/0, /1, /2, /3, /4, /5, /6, /7, /8, /9, /10, /11, "
+     "/12, /13, /14, /15, /16]\n" DM_HOSTS_OK,
+     "4:84: dm.memnodes: 17 entries, more than the 16 memory nodes a pod may have"},
     {"memory node with {host}", "mode: dm\ndm:\n  pod: p\n  memnodes: ['/m-{host}.sock']\n"
      DM_HOSTS_OK,
      "4:14: dm.memnodes[0]: {host} is only replaced in a host's socket, log_dir and "

@@ -46,8 +46,8 @@ static struct record_store *hash_only_store(void)
 static pod_db *db_on(struct record_store *s, bool phantom, int nworkers)
 {
     char err[256];
-    pod_db *db = pod_db_new(&(struct pod_db_options){.nworkers = nworkers, .host_id = 0, .nhosts = 1,
-                                                     .phantom_protection = phantom,
+    pod_db *db = pod_db_new(&(struct pod_db_options){.nworkers = nworkers, .host_id = 0,
+                                                     .nhosts = 1, .phantom_protection = phantom,
                                                      .store = POD_STORE_GIVEN,
                                                      .given_store = s},
                             err, sizeof err);

@@ -80,8 +80,9 @@ static inline void rsc_index(struct record_store *s, bool ordered)
 {
     const struct rs_ops *o = s->ops;
     pod_err e;
-    ck_assert_msg(o->table_add(s, &(struct rs_table_def){.id = RSC_TABLE, .key_size = 8, .tuple_size = 24}, &e) == 0, "%s", e.msg);
-    ck_assert_int_ne(o->table_add(s, &(struct rs_table_def){.id = RSC_TABLE, .key_size = 8, .tuple_size = 24}, &e), 0);
+    struct rs_table_def def = {.id = RSC_TABLE, .key_size = 8, .tuple_size = 24};
+    ck_assert_msg(o->table_add(s, &def, &e) == 0, "%s", e.msg);
+    ck_assert_int_ne(o->table_add(s, &def, &e), 0); /* added twice by one user */
     /* the sentinel: a record of its own, the same every time, unlocked, invalid */
     rs_loc sent = o->sentinel(s, RSC_TABLE);
     ck_assert(sent != 0 && o->sentinel(s, RSC_TABLE) == sent);
@@ -92,10 +93,10 @@ static inline void rsc_index(struct record_store *s, bool ordered)
     unsigned char k[8], got[8];
     rs_loc locs[64], loc;
     for (uint64_t i = 0; i < 64; i++) { /* even keys 0, 2, .. 126 */
-        ck_assert_int_eq(o->alloc(s, RSC_TABLE, &locs[i]), RS_OK);
+        rsc_key(k, 2 * i);
+        ck_assert_int_eq(o->alloc(s, RSC_TABLE, k, &locs[i]), RS_OK);
         ck_assert(locs[i] != 0 && locs[i] != sent);
         for (uint64_t j = 0; j < i; j++) ck_assert(locs[j] != locs[i]);
-        rsc_key(k, 2 * i);
         ck_assert_int_eq(o->index_insert(s, RSC_TABLE, k, locs[i]), RS_OK);
         ck_assert_int_eq(o->index_insert(s, RSC_TABLE, k, locs[i]), RS_EXISTS);
     }
@@ -187,10 +188,12 @@ static inline void rsc_rows(struct record_store *s)
 {
     const struct rs_ops *o = s->ops;
     pod_err e;
-    ck_assert_msg(o->table_add(s, &(struct rs_table_def){.id = RSC_TABLE + 1, .key_size = 8, .tuple_size = 100}, &e) == 0, "%s",
-                  e.msg);
+    struct rs_table_def def = {.id = RSC_TABLE + 1, .key_size = 8, .tuple_size = 100};
+    ck_assert_msg(o->table_add(s, &def, &e) == 0, "%s", e.msg);
     rs_loc loc;
-    ck_assert_int_eq(o->alloc(s, RSC_TABLE + 1, &loc), RS_OK);
+    unsigned char key[8];
+    rsc_key(key, 1);
+    ck_assert_int_eq(o->alloc(s, RSC_TABLE + 1, key, &loc), RS_OK);
     unsigned char t[100], back[100];
     struct rs_row_head h;
     o->row_read(s, loc, &h, back, 0, sizeof back);
@@ -258,12 +261,15 @@ static inline void *rsc_adder(void *arg)
 static inline void rsc_word_threads(struct record_store *s)
 {
     pod_err e;
-    ck_assert_msg(s->ops->table_add(s, &(struct rs_table_def){.id = RSC_TABLE + 2, .key_size = 8, .tuple_size = 8}, &e) == 0,
-                  "%s", e.msg);
+    struct rs_table_def def = {.id = RSC_TABLE + 2, .key_size = 8, .tuple_size = 8};
+    ck_assert_msg(s->ops->table_add(s, &def, &e) == 0, "%s", e.msg);
     struct rsc_thread t = {s, 0};
-    ck_assert_int_eq(s->ops->alloc(s, RSC_TABLE + 2, &t.loc), RS_OK);
+    unsigned char key[8];
+    rsc_key(key, 2);
+    ck_assert_int_eq(s->ops->alloc(s, RSC_TABLE + 2, key, &t.loc), RS_OK);
     pthread_t th[RSC_THREADS];
-    for (int i = 0; i < RSC_THREADS; i++) ck_assert_int_eq(pthread_create(&th[i], NULL, rsc_adder, &t), 0);
+    for (int i = 0; i < RSC_THREADS; i++)
+        ck_assert_int_eq(pthread_create(&th[i], NULL, rsc_adder, &t), 0);
     for (int i = 0; i < RSC_THREADS; i++) pthread_join(th[i], NULL);
     ck_assert_uint_eq(s->ops->word_read(s, t.loc), (uint64_t)RSC_THREADS * RSC_ROUNDS);
 }
