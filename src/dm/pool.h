@@ -20,7 +20,7 @@
 #include "dm/fabric.h"
 
 #define DM_POOL_MAGIC 0x314c4f4f504d4450ull /* "PDMPOOL1" */
-#define DM_LAYOUT_VERSION 4u
+#define DM_LAYOUT_VERSION 5u
 #define DM_POD_NAME_MAX 64
 #define DM_MAX_TABLES 1024u
 #define DM_HEADER_BYTES 4096u
@@ -40,7 +40,15 @@ struct dm_pool_header {
     char pod[DM_POD_NAME_MAX];/* 32: the pod's name, NUL-padded */
     uint64_t membership;      /* 96: 0 until the first compute node claims the pool
                                  (CAS 0 -> DM_MEMBERSHIP(index, count)); then fixed */
-};                            /* 104 bytes; the rest of the 4 KiB is zero */
+    uint64_t incarnation;     /* 104: the pod's incarnation, the same in all its pools:
+                                 random, set (CAS 0 -> it) by the first compute node to
+                                 claim memory node 0, then copied to every other */
+    uint64_t complete;        /* 112, memory node 0's only: 1 once every memory node of
+                                 the pod was claimed with the incarnation */
+};
+/* The incarnation of a pool found empty after its pod was complete: it
+ * restarted, and stays refused until every memory node of the pod does. */
+#define DM_INCARNATION_LOST UINT64_MAX                            /* 120 bytes; the rest of the 4 KiB is zero */
 
 /* Memory node index (0..count-1) of a pod of count memory nodes: "MEMB" in
  * bits 32-63, count in bits 16-31, index in bits 0-15. */
@@ -80,7 +88,7 @@ struct dm_bucket_head {
     uint64_t next;            /*  8: the chain's next bucket, 0 for none */
 };                            /* 16 bytes; slots follow */
 
-_Static_assert(sizeof(struct dm_pool_header) == 104, "pool header layout");
+_Static_assert(sizeof(struct dm_pool_header) == 120, "pool header layout");
 _Static_assert(sizeof(struct dm_bucket_head) == 16, "bucket header layout");
 _Static_assert(sizeof(struct dm_catalog_entry) == DM_CATALOG_ENTRY, "catalog entry layout");
 

@@ -38,6 +38,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/random.h>
 #include <sys/socket.h>
 #include <sys/un.h>
 #include <time.h>
@@ -45,6 +46,7 @@
 
 #include "dm/fabric.h"
 #include "dm/pool.h"
+#include "util/clock.h"
 
 #define LOC_OFF_MASK (DM_POOL_MAX - 1)
 #define LOC_MN_SHIFT 40
@@ -870,7 +872,8 @@ static bool xfer(int fd, void *buf, size_t len, bool out)
 /* Memory node i of n at sock: bootstrap (req: our fabric address), its
  * peer, its pool header checked, its place in the pod claimed or checked. */
 static int memnode_join(struct dm_store *d, unsigned i, unsigned n, const char *sock,
-                        const char *pod, const struct dm_boot_req *req, pod_err *err)
+                        const char *pod, const struct dm_boot_req *req, bool *fresh,
+                        pod_err *err)
 {
     struct memnode *m = &d->mn[i];
     struct sockaddr_un sa = {.sun_family = AF_UNIX};
@@ -940,6 +943,7 @@ static int memnode_join(struct dm_store *d, unsigned i, unsigned n, const char *
     if (fab_cas(d->f, m->peer, offsetof(struct dm_pool_header, membership), 0, want, &was,
                 err) != 0)
         return -1;
+    *fresh = was == 0;
     if (was != 0 && was != want) {
         if (was >> 32 != DM_MEMBERSHIP_TAG)
             pod_err_set(err, "dm record store: the pool of memory node %s has a membership word "
@@ -952,6 +956,49 @@ static int memnode_join(struct dm_store *d, unsigned i, unsigned n, const char *
         return -1;
     }
     return 0;
+}
+
+/* The pod's incarnation (pool.h): a memory node that restarted, its pool
+ * empty, while the others kept theirs must not be taken into the pod again
+ * as if nothing was lost. Memory node 0's incarnation is the pod's (set by
+ * the first compute node to come); each other memory node must hold it or
+ * nothing yet; and once memory node 0 says every memory node was claimed
+ * (complete), a pool found unclaimed is one that restarted. Compute nodes
+ * that start together before that all CAS the same values in. */
+static int pod_incarnation(struct dm_store *d, const bool *fresh, const char *pod, pod_err *err)
+{
+    const uint64_t inc_off = offsetof(struct dm_pool_header, incarnation),
+                   complete_off = offsetof(struct dm_pool_header, complete);
+    uint64_t mine = 0, inc, complete;
+    while (!mine || mine == DM_INCARNATION_LOST)
+        if (getrandom(&mine, sizeof mine, 0) != (ssize_t)sizeof mine)
+            mine = pod_real_ns() ^ (uint64_t)getpid();
+    if (fab_cas(d->f, d->mn[0].peer, inc_off, 0, mine, &inc, err) != 0 ||
+        fab_read(d->f, d->mn[0].peer, complete_off, &complete, sizeof complete, err) != 0)
+        return -1;
+    if (!inc) inc = mine;
+    for (unsigned i = 0; i < d->nmn; i++) {
+        uint64_t was;
+        if (fresh[i] && complete) {
+            /* and so for every compute node after this one */
+            if (fab_cas(d->f, d->mn[i].peer, inc_off, 0, DM_INCARNATION_LOST, &was, err) != 0)
+                return -1;
+            pod_err_set(err, "dm record store: memory node %u (%s) has an empty pool, but pod \"%s\" "
+                        "was set up on all its memory nodes before: that memory node restarted "
+                        "and the records it held are lost; stop the compute nodes and restart "
+                        "every memory node of the pod", i, d->mn[i].label, pod);
+            return -1;
+        }
+        if (fab_cas(d->f, d->mn[i].peer, inc_off, 0, inc, &was, err) != 0) return -1;
+        if (was && was != inc) {
+            pod_err_set(err, "dm record store: memory node %u (%s) belongs to another incarnation "
+                        "of pod \"%s\" than memory node 0 (%s): one of them restarted and the "
+                        "records it held are lost; stop the compute nodes and restart every "
+                        "memory node of the pod", i, d->mn[i].label, pod, d->mn[0].label);
+            return -1;
+        }
+    }
+    return fab_cas(d->f, d->mn[0].peer, complete_off, 0, 1, &complete, err);
 }
 
 struct record_store *rs_dm_open_many(const char *const *sockets, int n, const char *provider,
@@ -985,8 +1032,10 @@ struct record_store *rs_dm_open_many(const char *const *sockets, int n, const ch
     size_t nl = sizeof req.name;
     if (fab_name(d->f, req.name, &nl, err) != 0) goto fail;
     req.name_len = (uint32_t)nl;
+    bool fresh[DM_MAX_MEMNODES];
     for (unsigned i = 0; i < d->nmn; i++)
-        if (memnode_join(d, i, d->nmn, sockets[i], pod, &req, err) != 0) goto fail;
+        if (memnode_join(d, i, d->nmn, sockets[i], pod, &req, &fresh[i], err) != 0) goto fail;
+    if (pod_incarnation(d, fresh, pod, err) != 0) goto fail;
     return &d->base;
 fail:
     destroy(&d->base);

@@ -21,7 +21,9 @@
  *    one naming another pod is refused with a clear message, and so is a
  *    second one declaring the table with another tuple size, one naming the
  *    memory nodes in the other order, one naming only the first, and one
- *    naming the same memory node twice.
+ *    naming the same memory node twice; after memory node 1 restarts
+ *    (empty), compute nodes are refused, saying its records are lost, until
+ *    both memory nodes have restarted: then a new pod opens.
  * Every socket, log and region is named /tmp/poddb-test-TAG-PID-* and removed. */
 #include <check.h>
 #include <dirent.h>
@@ -178,6 +180,16 @@ static void memnode_reap(struct memnode *m)
     unlink(m->sock);
     unlink(m->log);
     ck_assert_msg(clean, "poddb-memnode did not exit cleanly on SIGTERM (status 0x%x)", st);
+}
+
+/* Memory node i of p stops (SIGTERM, exit 0) and starts again, empty. */
+static void memnode_restart(struct pod_mns *p, int i, const char *provider)
+{
+    kill(p->m[i].pid, SIGTERM);
+    memnode_reap(&p->m[i]);
+    memnode_spawn(&p->m[i], provider);
+    p->socks[i] = p->m[i].sock;
+    memnode_wait_up(&p->m[i], provider);
 }
 
 /* SIGTERM to all at once; each must exit 0 within 10 s. */
@@ -782,6 +794,25 @@ START_TEST(refusals)
             "is memory node 0 of 2 of pod \"" POD_NAME "\", but this compute node names it "
             "memory node 0 of 1");
     refused(&a, POD_NAME, twice, NMN, "one memory node twice", "are the same memory node");
+    /* Memory node 1 restarts, its pool empty: the records it held are lost,
+     * and every compute node from now on is told so, until every memory
+     * node of the pod has restarted: then a new pod begins. */
+    memnode_restart(&m, 1, prov);
+    refused(&a, POD_NAME, m.socks, NMN, "memory node 1 restarted",
+            "memory node 1 (" /* its socket */);
+    ck_assert_msg(strstr(rep[0].msg, "has an empty pool") &&
+                  strstr(rep[0].msg, "restarted and the records it held are lost"),
+                  "[%s] %s", prov, rep[0].msg);
+    refused(&a, POD_NAME, m.socks, NMN, "memory node 1 restarted, a second compute node",
+            "belongs to another incarnation of pod \"" POD_NAME "\" than memory node 0");
+    memnode_restart(&m, 0, prov);
+    refused(&a, POD_NAME, m.socks, NMN, "memory node 0 restarted as well, after a refusal",
+            "belongs to another incarnation");
+    memnode_restart(&m, 0, prov);
+    memnode_restart(&m, 1, prov);
+    struct cn *c = cn_open_or_say(&a, "compute node of the restarted pod");
+    ck_assert_msg(c != NULL, "[%s] every memory node restarted: a new pod is refused", prov);
+    cn_free(c);
     fflush(stdout);
     mns_stop(&m); /* served on after the dead client and the refusals */
     munmap(rep, sizeof *rep * 2);
