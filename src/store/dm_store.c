@@ -872,8 +872,7 @@ static bool xfer(int fd, void *buf, size_t len, bool out)
 /* Memory node i of n at sock: bootstrap (req: our fabric address), its
  * peer, its pool header checked, its place in the pod claimed or checked. */
 static int memnode_join(struct dm_store *d, unsigned i, unsigned n, const char *sock,
-                        const char *pod, const struct dm_boot_req *req, bool *fresh,
-                        pod_err *err)
+                        const char *pod, const struct dm_boot_req *req, pod_err *err)
 {
     struct memnode *m = &d->mn[i];
     struct sockaddr_un sa = {.sun_family = AF_UNIX};
@@ -943,7 +942,6 @@ static int memnode_join(struct dm_store *d, unsigned i, unsigned n, const char *
     if (fab_cas(d->f, m->peer, offsetof(struct dm_pool_header, membership), 0, want, &was,
                 err) != 0)
         return -1;
-    *fresh = was == 0;
     if (was != 0 && was != want) {
         if (was >> 32 != DM_MEMBERSHIP_TAG)
             pod_err_set(err, "dm record store: the pool of memory node %s has a membership word "
@@ -963,9 +961,10 @@ static int memnode_join(struct dm_store *d, unsigned i, unsigned n, const char *
  * as if nothing was lost. Memory node 0's incarnation is the pod's (set by
  * the first compute node to come); each other memory node must hold it or
  * nothing yet; and once memory node 0 says every memory node was claimed
- * (complete), a pool found unclaimed is one that restarted. Compute nodes
- * that start together before that all CAS the same values in. */
-static int pod_incarnation(struct dm_store *d, const bool *fresh, const char *pod, pod_err *err)
+ * (complete), a pool found without the incarnation is one that restarted.
+ * Compute nodes that start together before that all CAS the same values
+ * in; which of them claimed a pool first does not matter. */
+static int pod_incarnation(struct dm_store *d, const char *pod, pod_err *err)
 {
     const uint64_t inc_off = offsetof(struct dm_pool_header, incarnation),
                    complete_off = offsetof(struct dm_pool_header, complete);
@@ -978,18 +977,20 @@ static int pod_incarnation(struct dm_store *d, const bool *fresh, const char *po
         return -1;
     if (!inc) inc = mine;
     for (unsigned i = 0; i < d->nmn; i++) {
+        /* Once the pod was complete every pool holds the incarnation, and
+         * one that holds none restarted: it is marked lost (for every
+         * compute node after this one too). Before, each is given it. */
         uint64_t was;
-        if (fresh[i] && complete) {
-            /* and so for every compute node after this one */
-            if (fab_cas(d->f, d->mn[i].peer, inc_off, 0, DM_INCARNATION_LOST, &was, err) != 0)
-                return -1;
-            pod_err_set(err, "dm record store: memory node %u (%s) has an empty pool, but pod \"%s\" "
-                        "was set up on all its memory nodes before: that memory node restarted "
-                        "and the records it held are lost; stop the compute nodes and restart "
-                        "every memory node of the pod", i, d->mn[i].label, pod);
+        if (fab_cas(d->f, d->mn[i].peer, inc_off, 0, complete ? DM_INCARNATION_LOST : inc, &was,
+                    err) != 0)
+            return -1;
+        if (!was && complete) {
+            pod_err_set(err, "dm record store: memory node %u (%s) has an empty pool, but pod "
+                        "\"%s\" was set up on all its memory nodes before: that memory node "
+                        "restarted and the records it held are lost; stop the compute nodes and "
+                        "restart every memory node of the pod", i, d->mn[i].label, pod);
             return -1;
         }
-        if (fab_cas(d->f, d->mn[i].peer, inc_off, 0, inc, &was, err) != 0) return -1;
         if (was && was != inc) {
             pod_err_set(err, "dm record store: memory node %u (%s) belongs to another incarnation "
                         "of pod \"%s\" than memory node 0 (%s): one of them restarted and the "
@@ -1032,10 +1033,9 @@ struct record_store *rs_dm_open_many(const char *const *sockets, int n, const ch
     size_t nl = sizeof req.name;
     if (fab_name(d->f, req.name, &nl, err) != 0) goto fail;
     req.name_len = (uint32_t)nl;
-    bool fresh[DM_MAX_MEMNODES];
     for (unsigned i = 0; i < d->nmn; i++)
-        if (memnode_join(d, i, d->nmn, sockets[i], pod, &req, &fresh[i], err) != 0) goto fail;
-    if (pod_incarnation(d, fresh, pod, err) != 0) goto fail;
+        if (memnode_join(d, i, d->nmn, sockets[i], pod, &req, err) != 0) goto fail;
+    if (pod_incarnation(d, pod, err) != 0) goto fail;
     return &d->base;
 fail:
     destroy(&d->base);
