@@ -151,7 +151,31 @@ struct memnode {
     struct fab_region region;
     unsigned char name[FAB_NAME_MAX];
     size_t name_len;
+    struct dm_cn_slot *slots; /* the pool's compute-node slots */
+    int slot_fd[DM_CN_SLOTS]; /* the connection of each slot's compute node, or -1 */
 };
+
+/* The memory node alone writes a slot's conn word (pool.h): compute nodes
+ * read it to learn whether the slot's compute node still lives. Its process
+ * is gone when the kernel closed its connection: no lease to guess. */
+static void slot_connected(struct memnode *m, unsigned slot, int fd)
+{
+    m->slot_fd[slot] = fd;
+    uint64_t c = m->slots[slot].conn;
+    __atomic_store_n(&m->slots[slot].conn, DM_CN_CONNECTED | ((c & ~DM_CN_CONNECTED) + 1),
+                     __ATOMIC_RELEASE);
+}
+
+static void connection_closed(struct memnode *m, int fd)
+{
+    for (unsigned s = 1; s < DM_CN_SLOTS; s++)
+        if (m->slot_fd[s] == fd) {
+            m->slot_fd[s] = -1;
+            __atomic_store_n(&m->slots[s].conn, m->slots[s].conn & ~DM_CN_CONNECTED,
+                             __ATOMIC_RELEASE);
+        }
+    close(fd);
+}
 
 static pid_t peer_pid(int fd)
 {
@@ -191,6 +215,15 @@ static int serve(struct memnode *m, int fd)
         rep.status = 3;
         snprintf(rep.msg, sizeof rep.msg, "this memory node of pod %s serves provider \"%s\", "
                  "not \"%s\"", m->pod, m->provider, req.provider);
+    } else if (req.cn_slot >= DM_CN_SLOTS) {
+        rep.status = 4;
+        snprintf(rep.msg, sizeof rep.msg, "compute node slot %u is out of range (hosts 0..%u)",
+                 req.cn_slot, DM_CN_SLOTS - 2);
+    } else if (req.cn_slot && m->slot_fd[req.cn_slot] >= 0) {
+        rep.status = 5;
+        snprintf(rep.msg, sizeof rep.msg, "a compute node of host %u (pid %d) is connected "
+                 "already: two servers of one host?", req.cn_slot - 1,
+                 (int)peer_pid(m->slot_fd[req.cn_slot]));
     } else {
         memcpy(rep.name, m->name, m->name_len);
         rep.name_len = (uint32_t)m->name_len;
@@ -200,7 +233,9 @@ static int serve(struct memnode *m, int fd)
         fprintf(stderr, "poddb-memnode: refused a client (pid %d): %s\n", (int)peer_pid(fd),
                 rep.msg);
     if (!write_full(fd, &rep, sizeof rep)) return -1;
-    return rep.status ? -1 : 0;
+    if (rep.status) return -1;
+    if (req.cn_slot) slot_connected(m, req.cn_slot, fd);
+    return 0;
 }
 
 int main(int argc, char **argv)
@@ -273,6 +308,8 @@ int main(int argc, char **argv)
     h->pool_size = pool_size;
     h->cursor = DM_DATA_START;
     snprintf(h->pod, sizeof h->pod, "%s", pod);
+    m.slots = (struct dm_cn_slot *)(void *)(pool + DM_CN_SLOTS_OFF);
+    for (unsigned i = 0; i < DM_CN_SLOTS; i++) m.slot_fd[i] = -1;
 
     m.f = fab_open(&(struct fab_open_opts){.provider = provider, .node = addr, .server = true,
                                            .staging = 4096}, &e);
@@ -317,7 +354,7 @@ int main(int argc, char **argv)
             if (!pfd[i].revents) continue;
             char b[64];
             if (read(pfd[i].fd, b, sizeof b) > 0) continue; /* nothing is expected; ignore */
-            close(pfd[i].fd); /* EOF: the client is gone (or closed): the pool stays */
+            connection_closed(&m, pfd[i].fd); /* EOF: the client is gone: the pool stays */
             pfd[i] = pfd[--n];
         }
         if (pfd[0].revents & POLLIN) {
@@ -326,14 +363,14 @@ int main(int argc, char **argv)
             struct timeval tv = {.tv_sec = 2};
             setsockopt(cfd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
             setsockopt(cfd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);
-            if (serve(&m, cfd) != 0 || n == MAX_CLIENTS + 1) {
+            if (n == MAX_CLIENTS + 1 || serve(&m, cfd) != 0) {
                 close(cfd);
                 continue;
             }
             pfd[n++] = (struct pollfd){.fd = cfd, .events = POLLIN};
         }
     }
-    for (int i = 1; i < n; i++) close(pfd[i].fd);
+    for (int i = 1; i < n; i++) connection_closed(&m, pfd[i].fd);
     rc = 0;
     printf("poddb-memnode: pod %s: stopping (cursor at %llu of %llu bytes)\n", pod,
            (unsigned long long)__atomic_load_n(&h->cursor, __ATOMIC_ACQUIRE),

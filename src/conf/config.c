@@ -20,7 +20,9 @@
 #include "conf/values.h"
 #include "conf/yaml_tree.h"
 
+#define KIB (1ULL << 10)
 #define MIB (1ULL << 20)
+#define GIB (1ULL << 30)
 #define TIB (1ULL << 40)
 #define REGION_MIN_SIZE (128 * MIB)
 #define REGION_MAX_SIZE (64 * TIB)
@@ -502,7 +504,7 @@ static const struct conf_key top_keys[TOP_NKEYS] = {
                              "required with mode: dm"},
 };
 
-enum { DM_POD, DM_PROVIDER, DM_MEMNODES, DM_POOL_SIZE, DM_NKEYS };
+enum { DM_POD, DM_PROVIDER, DM_MEMNODES, DM_POOL_SIZE, DM_PROTOCOL, DM_UNDO_LOG_SIZE, DM_NKEYS };
 static const struct conf_key dm_keys[DM_NKEYS] = {
     [DM_POD] = {"pod", true, "the pod name the memory nodes serve (poddb-memnode --pod): "
                              "1..63 letters, digits, '_', '.' or '-'"},
@@ -512,7 +514,13 @@ static const struct conf_key dm_keys[DM_NKEYS] = {
                                        "paths (poddb-memnode --socket)"},
     [DM_POOL_SIZE] = {"pool_size", false, "a byte size in 1MiB..128TiB: each memory node's pool "
                                           "(poddb-memnode --pool-size; default 256MiB)"},
+    [DM_PROTOCOL] = {"protocol", false, "ford (the default: optimistic reads, undo logs, a dead "
+                                        "compute node recovered) or rs-2pl"},
+    [DM_UNDO_LOG_SIZE] = {"undo_log_size", false, "a byte size in 64KiB..1GiB: each compute "
+                                                  "node's undo log under ford (default 1MiB)"},
 };
+static const char *const dm_protocol_names[] = {[POD_DM_FORD] = "ford",
+                                                [POD_DM_RS_2PL] = "rs-2pl"};
 
 enum { T_NAME, T_KEY_SIZE, T_VALUE_SIZE, T_PARTITIONS, T_NKEYS };
 static const struct conf_key table_keys[T_NKEYS] = {
@@ -733,6 +741,15 @@ static int load_dm(const struct conf_reader *c, const struct conf_item *section,
     if (it[DM_POOL_SIZE].value &&
         get_size_in_range(c, &it[DM_POOL_SIZE], DM_POOL_MIN_SIZE, DM_POOL_MAX_SIZE,
                           &cfg->dm.pool_size) < 0)
+        return -1;
+    int protocol = POD_DM_FORD;
+    if (it[DM_PROTOCOL].value &&
+        get_enum(c, &it[DM_PROTOCOL], dm_protocol_names, 2, &protocol) < 0)
+        return -1;
+    cfg->dm.protocol = (enum pod_dm_protocol)protocol;
+    cfg->dm.undo_log_size = 1 * MIB;
+    if (it[DM_UNDO_LOG_SIZE].value &&
+        get_size_in_range(c, &it[DM_UNDO_LOG_SIZE], 64 * KIB, 1 * GIB, &cfg->dm.undo_log_size) < 0)
         return -1;
     return require_keys(c, section->value, it, DM_NKEYS);
 }

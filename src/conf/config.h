@@ -72,10 +72,16 @@ struct pod_section_value {
 /* Where the pod's records live (`mode:`). */
 enum pod_mode {
     POD_MODE_CXL = 0, /* a shared CXL region, tigon-2pl (default) */
-    POD_MODE_DM,      /* memory nodes reached over libfabric, rs-2pl (docs/dm.md) */
+    POD_MODE_DM,      /* memory nodes reached over libfabric, dm.protocol (docs/dm.md) */
 };
 
 #define POD_MAX_MEMNODES 16
+
+/* dm.protocol: the concurrency control of the compute nodes */
+enum pod_dm_protocol {
+    POD_DM_FORD = 0, /* FORD-style: optimistic reads, undo logs (src/txn/ford.c) */
+    POD_DM_RS_2PL,   /* 2PL NO_WAIT (src/txn/rs2pl.c): no recovery of a dead compute node */
+};
 #define POD_PROVIDER_MAX 32
 
 struct pod_config {
@@ -96,6 +102,8 @@ struct pod_config {
          * the digest: the pool is the memory node's business, and a compute
          * node finds its size in the pool header. */
         uint64_t pool_size;
+        enum pod_dm_protocol protocol;
+        uint64_t undo_log_size;    /* ford: each compute node's undo log (64 KiB..1 GiB) */
     } dm;
 
     struct {

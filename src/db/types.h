@@ -16,6 +16,7 @@
 
 #include "poddb/proc.h"
 #include "storage/btree.h"
+#include "store/record_store.h"
 
 #define POD_MAX_TABLES 256
 #define POD_MAX_PROCS 256
@@ -28,6 +29,7 @@ enum pod_abort_cause {
     POD_CAUSE_NEXT_KEY,      /* a next-key (gap) lock was denied */
     POD_CAUSE_REMOTE_BUSY,   /* the owner host could not move a tuple now (it was locked) */
     POD_CAUSE_HWCC_FULL,     /* the owner host's HWcc memory was full */
+    POD_CAUSE_VALIDATION,    /* a record read without a lock changed before commit (ford) */
     POD_CAUSE_COUNT
 };
 
@@ -48,6 +50,12 @@ enum pod_store_kind {
     POD_STORE_GIVEN,      /* the record store in pod_db_options.given_store: rs-2pl */
 };
 
+/* The concurrency control over a record store (ARRAY, GIVEN). */
+enum pod_cc_kind {
+    POD_CC_RS_2PL = 0,    /* 2PL NO_WAIT (src/txn/rs2pl.c) */
+    POD_CC_FORD,          /* FORD-style optimistic reads, undo logs (src/txn/ford.c) */
+};
+
 struct pod_db_options {
     int nworkers;              /* worker threads (EBR slots); 1..POD_MAX_WORKERS */
     int host_id, nhosts;       /* which partitions are local: p % nhosts == host_id */
@@ -59,6 +67,8 @@ struct pod_db_options {
     /* POD_STORE_GIVEN: the caller's; the database owns it from the call on
      * (destroyed with it, or at once when pod_db_new fails) */
     struct record_store *given_store;
+    enum pod_cc_kind cc;       /* ARRAY, GIVEN: the protocol over the store */
+    uint32_t undo_log_bytes;   /* ford on a shared store: each compute node's undo log */
 };
 
 struct pod_worker;
@@ -106,6 +116,10 @@ struct pod_db {
     struct pod_host *pod;      /* in a pod of several hosts (src/pod/pod.h), else NULL */
     const struct cc_ops *cc;   /* the concurrency control (src/txn/cc.h) */
     struct record_store *store; /* rs-2pl's records (ARRAY, GIVEN), else NULL */
+    /* this database's place among the users of a shared store (slot 0: it
+     * has none), set when its workers first start (cc_ops.start) */
+    struct rs_member member;
+    bool cc_started;
     struct pod_db_hooks hooks;
 };
 

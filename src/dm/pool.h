@@ -5,7 +5,7 @@
  * has 1..DM_MAX_MEMNODES memory nodes, each with a pool of this layout;
  * the compute nodes number them in the order of their configuration.
  *
- *   0 .. 4095        header (struct dm_pool_header)
+ *   0 .. 4095        header (struct dm_pool_header; from 2048 the compute-node slots)
  *   4096 .. 69631    catalog: DM_MAX_TABLES (1024) entries of 64 bytes, entry i for table id i
  *   131072 ..        allocated by FAA on the header's cursor: hash indexes, overflow
  *                    buckets and records
@@ -20,7 +20,7 @@
 #include "dm/fabric.h"
 
 #define DM_POOL_MAGIC 0x314c4f4f504d4450ull /* "PDMPOOL1" */
-#define DM_LAYOUT_VERSION 5u
+#define DM_LAYOUT_VERSION 6u
 #define DM_POD_NAME_MAX 64
 #define DM_MAX_TABLES 1024u
 #define DM_HEADER_BYTES 4096u
@@ -45,10 +45,46 @@ struct dm_pool_header {
                                  claim memory node 0, then copied to every other */
     uint64_t complete;        /* 112, memory node 0's only: 1 once every memory node of
                                  the pod was claimed with the incarnation */
+    char protocol[8];         /* 120, memory node 0's only: the compute nodes' protocol
+                                 ("ford", "rs-2pl", NUL-padded), CASed in by the first */
 };
 /* The incarnation of a pool found empty after its pod was complete: it
  * restarted, and stays refused until every memory node of the pod does. */
-#define DM_INCARNATION_LOST UINT64_MAX                            /* 120 bytes; the rest of the 4 KiB is zero */
+#define DM_INCARNATION_LOST UINT64_MAX
+/* 128 bytes; zero up to the compute-node slots */
+
+/* ---- compute-node slots (bytes 2048..4095 of every pool; memory node 0's
+ * are the pod's) ----
+ * A compute node of host h has slot h + 1 (slot 0 is no compute node's: a
+ * client that is not one, such as a test or a tool, boots with slot 0).
+ * The slot says who holds a record lock (the owner in a ford lock word,
+ * src/txn/ford.c), whether that compute node still lives, and where its
+ * undo log is. */
+#define DM_CN_SLOTS_OFF 2048u
+#define DM_CN_SLOTS 64u
+struct dm_cn_slot {
+    /* 0: changed by compute nodes only (CAS): DM_CN_STATE(kind, by, incarnation) */
+    uint64_t state;
+    /* 8: written by the memory node only: DM_CN_CONNECTED while a compute
+     * node of this slot holds its bootstrap connection open, and the count
+     * of such connections in the low bits. Its process is gone once the bit
+     * is clear (the kernel closed the connection). */
+    uint64_t conn;
+    uint64_t log;             /* 16: the slot's undo log (an rs_loc), set once (CAS 0 -> it) */
+    uint64_t log_bytes;       /* 24: its bytes */
+};                            /* 32 bytes */
+#define DM_CN_CONNECTED (1ull << 63)
+/* state: kind in bits 62-63, the slot acting on it in bits 32-39 (RECOVERING),
+ * the incarnation in bits 0-31. An incarnation's locks are stale once the
+ * slot holds a later one. */
+#define DM_CN_NEVER 0ull      /* never used */
+#define DM_CN_LIVE 1ull       /* incarnation i runs (or died and nobody noticed yet) */
+#define DM_CN_RECOVERING 2ull /* slot `by` rolls incarnation i's undo log back or forward */
+#define DM_CN_CLEAN 3ull      /* recovered: nothing of incarnation i - 1 is left but stale locks */
+#define DM_CN_STATE(kind, by, inc) ((uint64_t)(kind) << 62 | (uint64_t)(by) << 32 | (uint64_t)(inc))
+#define DM_CN_KIND(st) ((st) >> 62)
+#define DM_CN_BY(st) ((unsigned)((st) >> 32) & 0xffu)
+#define DM_CN_INC(st) ((uint32_t)(st))
 
 /* Memory node index (0..count-1) of a pod of count memory nodes: "MEMB" in
  * bits 32-63, count in bits 16-31, index in bits 0-15. */
@@ -88,14 +124,17 @@ struct dm_bucket_head {
     uint64_t next;            /*  8: the chain's next bucket, 0 for none */
 };                            /* 16 bytes; slots follow */
 
-_Static_assert(sizeof(struct dm_pool_header) == 120, "pool header layout");
+_Static_assert(sizeof(struct dm_pool_header) == 128, "pool header layout");
 _Static_assert(sizeof(struct dm_bucket_head) == 16, "bucket header layout");
+_Static_assert(sizeof(struct dm_cn_slot) == 32, "compute-node slot layout");
+_Static_assert(DM_CN_SLOTS_OFF + DM_CN_SLOTS * sizeof(struct dm_cn_slot) == DM_HEADER_BYTES,
+               "compute-node slots fill the header");
 _Static_assert(sizeof(struct dm_catalog_entry) == DM_CATALOG_ENTRY, "catalog entry layout");
 
 /* ---- bootstrap: one request and one reply over the memory node's Unix
  * socket; the connection then stays open for the client's lifetime. ---- */
 #define DM_BOOT_MAGIC 0x31544f4f424d4450ull /* "PDMBOOT1" */
-#define DM_BOOT_VERSION 1u
+#define DM_BOOT_VERSION 2u
 
 struct dm_boot_req {
     uint64_t magic;
@@ -104,6 +143,8 @@ struct dm_boot_req {
     char pod[DM_POD_NAME_MAX];
     char provider[64];
     unsigned char name[FAB_NAME_MAX]; /* the client's fabric address */
+    uint32_t cn_slot;         /* 1..DM_CN_SLOTS-1: a compute node's slot; 0: not one */
+    uint32_t pad;
 };
 
 struct dm_boot_rep {

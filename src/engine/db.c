@@ -18,7 +18,8 @@
 const char *pod_abort_cause_name(enum pod_abort_cause c)
 {
     static const char *const names[POD_CAUSE_COUNT] = {"read_lock", "write_lock", "upgrade",
-                                                       "next_key", "remote_busy", "hwcc_full"};
+                                                       "next_key", "remote_busy", "hwcc_full",
+                                                       "validation"};
     return (unsigned)c < POD_CAUSE_COUNT ? names[c] : "unknown";
 }
 
@@ -133,6 +134,7 @@ pod_db *pod_db_new(const struct pod_db_options *o, char *err, size_t errlen)
         db->store = o->given_store;
         db->cc = &cc_rs_2pl;
     }
+    if (db->store && o->cc == POD_CC_FORD) db->cc = &cc_ford;
     /* What pod/ and log/, below this layer, call up into (db/types.h). */
     db->hooks = (struct pod_db_hooks){
         .row_removed = log_row_removed,
@@ -254,14 +256,15 @@ void pod_db_proc_stats(const pod_db *db, int proc, struct pod_proc_stats *out)
 
 void pod_db_print_stats(const pod_db *db, FILE *out)
 {
-    fprintf(out, "%-24s %10s %8s %7s %10s %10s %10s %8s %8s %11s %9s %7s\n", "procedure",
+    fprintf(out, "%-24s %10s %8s %7s %10s %10s %10s %8s %8s %11s %9s %10s %7s\n", "procedure",
             "commits", "aborts", "errors", "conflicts", "read_lock", "write_lock", "upgrade",
-            "next_key", "remote_busy", "hwcc_full", "gave_up");
+            "next_key", "remote_busy", "hwcc_full", "validation", "gave_up");
     for (uint32_t p = 0; p < db->nprocs; p++) {
         struct pod_proc_stats s;
         pod_db_proc_stats(db, (int)p, &s);
         if (!s.commits && !s.user_aborts && !s.errors && !s.conflicts) continue;
-        fprintf(out, "%-24s %10llu %8llu %7llu %10llu %10llu %10llu %8llu %8llu %11llu %9llu %7llu\n",
+        fprintf(out, "%-24s %10llu %8llu %7llu %10llu %10llu %10llu %8llu %8llu %11llu %9llu %10llu "
+                "%7llu\n",
                 db->procs[p].name, (unsigned long long)s.commits,
                 (unsigned long long)s.user_aborts, (unsigned long long)s.errors,
                 (unsigned long long)s.conflicts,
@@ -271,6 +274,7 @@ void pod_db_print_stats(const pod_db *db, FILE *out)
                 (unsigned long long)s.by_cause[POD_CAUSE_NEXT_KEY],
                 (unsigned long long)s.by_cause[POD_CAUSE_REMOTE_BUSY],
                 (unsigned long long)s.by_cause[POD_CAUSE_HWCC_FULL],
+                (unsigned long long)s.by_cause[POD_CAUSE_VALIDATION],
                 (unsigned long long)s.gave_up);
     }
 }

@@ -9,6 +9,7 @@
 #include "engine/watchdog.h"
 #include "log/txlog.h"
 #include "pod/pod.h"
+#include "txn/cc.h"
 #include "txn/txn.h"
 #include "util/log.h"
 #include "util/clock.h"
@@ -136,8 +137,12 @@ int pod_call(struct pod_worker *w, int proc, const pod_args *args, pod_result *r
         /* A procedure that ignored a conflict must not commit. */
         if (rc >= 0 && ts == POD_OK) {
             txn_commit(w->tx);
-            bump(&st->commits);
-            break;
+            /* An optimistic protocol validates at commit. */
+            if ((ts = txn_status(w->tx)) == POD_OK) {
+                bump(&st->commits);
+                break;
+            }
+            rc = ts;
         }
         if (rc >= 0 || rc == POD_CONFLICT) rc = ts != POD_OK ? ts : rc;
         if (rc != POD_CONFLICT && txn_message(w->tx)[0])
@@ -202,6 +207,8 @@ int pod_workers_start(pod_db *db, const int *cpus, int ncpus,
         snprintf(err, errlen, "workers are already running");
         return -1;
     }
+    if (!db->cc_started && db->cc->start && db->cc->start(db, err, errlen) != 0) return -1;
+    db->cc_started = true;
     for (int i = 0; i < db->opt.nworkers; i++) {
         struct pod_worker *w = db->workers[i];
         w->body = body;

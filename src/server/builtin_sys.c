@@ -179,6 +179,9 @@ static int sys_config(pod_txn *tx, const pod_args *a, pod_result *res, void *ctx
     if (c->mode == POD_MODE_DM) {
         kv_row(res, &row, "dm.pod", "%s", c->dm.pod);
         kv_row(res, &row, "dm.provider", "%s", c->dm.provider);
+        kv_row(res, &row, "dm.protocol", "%s", c->dm.protocol == POD_DM_FORD ? "ford" : "rs-2pl");
+        if (c->dm.protocol == POD_DM_FORD)
+            kv_row(res, &row, "dm.undo_log_size", "%llu", (unsigned long long)c->dm.undo_log_size);
         for (int i = 0; i < c->dm.nmemnodes; i++)
             kv_row(res, &row, "dm.memnode", "%s", c->dm.memnodes[i]);
     } else {

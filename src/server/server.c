@@ -1614,13 +1614,16 @@ static int build_db(struct pod_server *s, pod_err *err)
                                .no_locking = !c->engine.locking,
                                .max_retries = (int)c->engine.max_retries,
                                .retry_timeout_ms = c->engine.retry_timeout_ms};
-    if (c->mode == POD_MODE_DM) { /* rs-2pl over the memory node's records */
+    if (c->mode == POD_MODE_DM) { /* dm.protocol over the memory nodes' records */
         o.store = POD_STORE_GIVEN;
         const char *mns[POD_MAX_MEMNODES];
         for (int i = 0; i < c->dm.nmemnodes && i < POD_MAX_MEMNODES; i++)
             mns[i] = c->dm.memnodes[i];
-        if (!(o.given_store =
-                  rs_dm_open_many(mns, c->dm.nmemnodes, c->dm.provider, c->dm.pod, err)))
+        bool ford = c->dm.protocol == POD_DM_FORD;
+        o.cc = ford ? POD_CC_FORD : POD_CC_RS_2PL;
+        o.undo_log_bytes = (uint32_t)c->dm.undo_log_size;
+        if (!(o.given_store = rs_dm_open_cn(mns, c->dm.nmemnodes, c->dm.provider, c->dm.pod,
+                                            (uint32_t)s->host + 1, ford ? "ford" : "rs-2pl", err)))
             return -1;
         pod_info("compute node of pod \"%s\": records on %d memory node%s (the first %s) over %s",
                  c->dm.pod, c->dm.nmemnodes, c->dm.nmemnodes == 1 ? "" : "s", c->dm.memnodes[0],

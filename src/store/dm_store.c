@@ -59,11 +59,20 @@
 #define BHEAD ((uint32_t)sizeof(struct dm_bucket_head))
 #define LOCK_WAIT_MS 10000
 #define CATALOG_WAIT_MS 10000
+#define DM_LOG_TABLE (DM_MAX_TABLES - 1) /* the table id of the undo logs' records */
 
 struct dm_rowhead { /* cxl_swcc_row without its tuple */
     uint32_t valid, tuple_size;
     uint64_t epoch_version;
 };
+
+/* A record's first 24 bytes: what a READ with word and header brings. */
+struct dm_rechead {
+    uint64_t word;
+    struct dm_rowhead h;
+};
+
+#define OWNER_CACHE_MS 20 /* owner_check trusts "it lives" this long */
 
 struct dm_table {
     bool present;
@@ -90,9 +99,15 @@ struct dm_store {
     /* what run() sent (atomic: counters() reads them without the lock);
      * by enum fab_op_kind, and the batches waited for */
     uint64_t ops[4], round_trips;
+    /* this compute node's slot (0: a client that is not one) and what
+     * owner_check last learnt of each slot: alive in incarnation
+     * alive_inc[s] until alive_until[s] (ms) */
+    uint32_t slot, my_inc;
+    uint32_t alive_inc[DM_CN_SLOTS];
+    uint64_t alive_until[DM_CN_SLOTS];
     /* scratch of a batch */
     struct fab_op *fops;
-    struct dm_rowhead *heads;
+    struct dm_rechead *heads;
     struct rs_op *grouped;   /* a batch's ops grouped by memory node */
     uint32_t *from;          /* grouped[j] is ops[from[j]] */
     uint32_t cap;
@@ -287,9 +302,9 @@ static int catalog_join(struct dm_store *d, unsigned mn, const struct dm_catalog
 static int table_add(struct record_store *s, const struct rs_table_def *def, pod_err *err)
 {
     struct dm_store *d = ds(s);
-    if (def->id >= DM_MAX_TABLES) {
+    if (def->id >= DM_LOG_TABLE) {
         pod_err_set(err, "dm record store: table id %u is beyond the catalog's %u", def->id,
-                    DM_MAX_TABLES);
+                    DM_LOG_TABLE);
         return -1;
     }
     if (d->t[def->id].present) {
@@ -626,7 +641,7 @@ static int grow(struct dm_store *d, uint32_t n)
     struct fab_op *f = realloc(d->fops, (size_t)cap * 2 * sizeof *f + sizeof *f);
     if (!f) return -1;
     d->fops = f;
-    struct dm_rowhead *h = realloc(d->heads, (size_t)cap * sizeof *h);
+    struct dm_rechead *h = realloc(d->heads, (size_t)cap * sizeof *h);
     if (!h) return -1;
     d->heads = h;
     struct rs_op *g = realloc(d->grouped, (size_t)cap * sizeof *g);
@@ -655,29 +670,32 @@ static void run_group(struct dm_store *d, unsigned mn, struct rs_op *ops, uint32
     for (uint32_t i = lo; i < hi; i++) {
         struct rs_op *o = &ops[i];
         uint64_t off = loc_off(o->loc);
-        struct dm_rowhead *h = &d->heads[i];
+        struct dm_rechead *h = &d->heads[i];
         switch (o->kind) {
-        case RS_OP_READ:
-            if (o->head)
-                d->fops[n++] = (struct fab_op){.kind = FAB_READ, .off = off + 8, .buf = h,
-                                               .len = sizeof *h};
-            if (o->len)
-                d->fops[n++] = (struct fab_op){.kind = FAB_READ,
-                                               .off = off + 8 + sizeof *h + o->off,
-                                               .buf = o->buf, .len = o->len};
-            break;
-        case RS_OP_WRITE:
-            if (o->head) {
-                h->valid = o->head->valid;
-                h->tuple_size = table_of(d, loc_table(o->loc))->e[0].tuple_size;
-                h->epoch_version = o->head->epoch_version;
-                d->fops[n++] = (struct fab_op){.kind = FAB_WRITE, .off = off + 8, .buf = h,
-                                               .len = sizeof *h};
+        case RS_OP_READ: /* the word, the header, the tuple: in this order (record_store.h) */
+            if (o->word || o->head) {
+                bool w = o->word != NULL;
+                d->fops[n++] = (struct fab_op){.kind = FAB_READ, .off = w ? off : off + 8,
+                                               .buf = w ? (void *)h : (void *)&h->h,
+                                               .len = w ? sizeof *h : sizeof h->h};
             }
             if (o->len)
-                d->fops[n++] = (struct fab_op){.kind = FAB_WRITE,
-                                               .off = off + 8 + sizeof *h + o->off,
+                d->fops[n++] = (struct fab_op){.kind = FAB_READ,
+                                               .off = off + sizeof *h + o->off,
                                                .buf = o->buf, .len = o->len};
+            break;
+        case RS_OP_WRITE: /* the tuple's bytes before the header (record_store.h) */
+            if (o->len)
+                d->fops[n++] = (struct fab_op){.kind = FAB_WRITE,
+                                               .off = off + sizeof *h + o->off,
+                                               .buf = o->buf, .len = o->len};
+            if (o->head) {
+                h->h.valid = o->head->valid;
+                h->h.tuple_size = table_of(d, loc_table(o->loc))->e[0].tuple_size;
+                h->h.epoch_version = o->head->epoch_version;
+                d->fops[n++] = (struct fab_op){.kind = FAB_WRITE, .off = off + 8, .buf = &h->h,
+                                               .len = sizeof h->h};
+            }
             wrote = wrote || o->head || o->len;
             last_write = off;
             break;
@@ -688,6 +706,7 @@ static void run_group(struct dm_store *d, unsigned mn, struct rs_op *ops, uint32
         case RS_OP_FAA:
             d->fops[n++] = (struct fab_op){.kind = FAB_FAA, .off = off, .operand = o->add};
             break;
+        case RS_OP_SYNC: break; /* taken out by batch_locked */
         }
     }
     if (wrote && flush)
@@ -698,12 +717,12 @@ static void run_group(struct dm_store *d, unsigned mn, struct rs_op *ops, uint32
     for (uint32_t i = lo; i < hi; i++) {
         struct rs_op *o = &ops[i];
         if (o->kind == RS_OP_READ) {
+            if (o->word) *o->word = d->heads[i].word;
             if (o->head) {
-                o->head->valid = d->heads[i].valid;
-                o->head->epoch_version = d->heads[i].epoch_version;
-                n++;
+                o->head->valid = d->heads[i].h.valid;
+                o->head->epoch_version = d->heads[i].h.epoch_version;
             }
-            if (o->len) n++;
+            n += (o->word || o->head) + (o->len != 0);
         } else if (o->kind == RS_OP_WRITE) {
             n += (o->head != NULL) + (o->len != 0);
         } else {
@@ -717,21 +736,24 @@ static void run_group(struct dm_store *d, unsigned mn, struct rs_op *ops, uint32
 }
 
 /* ops[0..n), all on memory node mn: runs of RMA and of atomics in their
- * order; each run completes (its writes placed) before the next is posted. */
-static void batch_mn(struct dm_store *d, unsigned mn, struct rs_op *ops, uint32_t n)
+ * order; each run completes (its writes placed) before the next is posted,
+ * and so does the last when sync (RS_OP_SYNC). */
+static void batch_mn(struct dm_store *d, unsigned mn, struct rs_op *ops, uint32_t n, bool sync)
 {
     for (uint32_t lo = 0; lo < n;) {
         uint32_t hi = lo + 1;
         while (hi < n && is_rma(ops[hi].kind) == is_rma(ops[lo].kind)) hi++;
-        run_group(d, mn, ops, lo, hi, hi < n);
+        run_group(d, mn, ops, lo, hi, hi < n || sync);
         lo = hi;
     }
 }
 
 /* The ops grouped by memory node, each group in the ops' order and run as
- * batch_mn does, one memory node after the other. A record's word and row
- * are on one memory node, so a release still follows the row it guards;
- * what goes to different memory nodes has no order to keep. */
+ * batch_mn does, one memory node after the other (memory node 0 first). A
+ * record's word and row are on one memory node, so a release still follows
+ * the row it guards; what goes to different memory nodes has no order to
+ * keep. RS_OP_SYNC ops are taken out: they make every group's last run
+ * placed. */
 static void batch_locked(struct dm_store *d, struct rs_op *ops, uint32_t n)
 {
     if (grow(d, n) != 0) {
@@ -740,9 +762,13 @@ static void batch_locked(struct dm_store *d, struct rs_op *ops, uint32_t n)
         fatal(d, 0, &e);
     }
     uint32_t seen = 0; /* a bit per memory node */
-    for (uint32_t i = 0; i < n; i++) seen |= 1u << mn_of(d, ops[i].loc);
-    if (!(seen & (seen - 1))) { /* one memory node (or none) */
-        if (n) batch_mn(d, mn_of(d, ops[0].loc), ops, n);
+    bool sync = false;
+    for (uint32_t i = 0; i < n; i++) {
+        if (ops[i].kind == RS_OP_SYNC) sync = true;
+        else seen |= 1u << mn_of(d, ops[i].loc);
+    }
+    if (!sync && !(seen & (seen - 1))) { /* one memory node (or none) */
+        if (n) batch_mn(d, mn_of(d, ops[0].loc), ops, n, false);
         return;
     }
     uint32_t k = 0;
@@ -750,11 +776,11 @@ static void batch_locked(struct dm_store *d, struct rs_op *ops, uint32_t n)
         if (!(seen & 1u << mn)) continue;
         uint32_t lo = k;
         for (uint32_t i = 0; i < n; i++)
-            if (rs_dm_loc_memnode(ops[i].loc) == mn) {
+            if (ops[i].kind != RS_OP_SYNC && rs_dm_loc_memnode(ops[i].loc) == mn) {
                 d->from[k] = i;
                 d->grouped[k++] = ops[i];
             }
-        batch_mn(d, mn, d->grouped + lo, k - lo);
+        batch_mn(d, mn, d->grouped + lo, k - lo, sync);
     }
     for (uint32_t j = 0; j < k; j++) ops[d->from[j]] = d->grouped[j];
 }
@@ -813,6 +839,152 @@ static void free_rec(struct record_store *s, uint32_t table, rs_loc loc)
     __atomic_fetch_add(&ds(s)->freed, 1, __ATOMIC_RELAXED); /* records are kept */
 }
 
+/* ---- compute-node slots (pool.h): who holds a lock, and whether it lives ---- */
+
+#define SLOT_OFF(slot) (DM_CN_SLOTS_OFF + (uint64_t)(slot) * sizeof(struct dm_cn_slot))
+#define RECOVER_WAIT_MS 10000
+
+static bool slot_connected(struct dm_store *d, uint32_t slot)
+{
+    uint64_t conn;
+    rd(d, 0, SLOT_OFF(slot) + offsetof(struct dm_cn_slot, conn), &conn, sizeof conn);
+    return conn & DM_CN_CONNECTED;
+}
+
+static void member_of(struct dm_store *d, uint32_t slot, uint32_t inc, struct rs_member *m)
+{
+    struct dm_cn_slot e;
+    rd(d, 0, SLOT_OFF(slot), &e, sizeof e);
+    *m = (struct rs_member){.slot = slot, .incarnation = inc, .log = e.log,
+                            .log_bytes = (uint32_t)e.log_bytes};
+}
+
+/* Under d->mu: the slot's undo log, allocated on memory node 0 by its first
+ * compute node (a record of table DM_LOG_TABLE whose tuple is the log). */
+static int slot_log(struct dm_store *d, uint32_t log_bytes, pod_err *err)
+{
+    struct dm_cn_slot e;
+    rd(d, 0, SLOT_OFF(d->slot), &e, sizeof e);
+    if (e.log) return 0;
+    uint64_t bytes = round8(sizeof(struct dm_rechead) + log_bytes);
+    uint64_t at = faa(d, 0, offsetof(struct dm_pool_header, cursor), bytes);
+    if (at + bytes > d->mn[0].pool_size) {
+        pod_err_set(err, "dm record store: the pool of memory node 0 (%s) is full: no room for "
+                    "this compute node's undo log of %u bytes", d->mn[0].label, log_bytes);
+        return -1;
+    }
+    uint64_t lb = log_bytes;
+    write_placed(d, 0, SLOT_OFF(d->slot) + offsetof(struct dm_cn_slot, log_bytes), &lb, sizeof lb);
+    cas(d, 0, SLOT_OFF(d->slot) + offsetof(struct dm_cn_slot, log), 0,
+        make_loc(DM_LOG_TABLE, 0, at));
+    return 0;
+}
+
+static int member_join(struct record_store *s, uint32_t slot, uint32_t log_bytes,
+                       struct rs_member *me, struct rs_member *prev, pod_err *err)
+{
+    struct dm_store *d = ds(s);
+    if (!d->slot || slot != d->slot) {
+        pod_err_set(err, "dm record store: opened as compute node slot %u, asked to join as %u",
+                    d->slot, slot);
+        return -1;
+    }
+    prev->slot = 0;
+    pthread_mutex_lock(&d->mu);
+    int rc = slot_log(d, log_bytes, err);
+    uint64_t until = ms_now() + RECOVER_WAIT_MS;
+    while (rc == 0) {
+        uint64_t st, next;
+        rd(d, 0, SLOT_OFF(slot), &st, sizeof st);
+        uint32_t inc = DM_CN_INC(st);
+        switch (DM_CN_KIND(st)) {
+        case DM_CN_NEVER: next = DM_CN_STATE(DM_CN_LIVE, 0, 1); break;
+        case DM_CN_CLEAN: next = DM_CN_STATE(DM_CN_LIVE, 0, inc); break;
+        case DM_CN_LIVE: /* the slot's last compute node died: it is ours to recover */
+            next = DM_CN_STATE(DM_CN_RECOVERING, slot, inc);
+            break;
+        default: /* another compute node recovers it: wait while that one lives */
+            if (DM_CN_BY(st) != slot && slot_connected(d, DM_CN_BY(st))) {
+                if (ms_now() > until) {
+                    pod_err_set(err, "dm record store: the compute node of host %u has been "
+                                "recovering this host's previous run for %d ms", DM_CN_BY(st) - 1,
+                                RECOVER_WAIT_MS);
+                    rc = -1;
+                    continue;
+                }
+                pthread_mutex_unlock(&d->mu);
+                usleep(10000);
+                pthread_mutex_lock(&d->mu);
+                continue;
+            }
+            next = DM_CN_STATE(DM_CN_RECOVERING, slot, inc);
+        }
+        if (cas(d, 0, SLOT_OFF(slot), st, next) != st) continue;
+        if (DM_CN_KIND(next) == DM_CN_LIVE) {
+            d->my_inc = DM_CN_INC(next);
+        } else {
+            d->my_inc = inc + 1;
+            member_of(d, slot, inc, prev);
+        }
+        member_of(d, slot, d->my_inc, me);
+        break;
+    }
+    pthread_mutex_unlock(&d->mu);
+    return rc;
+}
+
+static enum rs_owner owner_check(struct record_store *s, uint32_t slot, uint32_t inc,
+                                 struct rs_member *dead)
+{
+    struct dm_store *d = ds(s);
+    if (!d->slot || !slot || slot >= DM_CN_SLOTS) return RS_OWNER_LIVE;
+    pthread_mutex_lock(&d->mu);
+    enum rs_owner r = RS_OWNER_LIVE;
+    uint64_t now = ms_now();
+    if (d->alive_inc[slot] == inc && now < d->alive_until[slot]) goto out;
+    for (;;) {
+        uint64_t st;
+        rd(d, 0, SLOT_OFF(slot), &st, sizeof st);
+        if (DM_CN_INC(st) != inc || DM_CN_KIND(st) == DM_CN_CLEAN) {
+            r = RS_OWNER_STALE;
+            break;
+        }
+        /* alive: the slot's process (or, recovering it, the recoverer's) holds its connection */
+        uint32_t who = DM_CN_KIND(st) == DM_CN_RECOVERING ? DM_CN_BY(st) : slot;
+        if (who == d->slot || slot_connected(d, who)) {
+            d->alive_inc[slot] = inc;
+            d->alive_until[slot] = now + OWNER_CACHE_MS;
+            break;
+        }
+        if (cas(d, 0, SLOT_OFF(slot), st, DM_CN_STATE(DM_CN_RECOVERING, d->slot, inc)) == st) {
+            member_of(d, slot, inc, dead);
+            r = RS_OWNER_RECOVER;
+            break;
+        }
+    }
+out:
+    pthread_mutex_unlock(&d->mu);
+    return r;
+}
+
+static void owner_recovered(struct record_store *s, const struct rs_member *dead)
+{
+    struct dm_store *d = ds(s);
+    pthread_mutex_lock(&d->mu);
+    uint64_t was = DM_CN_STATE(DM_CN_RECOVERING, d->slot, dead->incarnation);
+    /* our own previous run: we are its next incarnation; another's: clean */
+    uint64_t now = dead->slot == d->slot ? DM_CN_STATE(DM_CN_LIVE, 0, d->my_inc)
+                                         : DM_CN_STATE(DM_CN_CLEAN, 0, dead->incarnation + 1);
+    uint64_t old = cas(d, 0, SLOT_OFF(dead->slot), was, now);
+    pthread_mutex_unlock(&d->mu);
+    if (old != was) {
+        pod_err e;
+        pod_err_set(&e, "the state of compute-node slot %u changed while this compute node "
+                    "recovered it (0x%llx)", dead->slot, (unsigned long long)old);
+        fatal(d, 0, &e);
+    }
+}
+
 static void destroy(struct record_store *s)
 {
     struct dm_store *d = ds(s);
@@ -848,6 +1020,9 @@ static const struct rs_ops dm_ops = {
     .alloc = alloc,
     .free = free_rec,
     .batch = batch,
+    .member_join = member_join,
+    .owner_check = owner_check,
+    .owner_recovered = owner_recovered,
     .counters = counters,
     .destroy = destroy,
 };
@@ -1002,13 +1177,43 @@ static int pod_incarnation(struct dm_store *d, const char *pod, pod_err *err)
     return fab_cas(d->f, d->mn[0].peer, complete_off, 0, 1, &complete, err);
 }
 
-struct record_store *rs_dm_open_many(const char *const *sockets, int n, const char *provider,
-                                     const char *pod, pod_err *err)
+/* The pod's protocol (pool.h): compute nodes running different ones would
+ * read each other's lock words wrong. */
+static int pod_protocol(struct dm_store *d, const char *pod, const char *protocol, pod_err *err)
+{
+    uint64_t want = 0, was;
+    if (strlen(protocol) >= sizeof want) {
+        pod_err_set(err, "dm record store: protocol name %s is too long", protocol);
+        return -1;
+    }
+    memcpy(&want, protocol, strlen(protocol));
+    if (fab_cas(d->f, d->mn[0].peer, offsetof(struct dm_pool_header, protocol), 0, want, &was,
+                err) != 0)
+        return -1;
+    if (was && was != want) {
+        char name[9] = {0};
+        memcpy(name, &was, 8);
+        pod_err_set(err, "dm record store: pod \"%s\" runs protocol %s (set by its first compute "
+                    "node), this compute node is configured for %s (dm.protocol): every compute "
+                    "node of a pod must run the same", pod, name, protocol);
+        return -1;
+    }
+    return 0;
+}
+
+struct record_store *rs_dm_open_cn(const char *const *sockets, int n, const char *provider,
+                                   const char *pod, uint32_t slot, const char *protocol,
+                                   pod_err *err)
 {
     if (!provider || !*provider) provider = "shm";
     if (!pod || !*pod || strlen(pod) >= DM_POD_NAME_MAX) {
         pod_err_set(err, "dm record store: a pod name of 1..%d bytes is needed",
                     DM_POD_NAME_MAX - 1);
+        return NULL;
+    }
+    if (slot >= DM_CN_SLOTS) {
+        pod_err_set(err, "dm record store: compute node slot %u: 1..%u are served (hosts 0..%u)",
+                    slot, DM_CN_SLOTS - 1, DM_CN_SLOTS - 2);
         return NULL;
     }
     if (n < 1 || n > (int)DM_MAX_MEMNODES || !sockets) {
@@ -1033,13 +1238,21 @@ struct record_store *rs_dm_open_many(const char *const *sockets, int n, const ch
     size_t nl = sizeof req.name;
     if (fab_name(d->f, req.name, &nl, err) != 0) goto fail;
     req.name_len = (uint32_t)nl;
+    req.cn_slot = d->slot = slot;
     for (unsigned i = 0; i < d->nmn; i++)
         if (memnode_join(d, i, d->nmn, sockets[i], pod, &req, err) != 0) goto fail;
     if (pod_incarnation(d, pod, err) != 0) goto fail;
+    if (protocol && pod_protocol(d, pod, protocol, err) != 0) goto fail;
     return &d->base;
 fail:
     destroy(&d->base);
     return NULL;
+}
+
+struct record_store *rs_dm_open_many(const char *const *sockets, int n, const char *provider,
+                                     const char *pod, pod_err *err)
+{
+    return rs_dm_open_cn(sockets, n, provider, pod, 0, NULL, err);
 }
 
 struct record_store *rs_dm_open(const char *memnode_socket, const char *provider, const char *pod,

@@ -7,13 +7,17 @@ void rs_batch_in_order(struct record_store *s, struct rs_op *ops, uint32_t n)
     for (uint32_t i = 0; i < n; i++) {
         struct rs_op *op = &ops[i];
         switch (op->kind) {
-        case RS_OP_READ: o->row_read(s, op->loc, op->head, op->buf, op->off, op->len); break;
+        case RS_OP_READ:
+            if (op->word) *op->word = o->word_read(s, op->loc);
+            o->row_read(s, op->loc, op->head, op->buf, op->off, op->len);
+            break;
         case RS_OP_WRITE: o->row_write(s, op->loc, op->head, op->buf, op->off, op->len); break;
         case RS_OP_CAS:
             op->old = op->expected;
             op->ok = o->word_cas(s, op->loc, &op->old, op->desired);
             break;
         case RS_OP_FAA: op->old = o->word_faa(s, op->loc, op->add); break;
+        case RS_OP_SYNC: break; /* loads and stores: placed when done */
         }
     }
 }

@@ -58,17 +58,51 @@ struct rs_counters {
     uint64_t reads, writes, cas, faa, round_trips;
 };
 
+/* A user of a store shared by several processes (a compute node): its
+ * slot and incarnation, which a protocol writes into the lock words it
+ * takes, and its undo log, a record of its own (named by location, read
+ * and written with row_read / row_write as raw bytes: head NULL, off and
+ * len within log_bytes) that only it writes while it lives. */
+struct rs_member {
+    uint32_t slot;            /* 1..RS_MAX_MEMBERS-1 */
+    uint32_t incarnation;     /* > 0; a later start of the slot has a later one */
+    rs_loc log;
+    uint32_t log_bytes;
+};
+#define RS_MAX_MEMBERS 64u
+
+/* What owner_check found of the owner of a lock (slot, incarnation). */
+enum rs_owner {
+    RS_OWNER_LIVE,     /* it runs, or is being recovered: the lock is held */
+    RS_OWNER_STALE,    /* it was recovered: its locks are left over, anyone may clear them */
+    RS_OWNER_RECOVER,  /* it died and the caller now recovers it (*dead): roll its undo
+                          log back or forward, then owner_recovered */
+};
+
 /* walk's visitor: false stops the walk. */
 typedef bool (*rs_walk_fn)(void *arg, const void *key, rs_loc loc);
 
 /* One operation of a batch. */
-enum rs_op_kind { RS_OP_READ, RS_OP_WRITE, RS_OP_CAS, RS_OP_FAA };
+enum rs_op_kind {
+    RS_OP_READ,
+    RS_OP_WRITE,
+    RS_OP_CAS,
+    RS_OP_FAA,
+    /* no operation of its own (no loc): when the batch returns, every WRITE
+     * of it is placed in its memory (not only sent), on every memory node */
+    RS_OP_SYNC,
+};
 struct rs_op {
     enum rs_op_kind kind;
     rs_loc loc;
     /* READ / WRITE: bytes off..off+len-1 of the tuple, and the header (NULL:
-     * READ does not read it, WRITE leaves it as it is) */
+     * READ does not read it, WRITE leaves it as it is). A WRITE places the
+     * tuple's bytes before the header, a READ reads the word (when word is
+     * not NULL), the header and the tuple in this order, which a protocol
+     * that reads without a lock relies on (a writer's new version is seen
+     * only with its whole tuple; ford.c). */
     struct rs_row_head *head;
+    uint64_t *word;
     void *buf;
     uint32_t off, len;
     /* CAS: expected (updated with the value found) and desired; FAA: add;
@@ -134,6 +168,21 @@ struct rs_ops {
 
     /* ---- several operations that complete together ---- */
     void (*batch)(struct record_store *s, struct rs_op *ops, uint32_t n);
+
+    /* ---- compute nodes sharing the store (NULL: the store has one user) ---- */
+    /* Join as slot (1..RS_MAX_MEMBERS-1), with an undo log of log_bytes:
+     * *me. When the slot's previous incarnation died without being
+     * recovered, *prev is it (prev->slot 0 otherwise) and the caller must
+     * recover it and call owner_recovered(prev) before it takes a lock. */
+    int (*member_join)(struct record_store *s, uint32_t slot, uint32_t log_bytes,
+                       struct rs_member *me, struct rs_member *prev, pod_err *err);
+    /* The owner (slot, incarnation) of a lock: see enum rs_owner; on
+     * RS_OWNER_RECOVER, *dead is it, claimed by this caller. */
+    enum rs_owner (*owner_check)(struct record_store *s, uint32_t slot, uint32_t incarnation,
+                                 struct rs_member *dead);
+    /* dead (from owner_check or member_join) has been recovered: its locks
+     * are stale from now on. */
+    void (*owner_recovered)(struct record_store *s, const struct rs_member *dead);
 
     /* The store's counters; NULL when it keeps none (memory it reaches
      * with loads and stores has no operations worth counting). */

@@ -8,6 +8,9 @@
  *   rs-2pl     the same rules over any record store (rs2pl.c,
  *              src/store/record_store.h): records named by location and
  *              reached only through the store's operations
+ *   ford       FORD-style over a record store (ford.c): writes locked,
+ *              reads validated at commit, an undo log per compute node so
+ *              that one that dies leaves nothing locked or half-applied
  *
  * Every protocol's transaction starts with a pointer to its ops (struct
  * cc_txn_head): that is how cc.c finds the protocol of a pod_txn. */
@@ -29,6 +32,8 @@ struct cc_ops {
     pod_txn *(*txn_new)(pod_db *db, struct pod_worker *w);
     void (*txn_free)(pod_txn *tx);
     void (*begin)(pod_txn *tx);
+    /* Commit; an optimistic protocol may fail here instead (status then
+     * says so, and the caller aborts). */
     void (*commit)(pod_txn *tx);
     void (*abort)(pod_txn *tx);
     /* POD_OK, or the sticky POD_CONFLICT of this attempt, and its cause */
@@ -40,6 +45,9 @@ struct cc_ops {
     void (*describe_conflict)(const pod_txn *tx, char *out, size_t n);
     bool (*touched_tables)(const pod_txn *tx);
     pod_db *(*db)(pod_txn *tx);
+    /* The database's workers start for the first time (its tables are
+     * created). May be NULL. */
+    int (*start)(pod_db *db, char *err, size_t errlen);
     /* A table was created (before any worker runs). May be NULL. */
     int (*table_added)(pod_db *db, pod_table *t, char *err, size_t errlen);
 
@@ -82,5 +90,6 @@ uint64_t txn_next_epoch_version(uint64_t ev, uint64_t epoch);
 
 extern const struct cc_ops cc_tigon_2pl; /* txn.c */
 extern const struct cc_ops cc_rs_2pl;    /* rs2pl.c */
+extern const struct cc_ops cc_ford;      /* ford.c */
 
 #endif

@@ -63,7 +63,8 @@ CSV_FIELDS = [
     "latency_p99_us", "conflicts_per_s", "errors_per_s", "remote_commits_per_s",
     "moved_in_per_s", "moved_out_per_s", "hwcc_used_bytes", "check",
 ]
-CONFLICT_CAUSES = ("read_lock", "write_lock", "upgrade", "next_key", "remote_busy", "hwcc_full")
+CONFLICT_CAUSES = ("read_lock", "write_lock", "upgrade", "next_key", "remote_busy", "hwcc_full",
+                   "validation")
 
 
 class ExpError(Exception):

@@ -1,0 +1,962 @@
+/* ford: the protocol of FORD (Zhang et al., FAST '22), the baseline of the
+ * disaggregated-memory papers, over a record store (record_store.h) that
+ * several compute nodes share.
+ *
+ *  1. A record read for reading only is read without a lock: one READ of
+ *     its word, header and tuple (in this order: record_store.h). A word
+ *     that is locked fails the read (NO_WAIT); the header's version is kept.
+ *  2. A record read for writing (or written, inserted, deleted) is locked at
+ *     once, its lock word CASed 0 -> this compute node's owner word and the
+ *     row read behind it in one batch. A lock that is taken fails the
+ *     operation (NO_WAIT).
+ *  3. Commit: (a) every record read without a lock is read again (word and
+ *     header, one batch): unlocked and the same version, or the transaction
+ *     fails validation; (b) the undo log, the before-images of every locked
+ *     record the transaction changes, is written to the compute node's log
+ *     and placed; (c) the new rows are written (tuple, then header with the
+ *     next version) and placed on every memory node; (d) the log is marked
+ *     done and (e) the locks are released. Deleted records leave the index
+ *     after that and keep a word that says so for good (REMOVED).
+ *  Serializable: at validation every record written is locked and every
+ *  record read is unchanged since it was read, so the transaction takes
+ *  effect at that instant, as under 2PL with all its locks held then. A
+ *  lookup of a missing key locks nothing (no phantom protection: the store
+ *  is a hash; the database refuses phantom_protection with ford).
+ *
+ * A compute node that dies (record_store.h, "compute nodes sharing the
+ * store"): the owner word of a lock names its slot and incarnation. Who
+ * meets a lock whose owner died recovers that owner first (owner_check):
+ * its log, when not marked done, names records it was writing, each still
+ * locked by it: their before-images are written back, with a version past
+ * any the dead one wrote, and their locks released (rolled back: the
+ * transaction was never acknowledged, as replies go out after commit
+ * returns). A log marked done means the rows were all placed: nothing to
+ * undo. Then the owner's incarnation is stale, and any lock it still holds
+ * (taken while executing, or not yet released after a done log) is taken
+ * over by the next to meet it: a valid row is simply unlocked; an invalid
+ * one (an insert that never committed, or a committed delete) leaves the
+ * index. A compute node that restarts recovers its own previous run before
+ * its workers start.
+ *
+ * The lock word (cxl/record.h's record word):
+ *   0                                free
+ *   W | owner slot << 55 | inc       locked by that compute node's incarnation (bits 0-31)
+ *   DEAD | W                         REMOVED: out of the index; a lookup that finds it retries */
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cxl/record.h"
+#include "log/crc32c.h"
+#include "storage/table.h"
+#include "store/record_store.h"
+#include "txn/access_map.h"
+#include "txn/cc.h"
+#include "util/arena.h"
+#include "util/crashpoint.h"
+#include "util/log.h"
+
+#define OP_RESTARTS 1000
+#define LINEAR_ACCESSES 16u
+#define LOG_CHUNK (32u << 10) /* the log is written in pieces of at most this */
+#define DEFAULT_LOG_BYTES (1u << 20)
+
+#define FW_LOCK REC_LOCK_W
+#define FW_DEAD REC_LATCH
+#define FW_OWNER_SHIFT REC_LOCK_R_SHIFT
+#define FW_REMOVED (FW_DEAD | FW_LOCK)
+
+static inline uint64_t owner_word(uint32_t slot, uint32_t inc)
+{
+    return FW_LOCK | (uint64_t)slot << FW_OWNER_SHIFT | inc;
+}
+static inline uint32_t word_slot(uint64_t w) { return (uint32_t)(w >> FW_OWNER_SHIFT) & 0x7f; }
+static inline uint32_t word_inc(uint64_t w) { return (uint32_t)w; }
+
+/* ---- the undo log (a record of the compute node's own: rs_member.log) ----
+ * head, then n entries, each followed by its key and its before-image
+ * bytes, each padded to 8. state says whether it is to be undone. */
+#define ULOG_ACTIVE 0x4f444e55ull /* "UNDO" */
+struct ulog_head {
+    uint64_t state;          /* ULOG_ACTIVE << 32 | incarnation; 0: done */
+    uint32_t n, bytes;       /* entries; bytes after the head */
+    uint32_t crc, pad;       /* crc32c of those bytes */
+};
+struct ulog_entry {
+    rs_loc loc;
+    uint32_t table, flags;   /* F_* */
+    uint32_t lo, hi;         /* the before-image: tuple bytes lo..hi-1 */
+    uint32_t valid, pad;     /* the header before */
+    uint64_t new_ev;         /* the version the transaction writes */
+};
+
+enum { A_READ = 1, A_WRITE = 2 };
+enum {
+    F_INSERTED = 1 << 0,
+    F_UPDATED = 1 << 1,
+    F_DELETED = 1 << 2,
+};
+
+struct access {
+    rs_loc loc;
+    pod_table *table;
+    uint8_t mode, flags;
+    uint32_t ulo, uhi;
+    unsigned char *copy;     /* the tuple */
+    unsigned char *before;   /* A_WRITE, not inserted: the tuple as locked (the undo log's) */
+    unsigned char *key;
+    struct rs_row_head head; /* as read, or as locked */
+    uint64_t ev_read;        /* the version first read (validation, upgrade) */
+    uint32_t valid_read;
+};
+
+struct ford_txn {
+    struct cc_txn_head head;
+    pod_db *db;
+    struct pod_worker *w;
+    struct record_store *rs;
+    uint64_t mine;           /* this compute node's owner word */
+    struct access *acc;
+    uint32_t nacc, cap;
+    struct access_map map;
+    struct arena mem;
+    struct rs_op *ops;
+    uint32_t ops_cap;
+    unsigned char *log;      /* the undo log being built */
+    uint32_t log_cap;
+    int status;
+    enum pod_abort_cause cause;
+    bool touched;
+    uint64_t conflict_word;
+    char msg[CC_MSG_LEN];
+};
+
+static inline struct ford_txn *X(pod_txn *tx) { return (struct ford_txn *)(void *)tx; }
+static inline const struct ford_txn *CX(const pod_txn *tx)
+{
+    return (const struct ford_txn *)(const void *)tx;
+}
+static inline const struct rs_ops *OPS(const struct ford_txn *x) { return x->rs->ops; }
+
+static int conflict(struct ford_txn *x, enum pod_abort_cause cause, uint64_t word)
+{
+    if (x->status == POD_OK) {
+        x->status = POD_CONFLICT;
+        x->cause = cause;
+        x->conflict_word = word;
+    }
+    return POD_CONFLICT;
+}
+
+static int nomem(struct ford_txn *x, const char *what)
+{
+    x->status = POD_E_NOMEM;
+    return pod_txn_fail((pod_txn *)(void *)x, POD_E_NOMEM, "out of memory for %s", what);
+}
+
+static struct rs_op *op_slot(struct ford_txn *x, uint32_t *n)
+{
+    if (*n == x->ops_cap) {
+        uint32_t cap = x->ops_cap ? x->ops_cap * 2 : 64;
+        struct rs_op *o = realloc(x->ops, cap * sizeof *o);
+        if (!o) return NULL;
+        x->ops = o;
+        x->ops_cap = cap;
+    }
+    struct rs_op *o = &x->ops[(*n)++];
+    memset(o, 0, sizeof *o);
+    return o;
+}
+
+/* ---- the access set ------------------------------------------------------------ */
+
+static struct access *find_access(struct ford_txn *x, rs_loc loc)
+{
+    if (x->nacc <= LINEAR_ACCESSES) {
+        for (uint32_t i = x->nacc; i-- > 0;)
+            if (x->acc[i].loc == loc) return &x->acc[i];
+        return NULL;
+    }
+    int64_t i = access_map_find(&x->map, loc);
+    return i < 0 ? NULL : &x->acc[i];
+}
+
+static struct access *add_access(struct ford_txn *x, rs_loc loc, pod_table *t, uint8_t mode,
+                                 const void *key)
+{
+    if (x->nacc == x->cap) {
+        uint32_t cap = x->cap ? x->cap * 2 : 64;
+        struct access *a = realloc(x->acc, cap * sizeof *a);
+        if (!a) return NULL;
+        x->acc = a;
+        x->cap = cap;
+    }
+    unsigned char *copy = arena_alloc(&x->mem, t->tuple_size ? t->tuple_size : 1);
+    unsigned char *k = arena_alloc(&x->mem, t->key_size);
+    if (!copy || !k) return NULL;
+    memcpy(k, key, t->key_size);
+    if (x->nacc >= LINEAR_ACCESSES) { /* the map covers every access from here on */
+        if (!x->map.n)
+            for (uint32_t i = 0; i < x->nacc; i++)
+                if (!access_map_put(&x->map, x->acc[i].loc, i)) return NULL;
+        if (!access_map_put(&x->map, loc, x->nacc)) return NULL;
+    }
+    struct access *a = &x->acc[x->nacc++];
+    *a = (struct access){.loc = loc, .table = t, .mode = mode, .copy = copy, .key = k};
+    return a;
+}
+
+/* ---- recovery of a compute node that died ------------------------------------------ */
+
+static pod_table *table_by_id(pod_db *db, uint32_t id)
+{
+    return id < db->ntables ? db->tables[id] : NULL;
+}
+
+/* Write back the before-images of dead's log, when it is to be undone: the
+ * records it names are still locked by dead (rows are written only after
+ * the log is placed, and the log is marked done before any lock is
+ * released). Then mark the log done. */
+static void undo_log(pod_db *db, struct record_store *rs, const struct rs_member *dead)
+{
+    const struct rs_ops *o = rs->ops;
+    struct ulog_head h;
+    o->row_read(rs, dead->log, NULL, &h, 0, sizeof h);
+    if (h.state != (ULOG_ACTIVE << 32 | dead->incarnation)) return; /* done, or another run's */
+    unsigned char *buf = h.bytes <= dead->log_bytes - sizeof h ? malloc(h.bytes ? h.bytes : 1)
+                                                                 : NULL;
+    if (!buf) {
+        pod_warn("ford: the undo log of compute node slot %u is unreadable (%u bytes); left as "
+                 "it is", dead->slot, h.bytes);
+        return;
+    }
+    for (uint32_t off = 0; off < h.bytes; off += LOG_CHUNK) {
+        uint32_t len = h.bytes - off < LOG_CHUNK ? h.bytes - off : LOG_CHUNK;
+        o->row_read(rs, dead->log, NULL, buf + off, (uint32_t)sizeof h + off, len);
+    }
+    if (crc32c(0, buf, h.bytes) != h.crc) { /* torn: it died writing it, before any row */
+        free(buf);
+        return;
+    }
+    uint64_t theirs = owner_word(dead->slot, dead->incarnation);
+    uint32_t undone = 0;
+    for (uint32_t i = 0, at = 0; i < h.n; i++) {
+        struct ulog_entry e;
+        memcpy(&e, buf + at, sizeof e);
+        at += sizeof e;
+        pod_table *t = table_by_id(db, e.table);
+        const unsigned char *key = buf + at;
+        at += t ? (t->key_size + 7) & ~7u : 0;
+        const unsigned char *before = buf + at;
+        at += (e.hi - e.lo + 7) & ~7u;
+        if (!t) {
+            pod_warn("ford: undo log of slot %u names table %u, which this compute node does "
+                     "not have; that record stays locked", dead->slot, e.table);
+            continue;
+        }
+        if (o->word_read(rs, e.loc) != theirs) continue;
+        if (e.flags & F_INSERTED) { /* never existed */
+            o->index_remove(rs, t->id, key);
+            o->word_faa(rs, e.loc, FW_REMOVED - theirs);
+        } else {
+            /* The version moves past what the dead one wrote: a reader that
+             * saw its half-written row fails validation. */
+            struct rs_row_head rh = {.valid = e.valid, .epoch_version = e.new_ev + 1};
+            struct rs_op ops[2] = {
+                {.kind = RS_OP_WRITE, .loc = e.loc, .head = &rh, .buf = (void *)before,
+                 .off = e.lo, .len = e.hi - e.lo},
+                {.kind = RS_OP_FAA, .loc = e.loc, .add = (uint64_t)0 - theirs},
+            };
+            o->batch(rs, ops, 2);
+        }
+        undone++;
+    }
+    free(buf);
+    uint64_t done = 0;
+    o->row_write(rs, dead->log, NULL, &done, 0, sizeof done);
+    pod_info("ford: rolled back the transaction compute node slot %u (incarnation %u) was "
+             "committing when it died: %u record%s restored", dead->slot, dead->incarnation,
+             undone, undone == 1 ? "" : "s");
+}
+
+static void recover(pod_db *db, struct record_store *rs, const struct rs_member *dead)
+{
+    undo_log(db, rs, dead);
+    rs->ops->owner_recovered(rs, dead);
+    pod_info("ford: compute node slot %u (host %u, incarnation %u) recovered: its locks are "
+             "stale", dead->slot, dead->slot - 1, dead->incarnation);
+}
+
+/* ---- locks ----------------------------------------------------------------------- */
+
+enum got { GOT_OK, GOT_CONFLICT, GOT_RESTART };
+
+/* The word w, locked by someone else, was met: a conflict while its owner
+ * lives; GOT_RESTART once its owner is recovered (then a stale lock can be
+ * taken over: take_over). */
+static enum got owner_dead(struct ford_txn *x, uint64_t w, bool *stale)
+{
+    *stale = false;
+    if (!OPS(x)->owner_check || !word_slot(w)) return GOT_CONFLICT;
+    struct rs_member dead;
+    switch (OPS(x)->owner_check(x->rs, word_slot(w), word_inc(w), &dead)) {
+    case RS_OWNER_LIVE: return GOT_CONFLICT;
+    case RS_OWNER_RECOVER: recover(x->db, x->rs, &dead); return GOT_RESTART;
+    case RS_OWNER_STALE: break;
+    }
+    *stale = true;
+    return GOT_RESTART;
+}
+
+/* A stale lock w on key's record at loc: take it over. A valid row is only
+ * unlocked (its writer never got to write it, or wrote it all); an invalid
+ * one (an insert never committed, a committed delete) leaves the index. */
+static void take_over(struct ford_txn *x, pod_table *t, rs_loc loc, const void *key, uint64_t w)
+{
+    uint64_t seen = w;
+    if (!OPS(x)->word_cas(x->rs, loc, &seen, x->mine)) return; /* someone was first */
+    struct rs_row_head h;
+    OPS(x)->row_read(x->rs, loc, &h, NULL, 0, 0);
+    if (h.valid) {
+        OPS(x)->word_faa(x->rs, loc, (uint64_t)0 - x->mine);
+        return;
+    }
+    OPS(x)->index_remove(x->rs, t->id, key);
+    OPS(x)->word_faa(x->rs, loc, FW_REMOVED - x->mine);
+}
+
+/* What to do about word w found on key's record (not ours). */
+static enum got met(struct ford_txn *x, pod_table *t, rs_loc loc, const void *key, uint64_t w,
+                    enum pod_abort_cause cause)
+{
+    if (w & FW_DEAD) return GOT_RESTART;
+    bool stale;
+    enum got g = owner_dead(x, w, &stale);
+    if (stale) take_over(x, t, loc, key, w);
+    if (g == GOT_CONFLICT) conflict(x, cause, w);
+    return g;
+}
+
+/* Lock the record (CAS 0 -> ours) and read its row behind the lock, one batch. */
+static enum got lock_and_read(struct ford_txn *x, struct access *a, const void *key)
+{
+    uint32_t n = 0;
+    struct rs_op *c = op_slot(x, &n), *r = op_slot(x, &n);
+    if (!c || !r) {
+        nomem(x, "a batch");
+        return GOT_CONFLICT;
+    }
+    c = &x->ops[0], r = &x->ops[1];
+    *c = (struct rs_op){.kind = RS_OP_CAS, .loc = a->loc, .expected = 0, .desired = x->mine};
+    *r = (struct rs_op){.kind = RS_OP_READ, .loc = a->loc, .head = &a->head, .buf = a->copy,
+                        .len = a->table->tuple_size};
+    OPS(x)->batch(x->rs, x->ops, 2);
+    if (x->ops[0].ok) return GOT_OK;
+    return met(x, a->table, a->loc, key, x->ops[0].old, POD_CAUSE_WRITE_LOCK);
+}
+
+/* ---- point operations --------------------------------------------------------- */
+
+static int check_op(struct ford_txn *x, pod_table *t, const void *key)
+{
+    x->touched = true;
+    if (x->status != POD_OK) return x->status;
+    return cc_check_key((pod_txn *)(void *)x, x->db, t, key);
+}
+
+/* The tuple as locked, for the undo log (the copy takes the new bytes). */
+static bool keep_before(struct ford_txn *x, struct access *a)
+{
+    if (!(a->before = arena_alloc(&x->mem, a->table->tuple_size ? a->table->tuple_size : 1)))
+        return false;
+    memcpy(a->before, a->copy, a->table->tuple_size);
+    return true;
+}
+
+static void drop_last(struct ford_txn *x)
+{
+    access_map_drop(&x->map, x->acc[x->nacc - 1].loc);
+    x->nacc--;
+}
+
+/* key's record, read (want A_READ) or locked (A_WRITE): *acc, or NULL when
+ * the key is missing for this transaction. */
+static int find(struct ford_txn *x, pod_table *t, const void *key, uint8_t want,
+                struct access **acc)
+{
+    *acc = NULL;
+    for (int tries = 0; tries < OP_RESTARTS; tries++) {
+        rs_loc loc;
+        if (OPS(x)->lookup(x->rs, t->id, key, &loc) != RS_OK) return POD_OK;
+        struct access *a = find_access(x, loc);
+        if (a) {
+            if (a->flags & F_DELETED) return POD_OK;
+            if (want == A_WRITE && a->mode == A_READ) {
+                /* Lock it now; what was read must still be what is there. */
+                enum got g = lock_and_read(x, a, key);
+                if (g == GOT_RESTART) continue;
+                if (g != GOT_OK) return x->status;
+                a->mode = A_WRITE;
+                if (a->head.epoch_version != a->ev_read || a->head.valid != a->valid_read)
+                    return conflict(x, POD_CAUSE_VALIDATION, 0);
+                if (!keep_before(x, a)) return nomem(x, "a before-image");
+            }
+            *acc = a;
+            return POD_OK;
+        }
+        if (!(a = add_access(x, loc, t, want, key))) return nomem(x, "the access set");
+        enum got g;
+        if (want == A_WRITE) {
+            g = lock_and_read(x, a, key);
+        } else {
+            uint64_t w;
+            struct rs_op r = {.kind = RS_OP_READ, .loc = loc, .word = &w, .head = &a->head,
+                              .buf = a->copy, .len = t->tuple_size};
+            OPS(x)->batch(x->rs, &r, 1);
+            g = w ? met(x, t, loc, key, w, POD_CAUSE_READ_LOCK) : GOT_OK;
+        }
+        if (g != GOT_OK) {
+            drop_last(x);
+            if (g == GOT_RESTART) continue;
+            return x->status;
+        }
+        if (!a->head.valid) { /* being removed, or taken over and found dead: again */
+            if (want == A_WRITE) OPS(x)->word_faa(x->rs, loc, (uint64_t)0 - x->mine);
+            drop_last(x);
+            continue;
+        }
+        a->ev_read = a->head.epoch_version;
+        a->valid_read = a->head.valid;
+        if (want == A_WRITE && !keep_before(x, a)) {
+            OPS(x)->word_faa(x->rs, loc, (uint64_t)0 - x->mine);
+            drop_last(x);
+            return nomem(x, "a before-image");
+        }
+        *acc = a;
+        return POD_OK;
+    }
+    return conflict(x, want == A_WRITE ? POD_CAUSE_WRITE_LOCK : POD_CAUSE_READ_LOCK, 0);
+}
+
+static void written(struct access *a, uint32_t lo, uint32_t hi)
+{
+    if (!(a->flags & (F_UPDATED | F_INSERTED))) {
+        a->ulo = lo, a->uhi = hi;
+    } else if (a->flags & F_UPDATED) {
+        if (lo < a->ulo) a->ulo = lo;
+        if (hi > a->uhi) a->uhi = hi;
+    }
+    a->flags |= F_UPDATED;
+}
+
+static int ford_get(pod_txn *tx, pod_table *t, const void *key, void *out, bool for_update)
+{
+    struct ford_txn *x = X(tx);
+    int rc = check_op(x, t, key);
+    if (rc) return rc;
+    struct access *a;
+    if ((rc = find(x, t, key, for_update ? A_WRITE : A_READ, &a))) return rc;
+    if (!a) return POD_NOT_FOUND;
+    if (out) memcpy(out, a->copy, t->tuple_size);
+    return POD_OK;
+}
+
+static int ford_get_ref(pod_txn *tx, pod_table *t, const void *key, const void **tuple)
+{
+    struct ford_txn *x = X(tx);
+    int rc = check_op(x, t, key);
+    if (rc) return rc;
+    if (!tuple) return pod_txn_fail(tx, POD_E_INVALID, "%s: tuple is NULL", t->name);
+    struct access *a;
+    if ((rc = find(x, t, key, A_READ, &a))) return rc;
+    if (!a) return POD_NOT_FOUND;
+    *tuple = a->copy;
+    return POD_OK;
+}
+
+static int ford_update_range(pod_txn *tx, pod_table *t, const void *key, bool whole,
+                             uint32_t off, uint32_t len, void **tuple)
+{
+    struct ford_txn *x = X(tx);
+    int rc = check_op(x, t, key);
+    if (rc) return rc;
+    if (!whole && (rc = cc_check_range(tx, t, off, len))) return rc;
+    if (!tuple) return pod_txn_fail(tx, POD_E_INVALID, "%s: tuple is NULL", t->name);
+    struct access *a;
+    if ((rc = find(x, t, key, A_WRITE, &a))) return rc;
+    if (!a) return POD_NOT_FOUND;
+    if (whole) written(a, 0, t->tuple_size);
+    else written(a, off, off + len);
+    *tuple = a->copy;
+    return POD_OK;
+}
+
+static int ford_put(pod_txn *tx, pod_table *t, const void *key, const void *tuple)
+{
+    struct ford_txn *x = X(tx);
+    int rc = check_op(x, t, key);
+    if (rc) return rc;
+    if (!tuple) return pod_txn_fail(tx, POD_E_INVALID, "%s: tuple is NULL", t->name);
+    struct access *a;
+    if ((rc = find(x, t, key, A_WRITE, &a))) return rc;
+    if (!a) return POD_NOT_FOUND;
+    memcpy(a->copy, tuple, t->tuple_size);
+    written(a, 0, t->tuple_size);
+    return POD_OK;
+}
+
+static int ford_remove(pod_txn *tx, pod_table *t, const void *key)
+{
+    struct ford_txn *x = X(tx);
+    int rc = check_op(x, t, key);
+    if (rc) return rc;
+    struct access *a;
+    if ((rc = find(x, t, key, A_WRITE, &a))) return rc;
+    if (!a) return POD_NOT_FOUND;
+    a->flags |= F_DELETED;
+    return POD_OK;
+}
+
+static int ford_insert(pod_txn *tx, pod_table *t, const void *key, const void *tuple)
+{
+    struct ford_txn *x = X(tx);
+    int rc = check_op(x, t, key);
+    if (rc) return rc;
+    if (!tuple) return pod_txn_fail(tx, POD_E_INVALID, "%s: tuple is NULL", t->name);
+    for (int tries = 0; tries < OP_RESTARTS; tries++) {
+        rs_loc loc;
+        if (OPS(x)->lookup(x->rs, t->id, key, &loc) == RS_OK) {
+            struct access *a = find_access(x, loc);
+            if (a && (a->flags & F_DELETED)) { /* deleted and inserted again by us */
+                a->flags &= (uint8_t)~F_DELETED;
+                memcpy(a->copy, tuple, t->tuple_size);
+                written(a, 0, t->tuple_size);
+                return POD_OK;
+            }
+            /* Present: read it, so that validation makes "exists" hold. */
+            if ((rc = find(x, t, key, A_READ, &a))) return rc;
+            if (a) return POD_EXISTS;
+            continue;
+        }
+        int st = OPS(x)->alloc(x->rs, t->id, key, &loc);
+        if (st != RS_OK) return nomem(x, "a record");
+        uint64_t zero = 0;
+        OPS(x)->word_cas(x->rs, loc, &zero, x->mine); /* nobody knows it yet */
+        struct rs_row_head h = {0, 0};
+        OPS(x)->row_write(x->rs, loc, &h, tuple, 0, t->tuple_size);
+        st = OPS(x)->index_insert(x->rs, t->id, key, loc);
+        if (st != RS_OK) {
+            OPS(x)->word_faa(x->rs, loc, FW_REMOVED - x->mine);
+            OPS(x)->free(x->rs, t->id, loc);
+            if (st == RS_EXISTS) continue;
+            return nomem(x, "an index entry");
+        }
+        struct access *a = add_access(x, loc, t, A_WRITE, key);
+        if (!a) {
+            OPS(x)->index_remove(x->rs, t->id, key);
+            OPS(x)->word_faa(x->rs, loc, FW_REMOVED - x->mine);
+            return nomem(x, "the access set");
+        }
+        memcpy(a->copy, tuple, t->tuple_size);
+        a->flags = F_INSERTED;
+        return POD_OK;
+    }
+    return conflict(x, POD_CAUSE_WRITE_LOCK, 0);
+}
+
+static int ford_prefetch(pod_txn *tx, pod_table *t, const void *keys, uint32_t n)
+{
+    (void)n;
+    return check_op(X(tx), t, keys);
+}
+
+/* ---- scans: a walk of the index, then point reads ------------------------------------ */
+
+struct walked {
+    const void *lo, *hi;
+    uint32_t key_size;
+    unsigned char *keys;
+    size_t n, cap;
+    bool nomem;
+};
+
+static bool collect(void *arg, const void *key, rs_loc loc)
+{
+    (void)loc;
+    struct walked *w = arg;
+    if ((w->lo && memcmp(key, w->lo, w->key_size) < 0) ||
+        (w->hi && memcmp(key, w->hi, w->key_size) > 0))
+        return true;
+    if (w->n == w->cap) {
+        size_t cap = w->cap ? 2 * w->cap : 256;
+        unsigned char *k = realloc(w->keys, cap * w->key_size);
+        if (!k) {
+            w->nomem = true;
+            return false;
+        }
+        w->keys = k;
+        w->cap = cap;
+    }
+    memcpy(w->keys + w->n++ * w->key_size, key, w->key_size);
+    return true;
+}
+
+static int key_cmp(const void *a, const void *b, void *key_size)
+{
+    return memcmp(a, b, *(const uint32_t *)key_size);
+}
+
+static int ford_scan(pod_txn *tx, pod_table *t, const void *lo, const void *hi, uint32_t limit,
+                     unsigned flags, pod_scan_fn fn, void *arg)
+{
+    struct ford_txn *x = X(tx);
+    x->touched = true;
+    if (x->status != POD_OK) return x->status;
+    uint32_t part;
+    int rc = cc_check_scan(tx, x->db, t, lo, hi, &part);
+    if (rc) return rc < 0 ? rc : POD_OK;
+    struct walked w = {.lo = lo, .hi = hi, .key_size = t->key_size};
+    if (OPS(x)->walk(x->rs, t->id, collect, &w) != RS_OK || w.nomem) {
+        free(w.keys);
+        return nomem(x, "a scan");
+    }
+    if (w.n) qsort_r(w.keys, w.n, t->key_size, key_cmp, &w.key_size);
+    bool backward = flags & POD_SCAN_REVERSE;
+    uint8_t want = (flags & POD_SCAN_FOR_UPDATE) ? A_WRITE : A_READ;
+    uint32_t count = 0;
+    rc = POD_OK;
+    for (size_t i = 0; i < w.n; i++) {
+        const unsigned char *key = w.keys + (backward ? w.n - 1 - i : i) * t->key_size;
+        struct access *a;
+        if ((rc = find(x, t, key, want, &a))) break;
+        if (!a) continue;
+        count++;
+        if ((fn && !fn(arg, a->key, a->copy)) || (limit && count >= limit)) break;
+    }
+    free(w.keys);
+    return rc;
+}
+
+/* ---- commit and abort ----------------------------------------------------------- */
+
+static bool changes(const struct access *a)
+{
+    return a->flags & (F_INSERTED | F_UPDATED | F_DELETED);
+}
+
+/* (a) the records read without a lock: unchanged and unlocked. */
+static bool validate(struct ford_txn *x)
+{
+    uint32_t n = 0;
+    uint64_t *words = NULL;
+    for (uint32_t i = 0; i < x->nacc; i++)
+        if (x->acc[i].mode == A_READ) n++;
+    if (!n) return true;
+    struct rs_row_head *heads = arena_alloc(&x->mem, n * sizeof *heads);
+    words = arena_alloc(&x->mem, n * sizeof *words);
+    if (!heads || !words) {
+        nomem(x, "validation");
+        return false;
+    }
+    uint32_t k = 0;
+    for (uint32_t i = 0; i < x->nacc; i++) {
+        struct access *a = &x->acc[i];
+        if (a->mode != A_READ) continue;
+        struct rs_op *o = op_slot(x, &k);
+        if (!o) {
+            nomem(x, "validation");
+            return false;
+        }
+        *o = (struct rs_op){.kind = RS_OP_READ, .loc = a->loc, .word = &words[k - 1],
+                            .head = &heads[k - 1]};
+    }
+    OPS(x)->batch(x->rs, x->ops, k);
+    for (uint32_t i = 0, j = 0; i < x->nacc; i++) {
+        struct access *a = &x->acc[i];
+        if (a->mode != A_READ) continue;
+        if (words[j] || heads[j].epoch_version != a->ev_read || heads[j].valid != a->valid_read) {
+            conflict(x, POD_CAUSE_VALIDATION, words[j]);
+            return false;
+        }
+        j++;
+    }
+    return true;
+}
+
+static bool log_room(struct ford_txn *x, uint32_t need)
+{
+    if (need <= x->log_cap) return true;
+    uint32_t cap = x->log_cap ? x->log_cap : 4096;
+    while (cap < need) cap *= 2;
+    unsigned char *l = realloc(x->log, cap);
+    if (!l) return false;
+    x->log = l;
+    x->log_cap = cap;
+    return true;
+}
+
+/* (b) the undo log of the changed records, written and placed. 0, or the
+ * status that fails the commit. */
+static int write_log(struct ford_txn *x, uint64_t epoch)
+{
+    const struct rs_member *me = &x->db->member;
+    uint32_t at = sizeof(struct ulog_head), n = 0;
+    for (uint32_t i = 0; i < x->nacc; i++) {
+        struct access *a = &x->acc[i];
+        if (!changes(a)) continue;
+        uint32_t lo = (a->flags & F_UPDATED) ? a->ulo : 0;
+        uint32_t hi = (a->flags & F_UPDATED) ? a->uhi : 0;
+        if (a->flags & (F_INSERTED | F_DELETED)) lo = hi = 0; /* only the header counts */
+        uint32_t ks = (a->table->key_size + 7) & ~7u, bs = (hi - lo + 7) & ~7u;
+        uint64_t need = (uint64_t)at + sizeof(struct ulog_entry) + ks + bs;
+        if (need > me->log_bytes) {
+            x->status = POD_E_INVALID;
+            return pod_txn_fail((pod_txn *)(void *)x, POD_E_INVALID,
+                                "the transaction's undo log needs more than the %u bytes of this "
+                                "compute node's log (dm.undo_log_size)", me->log_bytes);
+        }
+        if (!log_room(x, (uint32_t)need)) return nomem(x, "the undo log");
+        struct ulog_entry e = {.loc = a->loc, .table = a->table->id, .flags = a->flags,
+                               .lo = lo, .hi = hi, .valid = a->head.valid,
+                               .new_ev = txn_next_epoch_version(a->head.epoch_version, epoch)};
+        memcpy(x->log + at, &e, sizeof e);
+        memset(x->log + at + sizeof e, 0, ks + bs);
+        memcpy(x->log + at + sizeof e, a->key, a->table->key_size);
+        if (hi > lo) memcpy(x->log + at + sizeof e + ks, a->before + lo, hi - lo);
+        at = (uint32_t)need;
+        n++;
+    }
+    struct ulog_head h = {.state = ULOG_ACTIVE << 32 | me->incarnation, .n = n,
+                          .bytes = at - (uint32_t)sizeof h};
+    h.crc = crc32c(0, x->log + sizeof h, h.bytes);
+    memcpy(x->log, &h, sizeof h);
+    uint32_t k = 0;
+    for (uint32_t off = 0; off < at; off += LOG_CHUNK) {
+        struct rs_op *o = op_slot(x, &k);
+        if (!o) return nomem(x, "the undo log");
+        *o = (struct rs_op){.kind = RS_OP_WRITE, .loc = me->log, .buf = x->log + off, .off = off,
+                            .len = at - off < LOG_CHUNK ? at - off : LOG_CHUNK};
+    }
+    struct rs_op *o = op_slot(x, &k);
+    if (!o) return nomem(x, "the undo log");
+    o->kind = RS_OP_SYNC; /* placed before a row is written */
+    OPS(x)->batch(x->rs, x->ops, k);
+    return POD_OK;
+}
+
+static void ford_commit(pod_txn *tx)
+{
+    struct ford_txn *x = X(tx);
+    if (!validate(x)) return; /* the caller aborts */
+    uint64_t epoch = x->db->epoch;
+    bool any = false;
+    for (uint32_t i = 0; i < x->nacc && !any; i++) any = changes(&x->acc[i]);
+    bool logged = any && x->db->member.slot;
+    if (logged && write_log(x, epoch) != POD_OK) return;
+    /* (c) the rows, each memory node's placed by a READ behind them */
+    uint32_t n = 0;
+    for (uint32_t i = 0; i < x->nacc; i++) {
+        struct access *a = &x->acc[i];
+        if (!changes(a)) continue;
+        a->head.epoch_version = txn_next_epoch_version(a->head.epoch_version, epoch);
+        a->head.valid = !(a->flags & F_DELETED);
+        uint32_t lo = (a->flags & F_INSERTED) ? 0 : a->ulo;
+        uint32_t hi = (a->flags & F_INSERTED) ? a->table->tuple_size
+                      : (a->flags & F_UPDATED) ? a->uhi : lo;
+        if (a->flags & F_DELETED) lo = hi = 0;
+        struct rs_op *o = op_slot(x, &n);
+        if (!o) {
+            OPS(x)->row_write(x->rs, a->loc, &a->head, a->copy + lo, lo, hi - lo);
+            continue;
+        }
+        *o = (struct rs_op){.kind = RS_OP_WRITE, .loc = a->loc, .head = &a->head,
+                            .buf = a->copy + lo, .off = lo, .len = hi - lo};
+    }
+    struct rs_op *o = n ? op_slot(x, &n) : NULL;
+    if (o) o->kind = RS_OP_SYNC; /* every row placed before the log is done */
+    if (n) OPS(x)->batch(x->rs, x->ops, n);
+    if (logged) pod_crash_point("ford-rows-written");
+    /* (d) the log done, (e) the locks released */
+    n = 0;
+    uint64_t done = 0;
+    if (logged) {
+        struct rs_op *o = op_slot(x, &n);
+        if (o) *o = (struct rs_op){.kind = RS_OP_WRITE, .loc = x->db->member.log, .buf = &done,
+                                   .len = sizeof done};
+        else OPS(x)->row_write(x->rs, x->db->member.log, NULL, &done, 0, sizeof done);
+    }
+    for (uint32_t i = 0; i < x->nacc; i++) {
+        struct access *a = &x->acc[i];
+        if (a->mode != A_WRITE || (a->flags & F_DELETED)) continue;
+        struct rs_op *o = op_slot(x, &n);
+        if (!o) {
+            OPS(x)->word_faa(x->rs, a->loc, (uint64_t)0 - x->mine);
+            continue;
+        }
+        *o = (struct rs_op){.kind = RS_OP_FAA, .loc = a->loc, .add = (uint64_t)0 - x->mine};
+    }
+    /* the log marked done before commit returns: a later transaction's lock
+     * must not find this log still to be undone */
+    if (logged && (o = op_slot(x, &n))) o->kind = RS_OP_SYNC;
+    if (n) OPS(x)->batch(x->rs, x->ops, n);
+    /* deleted records: out of the index, then REMOVED for good */
+    for (uint32_t i = 0; i < x->nacc; i++) {
+        struct access *a = &x->acc[i];
+        if (!(a->flags & F_DELETED)) continue;
+        OPS(x)->index_remove(x->rs, a->table->id, a->key);
+        OPS(x)->word_faa(x->rs, a->loc, FW_REMOVED - x->mine);
+        OPS(x)->free(x->rs, a->table->id, a->loc);
+    }
+    x->nacc = 0;
+    access_map_clear(&x->map);
+}
+
+static void ford_abort(pod_txn *tx)
+{
+    struct ford_txn *x = X(tx);
+    uint32_t n = 0;
+    for (uint32_t i = 0; i < x->nacc; i++) {
+        struct access *a = &x->acc[i];
+        if (a->mode != A_WRITE) continue;
+        if (a->flags & F_INSERTED) { /* never valid: out of the index, REMOVED */
+            OPS(x)->index_remove(x->rs, a->table->id, a->key);
+            OPS(x)->word_faa(x->rs, a->loc, FW_REMOVED - x->mine);
+            OPS(x)->free(x->rs, a->table->id, a->loc);
+            continue;
+        }
+        struct rs_op *o = op_slot(x, &n);
+        if (!o) {
+            OPS(x)->word_faa(x->rs, a->loc, (uint64_t)0 - x->mine);
+            continue;
+        }
+        *o = (struct rs_op){.kind = RS_OP_FAA, .loc = a->loc, .add = (uint64_t)0 - x->mine};
+    }
+    if (n) OPS(x)->batch(x->rs, x->ops, n);
+    x->nacc = 0;
+    access_map_clear(&x->map);
+}
+
+/* ---- lifecycle ------------------------------------------------------------------ */
+
+static pod_txn *ford_txn_new(pod_db *db, struct pod_worker *w)
+{
+    struct ford_txn *x = calloc(1, sizeof *x);
+    if (!x) return NULL;
+    x->head.cc = &cc_ford;
+    x->db = db;
+    x->w = w;
+    x->rs = db->store;
+    return (pod_txn *)(void *)x;
+}
+
+static void ford_txn_free(pod_txn *tx)
+{
+    struct ford_txn *x = X(tx);
+    arena_free(&x->mem);
+    access_map_free(&x->map);
+    free(x->acc);
+    free(x->ops);
+    free(x->log);
+    free(x);
+}
+
+static void ford_begin(pod_txn *tx)
+{
+    struct ford_txn *x = X(tx);
+    x->nacc = 0;
+    access_map_clear(&x->map);
+    x->status = POD_OK;
+    x->touched = false;
+    x->msg[0] = 0;
+    x->conflict_word = 0;
+    /* The owner word: this compute node's slot and incarnation (slot 1,
+     * incarnation 1 on a store of one user). */
+    const struct rs_member *me = &x->db->member;
+    x->mine = me->slot ? owner_word(me->slot, me->incarnation) : owner_word(1, 1);
+    arena_reset(&x->mem);
+}
+
+static int ford_status(const pod_txn *tx) { return CX(tx)->status; }
+static enum pod_abort_cause ford_abort_cause(const pod_txn *tx) { return CX(tx)->cause; }
+static char *ford_message(pod_txn *tx) { return X(tx)->msg; }
+static bool ford_touched_tables(const pod_txn *tx) { return CX(tx)->touched; }
+static pod_db *ford_db(pod_txn *tx) { return X(tx)->db; }
+
+static void ford_describe_conflict(const pod_txn *tx, char *out, size_t n)
+{
+    uint64_t w = CX(tx)->conflict_word;
+    if (w & FW_LOCK)
+        snprintf(out, n, "a record locked by compute node slot %u (host %u, incarnation %u)",
+                 word_slot(w), word_slot(w) - 1, word_inc(w));
+    else
+        snprintf(out, n, "%s", CX(tx)->cause == POD_CAUSE_VALIDATION
+                                   ? "a record read without a lock changed before commit"
+                                   : "a record being inserted or removed");
+}
+
+/* The first start of the workers: join the store's compute nodes, and
+ * recover this slot's previous run if it died. */
+static int ford_start(pod_db *db, char *err, size_t errlen)
+{
+    struct record_store *rs = db->store;
+    if (!rs->ops->member_join) return 0;
+    struct rs_member prev;
+    pod_err e;
+    uint32_t bytes = db->opt.undo_log_bytes ? db->opt.undo_log_bytes : DEFAULT_LOG_BYTES;
+    if (rs->ops->member_join(rs, (uint32_t)db->opt.host_id + 1, bytes, &db->member, &prev,
+                             &e) != 0) {
+        snprintf(err, errlen, "%s", e.msg);
+        return -1;
+    }
+    if (prev.slot) recover(db, rs, &prev);
+    pod_info("ford: compute node slot %u (incarnation %u), undo log of %u bytes",
+             db->member.slot, db->member.incarnation, db->member.log_bytes);
+    return 0;
+}
+
+static int ford_table_added(pod_db *db, pod_table *t, char *err, size_t errlen)
+{
+    struct record_store *rs = db->store;
+    if (db->log) {
+        snprintf(err, errlen, "ford does not log: a logging database runs tigon-2pl");
+        return -1;
+    }
+    if (db->opt.phantom_protection) {
+        snprintf(err, errlen, "ford does not lock gaps: phantom_protection cannot run with it");
+        return -1;
+    }
+    pod_err e;
+    struct rs_table_def def = {.id = t->id, .key_size = t->key_size, .tuple_size = t->tuple_size,
+                               .rows_hint = t->expected_rows};
+    if (rs->ops->table_add(rs, &def, &e) != 0) {
+        snprintf(err, errlen, "%s", e.msg);
+        return -1;
+    }
+    return 0;
+}
+
+const struct cc_ops cc_ford = {
+    .name = "ford",
+    .txn_new = ford_txn_new,
+    .txn_free = ford_txn_free,
+    .begin = ford_begin,
+    .commit = ford_commit,
+    .abort = ford_abort,
+    .status = ford_status,
+    .abort_cause = ford_abort_cause,
+    .message = ford_message,
+    .describe_conflict = ford_describe_conflict,
+    .touched_tables = ford_touched_tables,
+    .db = ford_db,
+    .start = ford_start,
+    .table_added = ford_table_added,
+    .get = ford_get,
+    .get_ref = ford_get_ref,
+    .update_range = ford_update_range,
+    .put = ford_put,
+    .insert = ford_insert,
+    .remove = ford_remove,
+    .prefetch = ford_prefetch,
+    .scan = ford_scan,
+};
