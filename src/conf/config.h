@@ -96,6 +96,17 @@ struct pod_config {
          * the digest: the pool is the memory node's business, and a compute
          * node finds its size in the pool header. */
         uint64_t pool_size;
+        /* dm.nic_model: a model of an RDMA NIC that the compute nodes' fabric
+         * operations are made to cost (docs/dm.md, "The NIC model"); off by
+         * default. Not in the digest: how costs are modelled, not where the
+         * records are. */
+        struct {
+            bool enabled;
+            double rtt_us;      /* a round trip; default 2.5 */
+            double atomic_mops; /* CAS + FAA per memory node, Mops/s; default 2.5 */
+            double rw_mops;     /* READ + WRITE per memory node, Mops/s; default 35 */
+            double gbps;        /* READ + WRITE payload per memory node, Gb/s; default 100 */
+        } nic_model;
     } dm;
 
     struct {
