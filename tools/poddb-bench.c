@@ -555,6 +555,13 @@ static void describe_pod(const struct pod_config *c, char *buf, size_t n)
         snprintf(buf, n, "%d hosts, %d workers in all", c->nhosts, total_workers(c));
 }
 
+/* mode: dm with dm.nic_model on: the fabric's costs, and so every figure of
+ * the run, are modelled (docs/dm.md, "The NIC model"). */
+static bool nic_modelled(const struct pod_config *c)
+{
+    return c->mode == POD_MODE_DM && c->dm.nic_model.enabled;
+}
+
 static void print_table(const struct outcome *x)
 {
     const struct opts *o = x->o;
@@ -566,6 +573,12 @@ static void print_table(const struct outcome *x)
     uint64_t ua = bench_tally_sum(m->user_aborts), er = bench_tally_sum(m->errors);
     printf("workload      %s  (%s)\n", bench_wl_name(x->wl), x->knobs);
     printf("pod           %s, config %s\n", pod, x->conf->source);
+    const char *modelled = nic_modelled(x->conf) ? "  (modelled)" : "";
+    if (*modelled)
+        printf("NIC model     on (modelled: rtt %g us; per memory node CAS/FAA %g Mops/s, "
+               "READ/WRITE %g Mops/s, %g Gb/s): throughput and latency below are modelled\n",
+               x->conf->dm.nic_model.rtt_us, x->conf->dm.nic_model.atomic_mops,
+               x->conf->dm.nic_model.rw_mops, x->conf->dm.nic_model.gbps);
     if (x->internal)
         printf("mode          internal: the servers' workers generate the transactions (%d "
                "terminal%s)\n", r->terminals, r->terminals == 1 ? "" : "s");
@@ -574,7 +587,7 @@ static void print_table(const struct outcome *x)
                o->connections, o->connections == 1 ? "" : "s", o->depth);
     printf("measured      %.1f s after %.1f s warmup; %" PRIu64 " calls\n", r->measured_s,
            o->warmup, calls);
-    printf("committed/s   %.0f\n", per_s(x, commits));
+    printf("committed/s   %.0f%s\n", per_s(x, commits), modelled);
     printf("aborts/s      conflicts (retried):");
     for (int c = 0; c < POD_CAUSE_COUNT; c++)
         printf("%s%s %.1f", c == 0 ? " " : c == 4 ? "\n                " : "  ",
@@ -587,10 +600,10 @@ static void print_table(const struct outcome *x)
     else
         printf("              rolled back: user aborts %.1f;  errors %.1f (gave up %.1f)\n",
                per_s(x, ua), per_s(x, er), per_s(x, x->gave_up));
-    printf("latency (us)  mean %.1f  p50 %.1f  p90 %.1f  p99 %.1f  max %.1f\n",
+    printf("latency (us)  mean %.1f  p50 %.1f  p90 %.1f  p99 %.1f  max %.1f%s\n",
            hist_mean(&r->lat) / 1e3, (double)hist_quantile(&r->lat, 0.5) / 1e3,
            (double)hist_quantile(&r->lat, 0.9) / 1e3, (double)hist_quantile(&r->lat, 0.99) / 1e3,
-           r->lat.n ? (double)r->lat.max / 1e3 : 0.0);
+           r->lat.n ? (double)r->lat.max / 1e3 : 0.0, modelled);
     printf("remote calls  %" PRIu64 " (%" PRIu64 " committed)\n", m->remote_calls, m->remote_commits);
     /* sys.stats has no pod rows on a pod of one host (nothing moves there),
      * nor on compute nodes (mode: dm: nothing moves, no CXL memory). */
@@ -664,6 +677,19 @@ static void print_json(const struct outcome *x)
     json_kv_f64(&w, "warmup_s", o->warmup);
     json_kv_u64(&w, "calls", bench_tally_sum(m->calls));
     json_kv_u64(&w, "committed", commits);
+    /* null unless the figures are modelled (mode: dm, dm.nic_model on) */
+    json_key(&w, "nic_model");
+    if (nic_modelled(x->conf)) {
+        json_obj_begin(&w);
+        json_kv_str(&w, "figures", "modelled");
+        json_kv_f64(&w, "rtt_us", x->conf->dm.nic_model.rtt_us);
+        json_kv_f64(&w, "atomic_mops", x->conf->dm.nic_model.atomic_mops);
+        json_kv_f64(&w, "rw_mops", x->conf->dm.nic_model.rw_mops);
+        json_kv_f64(&w, "gbps", x->conf->dm.nic_model.gbps);
+        json_obj_end(&w);
+    } else {
+        json_null(&w);
+    }
     json_kv_f64(&w, "committed_per_s", per_s(x, commits));
     json_key(&w, "aborts_per_s");
     json_obj_begin(&w);

@@ -504,7 +504,16 @@ static const struct conf_key top_keys[TOP_NKEYS] = {
                              "required with mode: dm"},
 };
 
-enum { DM_POD, DM_PROVIDER, DM_MEMNODES, DM_POOL_SIZE, DM_PROTOCOL, DM_UNDO_LOG_SIZE, DM_NKEYS };
+enum {
+    DM_POD,
+    DM_PROVIDER,
+    DM_MEMNODES,
+    DM_POOL_SIZE,
+    DM_PROTOCOL,
+    DM_UNDO_LOG_SIZE,
+    DM_NIC_MODEL,
+    DM_NKEYS
+};
 static const struct conf_key dm_keys[DM_NKEYS] = {
     [DM_POD] = {"pod", true, "the pod name the memory nodes serve (poddb-memnode --pod): "
                              "1..63 letters, digits, '_', '.' or '-'"},
@@ -518,9 +527,32 @@ static const struct conf_key dm_keys[DM_NKEYS] = {
                                         "compute node recovered) or rs-2pl"},
     [DM_UNDO_LOG_SIZE] = {"undo_log_size", false, "a byte size in 64KiB..1GiB: each compute "
                                                   "node's undo log under ford (default 1MiB)"},
+    [DM_NIC_MODEL] = {"nic_model", false, "a mapping with enabled (required) and rtt_us, "
+                                          "atomic_mops, rw_mops, gbps: a model of an RDMA NIC "
+                                          "(docs/dm.md)"},
 };
 static const char *const dm_protocol_names[] = {[POD_DM_FORD] = "ford",
                                                 [POD_DM_RS_2PL] = "rs-2pl"};
+
+/* dm.nic_model: the defaults are the DM papers' RNICs (docs/dm.md). */
+enum { NIC_ENABLED, NIC_RTT_US, NIC_ATOMIC_MOPS, NIC_RW_MOPS, NIC_GBPS, NIC_NKEYS };
+static const struct conf_key nic_keys[NIC_NKEYS] = {
+    [NIC_ENABLED] = {"enabled", true, "true, false, yes, no, on or off"},
+    [NIC_RTT_US] = {"rtt_us", false, "a number of microseconds in 0..1000000, like 2.5 (a round "
+                                     "trip; default 2.5)"},
+    [NIC_ATOMIC_MOPS] = {"atomic_mops", false, "a rate above 0 and at most 1000000, like 2.5 "
+                                               "(CAS and FAA per memory node, millions per second; "
+                                               "default 2.5)"},
+    [NIC_RW_MOPS] = {"rw_mops", false, "a rate above 0 and at most 1000000, like 35 (READ and "
+                                       "WRITE per memory node, millions per second; default 35)"},
+    [NIC_GBPS] = {"gbps", false, "a rate above 0 and at most 1000000, like 100 (READ and WRITE "
+                                 "payload per memory node, gigabits per second; default 100)"},
+};
+#define NIC_DEFAULT_RTT_US 2.5
+#define NIC_DEFAULT_ATOMIC_MOPS 2.5
+#define NIC_DEFAULT_RW_MOPS 35.0
+#define NIC_DEFAULT_GBPS 100.0
+#define NIC_MAX 1000000.0
 
 enum { T_NAME, T_KEY_SIZE, T_VALUE_SIZE, T_PARTITIONS, T_NKEYS };
 static const struct conf_key table_keys[T_NKEYS] = {
@@ -722,6 +754,46 @@ static int load_memnodes(const struct conf_reader *c, const struct conf_item *it
     return 0;
 }
 
+/* A decimal number in [0, NIC_MAX] (zero refused unless zero_ok), with a
+ * message of its own for a negative one. */
+static int get_nic_number(const struct conf_reader *c, const struct conf_item *it, bool zero_ok,
+                          double *out)
+{
+    if (want_plain_scalar(c, it) < 0) return -1;
+    const struct ynode *v = it->value;
+    if (v->text[0] == '-')
+        return fail_node(c, v, it->path, "%s is negative (expected %s)", show(v).s,
+                         it->spec->expect);
+    if (conf_parse_fraction(v->text, out) < 0)
+        return fail_node(c, v, it->path, "'%s' is not a decimal number (expected %s)", show(v).s,
+                         it->spec->expect);
+    if (*out == 0 && !zero_ok)
+        return fail_node(c, v, it->path, "is zero: no operation would ever complete (expected %s)",
+                         it->spec->expect);
+    if (*out > NIC_MAX)
+        return fail_node(c, v, it->path, "%s is out of range (expected %s)", show(v).s,
+                         it->spec->expect);
+    return 0;
+}
+
+static int load_nic_model(const struct conf_reader *c, const struct conf_item *section,
+                          struct pod_config *cfg)
+{
+    struct conf_item it[NIC_NKEYS];
+    if (read_mapping(c, section->value, "dm.nic_model", nic_keys, NIC_NKEYS, it) < 0) return -1;
+    if (it[NIC_ENABLED].value && get_bool(c, &it[NIC_ENABLED], &cfg->dm.nic_model.enabled) < 0)
+        return -1;
+    double *const field[NIC_NKEYS] = {
+        [NIC_RTT_US] = &cfg->dm.nic_model.rtt_us,
+        [NIC_ATOMIC_MOPS] = &cfg->dm.nic_model.atomic_mops,
+        [NIC_RW_MOPS] = &cfg->dm.nic_model.rw_mops,
+        [NIC_GBPS] = &cfg->dm.nic_model.gbps,
+    };
+    for (int k = NIC_RTT_US; k < NIC_NKEYS; k++)
+        if (it[k].value && get_nic_number(c, &it[k], k == NIC_RTT_US, field[k]) < 0) return -1;
+    return require_keys(c, section->value, it, NIC_NKEYS);
+}
+
 static int load_dm(const struct conf_reader *c, const struct conf_item *section,
                    struct pod_config *cfg)
 {
@@ -751,6 +823,12 @@ static int load_dm(const struct conf_reader *c, const struct conf_item *section,
     if (it[DM_UNDO_LOG_SIZE].value &&
         get_size_in_range(c, &it[DM_UNDO_LOG_SIZE], 64 * KIB, 1 * GIB, &cfg->dm.undo_log_size) < 0)
         return -1;
+    cfg->dm.nic_model.enabled = false;
+    cfg->dm.nic_model.rtt_us = NIC_DEFAULT_RTT_US;
+    cfg->dm.nic_model.atomic_mops = NIC_DEFAULT_ATOMIC_MOPS;
+    cfg->dm.nic_model.rw_mops = NIC_DEFAULT_RW_MOPS;
+    cfg->dm.nic_model.gbps = NIC_DEFAULT_GBPS;
+    if (it[DM_NIC_MODEL].value && load_nic_model(c, &it[DM_NIC_MODEL], cfg) < 0) return -1;
     return require_keys(c, section->value, it, DM_NKEYS);
 }
 

@@ -104,6 +104,17 @@ struct pod_config {
         uint64_t pool_size;
         enum pod_dm_protocol protocol;
         uint64_t undo_log_size;    /* ford: each compute node's undo log (64 KiB..1 GiB) */
+        /* dm.nic_model: a model of an RDMA NIC that the compute nodes' fabric
+         * operations are made to cost (docs/dm.md, "The NIC model"); off by
+         * default. Not in the digest: how costs are modelled, not where the
+         * records are. */
+        struct {
+            bool enabled;
+            double rtt_us;      /* a round trip; default 2.5 */
+            double atomic_mops; /* CAS + FAA per memory node, Mops/s; default 2.5 */
+            double rw_mops;     /* READ + WRITE per memory node, Mops/s; default 35 */
+            double gbps;        /* READ + WRITE payload per memory node, Gb/s; default 100 */
+        } nic_model;
     } dm;
 
     struct {

@@ -23,6 +23,8 @@
 #include <rdma/fi_errno.h>
 #include <rdma/fi_rma.h>
 
+#include "dm/nic_model.h"
+
 #define FAB_API FI_VERSION(1, 17)
 #define MAX_PEERS 16
 #define WAVE 128 /* ops posted before their completions are reaped */
@@ -89,6 +91,7 @@ struct fab {
     size_t tx_size;
     struct fab_peer peer[MAX_PEERS];
     int npeers;
+    struct nic_model *nic;   /* NULL: the provider's own costs only */
     struct fi_context2 ctx[WAVE];
 };
 
@@ -109,6 +112,7 @@ void fab_close(struct fab *f)
     if (f->fabric) fi_close(&f->fabric->fid);
     if (f->info) lf.freeinfo(f->info);
     if (f->stage) munmap(f->stage, f->stage_len);
+    nic_model_free(f->nic);
     free(f);
 }
 
@@ -401,6 +405,29 @@ static int wave(struct fab *f, struct fab_peer *p, struct fab_op *ops, uint32_t 
     return 0;
 }
 
+void fab_set_nic_model(struct fab *f, struct nic_model *m)
+{
+    nic_model_free(f->nic);
+    f->nic = m;
+}
+
+/* Under the NIC model: wait until the wave of n ops to peer, posted at
+ * posted_ns, would have completed on an RDMA NIC. */
+static void nic_wait(struct fab *f, int peer, const struct fab_op *ops, uint32_t n,
+                     uint64_t posted_ns)
+{
+    struct nic_batch b = {0};
+    for (uint32_t i = 0; i < n; i++) {
+        if (ops[i].kind <= FAB_WRITE) {
+            b.rw++;
+            b.bytes += ops[i].len;
+        } else {
+            b.atomics++;
+        }
+    }
+    nic_model_wait_until(nic_model_done_at(f->nic, peer, &b, posted_ns));
+}
+
 static size_t stage_bytes(const struct fab_op *o)
 {
     size_t b = o->kind == FAB_CAS ? 24 : o->kind == FAB_FAA ? 16 : o->len;
@@ -446,7 +473,9 @@ int fab_batch(struct fab *f, int peer, struct fab_op *ops, uint32_t n, pod_err *
             used += b;
             k++;
         }
+        uint64_t posted = f->nic ? now_ns() : 0;
         if (wave(f, p, ops + i, k, slot, err)) return -1;
+        if (f->nic) nic_wait(f, peer, ops + i, k, posted);
         i += k;
     }
     return 0;

@@ -90,6 +90,12 @@ struct fab_op {
  * peer; after a failure the endpoint is not to be used again. */
 int fab_batch(struct fab *f, int peer, struct fab_op *ops, uint32_t n, pod_err *err);
 
+/* From now on every batch completes no earlier than model m says a real
+ * RDMA NIC would let it (src/dm/nic_model.h); model node i is peer i. f
+ * owns m (fab_close frees it); NULL turns the model off. */
+struct nic_model;
+void fab_set_nic_model(struct fab *f, struct nic_model *m);
+
 int fab_read(struct fab *f, int peer, uint64_t off, void *buf, uint32_t len, pod_err *err);
 int fab_write(struct fab *f, int peer, uint64_t off, const void *buf, uint32_t len, pod_err *err);
 /* *old: the word found; swapped iff *old == compare. */

@@ -184,6 +184,13 @@ static int sys_config(pod_txn *tx, const pod_args *a, pod_result *res, void *ctx
             kv_row(res, &row, "dm.undo_log_size", "%llu", (unsigned long long)c->dm.undo_log_size);
         for (int i = 0; i < c->dm.nmemnodes; i++)
             kv_row(res, &row, "dm.memnode", "%s", c->dm.memnodes[i]);
+        kv_bool(res, &row, "dm.nic_model.enabled", c->dm.nic_model.enabled);
+        if (c->dm.nic_model.enabled) {
+            kv_row(res, &row, "dm.nic_model.rtt_us", "%g", c->dm.nic_model.rtt_us);
+            kv_row(res, &row, "dm.nic_model.atomic_mops", "%g", c->dm.nic_model.atomic_mops);
+            kv_row(res, &row, "dm.nic_model.rw_mops", "%g", c->dm.nic_model.rw_mops);
+            kv_row(res, &row, "dm.nic_model.gbps", "%g", c->dm.nic_model.gbps);
+        }
     } else {
         kv_row(res, &row, "region.path", "%s", c->region.path);
         kv_row(res, &row, "region.kind", "%s", pod_region_kind_name(c->region.kind));

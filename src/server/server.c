@@ -63,6 +63,7 @@
 #include <unistd.h>
 
 #include "cxl/region.h"
+#include "dm/nic_model.h"
 #include "engine/result.h"
 #include "engine/watchdog.h"
 #include "engine/worker.h"
@@ -1603,6 +1604,22 @@ static void flush_ready(struct pod_server *s)
 
 /* ---- setup and the loop --------------------------------------------------------- */
 
+/* dm.nic_model on: the store's fabric operations cost what an RDMA NIC's
+ * would (docs/dm.md, "The NIC model"), and the log says that figures are
+ * modelled. */
+static int dm_nic_model(struct record_store *st, const struct pod_config *c, pod_err *err)
+{
+    const struct nic_model_params p = {.rtt_us = c->dm.nic_model.rtt_us,
+                                       .atomic_mops = c->dm.nic_model.atomic_mops,
+                                       .rw_mops = c->dm.nic_model.rw_mops,
+                                       .gbps = c->dm.nic_model.gbps};
+    if (rs_dm_nic_model(st, &p, c->dm.pod, err) != 0) return -1;
+    pod_info("NIC model on: fabric costs are modelled (rtt %g us; per memory node CAS/FAA %g "
+             "Mops/s, READ/WRITE %g Mops/s, %g Gb/s)", p.rtt_us, p.atomic_mops, p.rw_mops,
+             p.gbps);
+    return 0;
+}
+
 static int build_db(struct pod_server *s, pod_err *err)
 {
     const struct pod_config *c = s->conf;
@@ -1628,6 +1645,10 @@ static int build_db(struct pod_server *s, pod_err *err)
         pod_info("compute node of pod \"%s\": records on %d memory node%s (the first %s) over %s",
                  c->dm.pod, c->dm.nmemnodes, c->dm.nmemnodes == 1 ? "" : "s", c->dm.memnodes[0],
                  c->dm.provider);
+        if (c->dm.nic_model.enabled && dm_nic_model(o.given_store, c, err) != 0) {
+            o.given_store->ops->destroy(o.given_store);
+            return -1;
+        }
     }
     if (!(s->db = pod_db_new(&o, msg, sizeof msg)) || pod_builtin_sys_init(s->db, msg, sizeof msg) ||
         pod_builtin_kv_init(s->db, c, msg, sizeof msg) || pod_modules_load(s->db, c, msg, sizeof msg) ||

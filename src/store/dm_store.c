@@ -45,6 +45,7 @@
 #include <unistd.h>
 
 #include "dm/fabric.h"
+#include "dm/nic_model.h"
 #include "dm/pool.h"
 #include "util/clock.h"
 
@@ -1259,4 +1260,21 @@ struct record_store *rs_dm_open(const char *memnode_socket, const char *provider
                                 pod_err *err)
 {
     return rs_dm_open_many(&memnode_socket, 1, provider, pod, err);
+}
+
+int rs_dm_nic_model(struct record_store *s, const struct nic_model_params *p, const char *pod,
+                    pod_err *err)
+{
+    struct dm_store *d = ds(s);
+    struct nic_model *m = nic_model_new(p, err);
+    for (unsigned i = 0; m && i < d->nmn; i++)
+        if (nic_model_attach(m, d->mn[i].peer, pod, d->mn[i].label, err) != 0) {
+            nic_model_free(m);
+            m = NULL;
+        }
+    if (!m) return -1;
+    pthread_mutex_lock(&d->mu);
+    fab_set_nic_model(d->f, m);
+    pthread_mutex_unlock(&d->mu);
+    return 0;
 }

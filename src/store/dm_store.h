@@ -47,6 +47,15 @@ struct record_store *rs_dm_open_cn(const char *const *sockets, int n, const char
 struct record_store *rs_dm_open(const char *memnode_socket, const char *provider, const char *pod,
                                 pod_err *err);
 
+/* Model an RDMA NIC from now on (src/dm/nic_model.h, docs/dm.md "The NIC
+ * model"): every fabric batch of s completes no earlier than such a NIC
+ * would let it, with each memory node's caps shared, through a file in
+ * /dev/shm named after pod and the memory node, by the compute nodes of
+ * this machine. 0, or -1 with err (the store is then unchanged). */
+struct nic_model_params;
+int rs_dm_nic_model(struct record_store *s, const struct nic_model_params *p, const char *pod,
+                    pod_err *err);
+
 /* The memory node (0..15) a location of a dm store names. */
 unsigned rs_dm_loc_memnode(rs_loc loc);
 

@@ -886,6 +886,20 @@ START_TEST(test_dm_every_field)
     c = parse_ok("mode: dm\ndm: {pod: p, memnodes: [/m.sock], pool_size: 2G}\n"
                  DM_HOSTS_OK DM_ENGINE_OK);
     ck_assert_uint_eq(c->dm.pool_size, 2ull << 30);
+    /* dm.nic_model: off, with the papers' figures, unless the file says otherwise. */
+    ck_assert(!d.dm.nic_model.enabled);
+    ck_assert(d.dm.nic_model.rtt_us == 2.5 && d.dm.nic_model.atomic_mops == 2.5 &&
+              d.dm.nic_model.rw_mops == 35 && d.dm.nic_model.gbps == 100);
+    c = parse_ok("mode: dm\ndm: {pod: p, memnodes: [/m.sock], nic_model: {enabled: on}}\n"
+                 DM_HOSTS_OK DM_ENGINE_OK);
+    ck_assert(c->dm.nic_model.enabled && c->dm.nic_model.rtt_us == 2.5 &&
+              c->dm.nic_model.atomic_mops == 2.5);
+    c = parse_ok("mode: dm\ndm:\n  pod: p\n  memnodes: [/m.sock]\n  nic_model:\n"
+                 "    enabled: false\n    rtt_us: 0\n    atomic_mops: 0.5\n    rw_mops: 100\n"
+                 "    gbps: 200\n" DM_HOSTS_OK DM_ENGINE_OK);
+    ck_assert(!c->dm.nic_model.enabled && c->dm.nic_model.rtt_us == 0 &&
+              c->dm.nic_model.atomic_mops == 0.5 && c->dm.nic_model.rw_mops == 100 &&
+              c->dm.nic_model.gbps == 200);
     c = parse_ok("mode: cxl\n" REGION_OK HOSTS_OK);
     ck_assert_int_eq(c->mode, POD_MODE_CXL);
     ck_assert_str_eq(pod_mode_name(c->mode), "cxl");
@@ -930,6 +944,9 @@ START_TEST(test_dm_digest)
     /* The pool size is the memory node's business, not the compute nodes'. */
     ck_assert_uint_eq(base, digest_of(DM_SECTION_OK "  pool_size: 1GiB\n" DM_HOSTS_OK
                                             DM_ENGINE_OK));
+    /* Nor is the NIC model: it models costs, the records are where they were. */
+    ck_assert_uint_eq(base, digest_of(DM_SECTION_OK "  nic_model: {enabled: true, rtt_us: 3}\n"
+                                            DM_HOSTS_OK DM_ENGINE_OK));
     static const struct text_change changes[] = {
         {"pod: dm-pod.1", "pod: dm-pod.2"},
         {"pod: dm-pod.1", "pod: dm-pod.1\n  provider: tcp;ofi_rxm"},
@@ -1185,9 +1202,9 @@ static const struct bad_case {
      "region section, or mode: cxl)"},
     {"no region with mode: cxl", "mode: cxl\n" HOSTS_OK, "1:1: region: missing required key"},
     {"dm is a scalar", "mode: dm\ndm: yes\n" DM_HOSTS_OK DM_ENGINE_OK,
-     "2:5: dm: is a scalar (expected a mapping with keys: pod, provider, memnodes, pool_size)"},
+     "2:5: dm: is a scalar (expected a mapping with keys: pod, provider, memnodes, pool_size, nic_model)"},
     {"misspelt dm key", "mode: dm\ndm:\n  pod: p\n  memnode: [/m.sock]\n" DM_HOSTS_OK,
-     "4:3: dm.memnode: unknown key (expected one of: pod, provider, memnodes, pool_size)"},
+     "4:3: dm.memnode: unknown key (expected one of: pod, provider, memnodes, pool_size, nic_model)"},
     {"no pod", "mode: dm\ndm:\n  memnodes: [/m.sock]\n" DM_HOSTS_OK DM_ENGINE_OK,
      "3:3: dm.pod: missing required key (expected the pod name the memory nodes serve "
      "(poddb-memnode --pod): 1..63 letters, digits, '_', '.' or '-')"},
@@ -1230,6 +1247,27 @@ static const struct bad_case {
     {"memory node's socket path too long",
      "mode: dm\ndm:\n  pod: p\n  memnodes:\n    - /" REPEAT16("aaaaaaa") "\n" DM_HOSTS_OK,
      "5:7: dm.memnodes[0]: is 113 bytes long (expected at most 107: the size of sun_path)"},
+    {"nic_model without enabled", "mode: dm\ndm:\n  pod: p\n  memnodes: [/m.sock]\n  nic_model: {rtt_us: 3}\n" DM_HOSTS_OK DM_ENGINE_OK,
+     "5:14: dm.nic_model.enabled: missing required key (expected true, false"},
+    {"unknown nic_model key", "mode: dm\ndm:\n  pod: p\n  memnodes: [/m.sock]\n  nic_model: {enabled: true, rtt: 3}\n" DM_HOSTS_OK,
+     "5:30: dm.nic_model.rtt: unknown key (expected one of: enabled, rtt_us, atomic_mops, "
+     "rw_mops, gbps)"},
+    {"negative round trip", "mode: dm\ndm:\n  pod: p\n  memnodes: [/m.sock]\n  nic_model: {enabled: true, rtt_us: -1}\n" DM_HOSTS_OK,
+     "5:38: dm.nic_model.rtt_us: -1 is negative (expected a number of microseconds"},
+    {"zero atomic rate", "mode: dm\ndm:\n  pod: p\n  memnodes: [/m.sock]\n  nic_model: {enabled: true, atomic_mops: 0}\n" DM_HOSTS_OK,
+     "5:43: dm.nic_model.atomic_mops: is zero: no operation would ever complete (expected a "
+     "rate above 0"},
+    {"zero bandwidth", "mode: dm\ndm:\n  pod: p\n  memnodes: [/m.sock]\n  nic_model: {enabled: true, gbps: 0.0}\n" DM_HOSTS_OK,
+     "5:36: dm.nic_model.gbps: is zero"},
+    {"rate out of range", "mode: dm\ndm:\n  pod: p\n  memnodes: [/m.sock]\n  nic_model: {enabled: true, rw_mops: 2000000}\n" DM_HOSTS_OK,
+     "5:39: dm.nic_model.rw_mops: 2000000 is out of range (expected a rate above 0 and at "
+     "most 1000000"},
+    {"rate with a unit", "mode: dm\ndm:\n  pod: p\n  memnodes: [/m.sock]\n  nic_model: {enabled: true, rw_mops: 35M}\n" DM_HOSTS_OK,
+     "5:39: dm.nic_model.rw_mops: '35M' is not a decimal number"},
+    {"quoted rate", "mode: dm\ndm:\n  pod: p\n  memnodes: [/m.sock]\n  nic_model: {enabled: true, gbps: '100'}\n" DM_HOSTS_OK,
+     "5:36: dm.nic_model.gbps: '100' is quoted"},
+    {"nic_model is a scalar", "mode: dm\ndm:\n  pod: p\n  memnodes: [/m.sock]\n  nic_model: on\n" DM_HOSTS_OK,
+     "5:14: dm.nic_model: is a scalar (expected a mapping with keys: enabled, rtt_us"},
     {"a host that logs with mode: dm", DM_SECTION_OK
      "host_defaults:\n  workers: 1\n  socket: /tmp/poddb-test-{host}.sock\n"
      "hosts:\n  - {}\n  - loggers: 1\n" DM_ENGINE_OK,
