@@ -95,7 +95,8 @@ static bool last_visit(void *arg, const void *key, const void *tuple)
 }
 
 /* check_district(w, d): d_next_o_id, max O_ID, NEW_ORDER rows, min NO_O_ID,
- * max NO_O_ID, sum of the district's HISTORY amounts. */
+ * max NO_O_ID, sum of the district's HISTORY amounts, the delivery cursor
+ * (NEW_ORDER_HEAD; -1 reading by scans). */
 static int p_check_district(pod_txn *tx, const pod_args *a, pod_result *res, void *ctx)
 {
     struct tpcc *t = ctx;
@@ -124,6 +125,16 @@ static int p_check_district(pod_txn *tx, const pod_args *a, pod_result *res, voi
     pod_result_i64(res, ng.min_o);
     pod_result_i64(res, ng.max_o);
     pod_result_i64(res, hsum);
+    int64_t head = -1;
+    if (t->point) {
+        struct tpcc_new_order_head h;
+        tpcc_k_district(k, w, d);
+        rc = pod_get(tx, t->t[TPCC_NO_HEAD], k, &h);
+        if (rc < 0) return rc;
+        if (rc != POD_OK) return pod_txn_fail(tx, POD_E_INTERNAL, "no new_order_head row %u/%u", w, d);
+        head = h.no_o_id;
+    }
+    pod_result_i64(res, head);
     return POD_OK;
 }
 
@@ -234,6 +245,14 @@ static void check_one(pod_db *db, struct pod_worker *wk, const struct tpcc *t, u
         int64_t next = val(res, 0, 0), max_o = val(res, 0, 1), nno = val(res, 0, 2);
         int64_t min_no = val(res, 0, 3), max_no = val(res, 0, 4);
         hist[d] = val(res, 0, 5);
+        int64_t head = val(res, 0, 6);
+        /* Delivery's cursor: the oldest new order, D_NEXT_O_ID when none. */
+        if (t->point && head != (nno > 0 ? min_no : next)) {
+            say(r, "the delivery cursor fails: warehouse %u district %d: NEW_ORDER_HEAD = %" PRId64
+                ", min(NO_O_ID) = %" PRId64 ", D_NEXT_O_ID = %" PRId64 "\n",
+                w, d, head, nno > 0 ? min_no : -1, next);
+            r->failures++;
+        }
         if (next - 1 != max_o || (nno > 0 && max_no != max_o)) {
             say(r, "condition 2 fails: warehouse %u district %d: D_NEXT_O_ID - 1 = %" PRId64
                 ", max(O_ID) = %" PRId64 ", max(NO_O_ID) = %" PRId64 "\n",
