@@ -281,6 +281,17 @@ static int64_t middle_customer(pod_db *db, uint32_t w, uint32_t d, uint32_t name
     return cand[(n + 1) / 2 - 1].c;
 }
 
+/* set_last_order(w, d, c, o): customer c's CUSTOMER_LAST_ORDER := o (reading by key). */
+static int p_set_last_order(pod_txn *tx, const pod_args *a, pod_result *res, void *ctx)
+{
+    (void)res;
+    struct tpcc *t = ctx;
+    unsigned char k[TPCC_K_LAST_ORDER];
+    tpcc_k_customer(k, (uint32_t)a->v[0].u.i64, (uint32_t)a->v[1].u.i64, (uint32_t)a->v[2].u.i64);
+    struct tpcc_last_order lo = {(uint32_t)a->v[3].u.i64};
+    return pod_put(tx, t->t[TPCC_LAST_ORDER], k, &lo);
+}
+
 /* ---- single calls ------------------------------------------------------------------------ */
 
 /* StockLevel's distinct items, counted another way: every item of the last
@@ -409,6 +420,20 @@ START_TEST(tpcc_single)
         ck_assert_int_eq(counted, res_i64(res, 0, 0));
     }
     ck_assert_msg(tpcc_check(db, &cfg, report, sizeof report) == 0, "%s", report);
+    if (_i) {
+        /* Reading by key, the checker also finds a last order that is not the customer's. */
+        static const enum pod_type i64s4[4] = {POD_T_I64, POD_T_I64, POD_T_I64, POD_T_I64};
+        ck_assert_msg(pod_proc_register(db, &(pod_proc_def){"test.set_last_order",
+                                                            p_set_last_order, tpcc_get(db), 4,
+                                                            i64s4, false},
+                                        err, sizeof err) >= 0, "%s", err);
+        pod_value lv[4] = {pod_v_i64(2), pod_v_i64(5), pod_v_i64(9), pod_v_i64(1)};
+        ck_assert_int_eq(admin_call(db, "test.set_last_order", lv, 4, res, msg, sizeof msg), POD_OK);
+        ck_assert_int_eq(tpcc_check(db, &cfg, report, sizeof report), -1);
+        ck_assert_msg(strstr(report, "the last order fails: warehouse 2 district 5 customer 9: "
+                                     "customer_last_order names order 1, whose O_C_ID is "),
+                      "%s", report);
+    }
     pod_result_free(res);
     tpcc_db_free(db);
 }

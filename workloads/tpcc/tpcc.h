@@ -265,7 +265,8 @@ struct tpcc {
                                  * (CUST_NAME, ORDER_CUST when point; the last three when not) */
     int proc[TPCC_NTXNS];     /* procedure ids of the five transactions */
     int load_proc[6];         /* loader procedures (load.c); the last: point only */
-    int check_proc[3];        /* the checker's read-only procedures (check.c) */
+    int check_proc[4];        /* the checker's read-only procedures (check.c); the last:
+                               * point only */
 };
 
 /* Create the tables (if absent) and register the five transactions plus the
