@@ -165,6 +165,11 @@ uint32_t pod_table_tuple_size(const pod_table *t);
 uint32_t pod_table_ncols(const pod_table *t);
 const pod_column *pod_table_col(const pod_table *t, uint32_t i);
 int pod_table_col_index(const pod_table *t, const char *name); /* -1 if none */
+/* Whether pod_scan on t is served by an ordered index (a B+-tree: a scan
+ * visits only its range). False on a store whose index is a hash (the
+ * disaggregated-memory mode, docs/dm.md): a scan there reads the table's
+ * whole index, so a procedure that can should read by key instead. */
+bool pod_table_ordered(const pod_table *t);
 
 /* ---- the pod: hosts and placement -------------------------------------------
  * The pod has pod_db_nhosts(db) hosts, numbered from 0; this server is host

@@ -16,6 +16,7 @@ void bench_tpcc_config(const struct pod_config *c, struct tpcc_config *out)
     tpcc_config_scaled(out, t->warehouses, t->items, t->customers_per_district);
     out->remote_new_order_pct = t->remote_new_order_pct;
     out->remote_payment_pct = t->remote_payment_pct;
+    out->range_reads = (enum tpcc_range_reads)t->range_reads;
     out->hosts = (uint32_t)c->nhosts;
 }
 

@@ -1330,6 +1330,12 @@ int conf_get_bool(const struct conf_reader *r, const struct conf_item *it, bool 
     return get_bool(r, it, out);
 }
 
+int conf_get_enum(const struct conf_reader *r, const struct conf_item *it,
+                  const char *const *names, int n, int *out)
+{
+    return get_enum(r, it, names, n, out);
+}
+
 int conf_get_theta(const struct conf_reader *r, const struct conf_item *it, double *out)
 {
     return get_theta(r, it, out);

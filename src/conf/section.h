@@ -77,6 +77,9 @@ int conf_get_i64(const struct conf_reader *r, const struct conf_item *it, int64_
 int conf_get_u32(const struct conf_reader *r, const struct conf_item *it, int min, int max,
                  uint32_t *out);
 int conf_get_bool(const struct conf_reader *r, const struct conf_item *it, bool *out);
+/* One of names[0..n): *out its index. */
+int conf_get_enum(const struct conf_reader *r, const struct conf_item *it,
+                  const char *const *names, int n, int *out);
 /* A Zipfian skew: a decimal number in [0, 1). */
 int conf_get_theta(const struct conf_reader *r, const struct conf_item *it, double *out);
 

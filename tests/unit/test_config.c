@@ -15,6 +15,7 @@
 #include "helpers/testutil.h"
 #include "workloads/smallbank/conf.h"
 #include "workloads/tpcc/conf.h"
+#include "workloads/tpcc/tpcc.h"
 #include "workloads/ycsb/conf.h"
 
 /* ---- helpers ---------------------------------------------------------------------- */
@@ -689,6 +690,7 @@ START_TEST(test_workloads_every_key)
         "    remote_new_order_pct: 60\n"
         "    remote_payment_pct: 90\n"
         "    load_at_start: true\n"
+        "    range_reads: point\n"
         "  ycsb: {tuples: 20000, partitions: 4, read_pct: 95, theta: 0.7, "
         "multi_partition_pct: 100, scramble: yes, load_at_start: no}\n"
         "  smallbank:\n"
@@ -705,6 +707,7 @@ START_TEST(test_workloads_every_key)
     ck_assert_uint_eq(t->customers_per_district, 90);
     ck_assert_uint_eq(t->remote_new_order_pct, 60);
     ck_assert_uint_eq(t->remote_payment_pct, 90);
+    ck_assert_uint_eq(t->range_reads, TPCC_RANGE_POINT);
     const struct pod_ycsb_conf *y = pod_ycsb_conf(c);
     ck_assert(y->enabled && !y->load_at_start && y->scramble);
     ck_assert_uint_eq(y->tuples, 20000);
@@ -739,6 +742,7 @@ START_TEST(test_workloads_defaults)
     ck_assert_uint_eq(t->customers_per_district, 3000);
     ck_assert_uint_eq(t->remote_new_order_pct, 10);
     ck_assert_uint_eq(t->remote_payment_pct, 15);
+    ck_assert_uint_eq(t->range_reads, TPCC_RANGE_AUTO);
     const struct pod_ycsb_conf *y = pod_ycsb_conf(c);
     ck_assert(y->enabled && !y->scramble);
     ck_assert_uint_eq(y->tuples, 1000000);
@@ -777,7 +781,8 @@ START_TEST(test_workloads_digest)
                                       "  ycsb: {tuples: 20000, theta: .70, read_pct: 50}\n"
                                       "  tpcc:\n    warehouses: 4\n    items: 1000\n"
                                       "    customers_per_district: 90\n"
-                                      "    remote_payment_pct: 15\n"));
+                                      "    remote_payment_pct: 15\n"
+                                      "    range_reads: auto\n"));
     static const struct text_change changes[] = {
         {"warehouses: 4", "warehouses: 5"},
         {"items: 1000", "items: 1001"},
@@ -785,6 +790,8 @@ START_TEST(test_workloads_digest)
         {"warehouses: 4", "warehouses: 4, remote_new_order_pct: 11"},
         {"warehouses: 4", "warehouses: 4, remote_payment_pct: 16"},
         {"warehouses: 4", "warehouses: 4, load_at_start: true"},
+        {"warehouses: 4", "warehouses: 4, range_reads: scan"},
+        {"warehouses: 4", "warehouses: 4, range_reads: point"},
         {"tuples: 20000", "tuples: 20001"},
         {"tuples: 20000", "tuples: 20000, partitions: 3"},
         {"tuples: 20000", "tuples: 20000, read_pct: 95"},
@@ -1437,7 +1444,10 @@ static const struct bad_case {
      "11:3: workloads.tpc-c: unknown key (expected one of: tpcc, ycsb, smallbank)"},
     {"misspelt tpcc key", REGION_OK HOSTS_OK "workloads:\n  tpcc:\n    warehouse: 4\n",
      "12:5: workloads.tpcc.warehouse: unknown key (expected one of: warehouses, items, "
-     "customers_per_district, remote_new_order_pct, remote_payment_pct, load_at_start)"},
+     "customers_per_district, remote_new_order_pct, remote_payment_pct, load_at_start, "
+     "range_reads)"},
+    {"unknown range_reads", REGION_OK HOSTS_OK "workloads:\n  tpcc:\n    range_reads: hash\n",
+     "12:18: workloads.tpcc.range_reads: unknown value 'hash' (expected auto, scan or point)"},
     {"workloads is a sequence", REGION_OK HOSTS_OK "workloads:\n  - tpcc\n",
      "11:3: workloads: is a sequence (expected a mapping with keys: tpcc, ycsb, smallbank)"},
     {"workload twice", REGION_OK HOSTS_OK "workloads:\n  tpcc: {}\n  tpcc: {}\n",

@@ -11,7 +11,12 @@
  *    invalid item rolls back without a trace, a Delivery empties the oldest
  *    NEW_ORDER of each district;
  *  - corrupt: one district's D_YTD changed by an admin procedure makes the
- *    checker report condition 1 for that warehouse and district.
+ *    checker report condition 1 for that warehouse and district;
+ *  - names_overflow: reading by key, a last name with more customers than
+ *    a customer_name_list row holds fails the loader, naming it.
+ * mix and single run twice: range reads by scans (the default here: the
+ * engine's index is ordered) and by key (tpcc.range_reads point, the way of
+ * the dm mode's hash index), each with its own tables.
  * TPCC_MT_SEED=N fixes the seed. */
 #include <check.h>
 #include <inttypes.h>
@@ -36,11 +41,13 @@ static uint64_t seed(void) { return tu_env_seed("TPCC_MT_SEED"); }
 
 static int run_ms(void) { return tu_env_ms("TPCC_MT_MS", 3000); }
 
-static void small_config(struct tpcc_config *c, uint32_t warehouses)
+/* point: range reads by key (else the default: scans on this ordered index). */
+static void small_config(struct tpcc_config *c, uint32_t warehouses, bool point)
 {
     /* items 100000 -> 1000, customers (and initial orders) per district 3000 -> 90:
      * 30 last names, ~3 customers each, 27 NEW_ORDER rows per district. */
     tpcc_config_scaled(c, warehouses, 1000, 90);
+    c->range_reads = point ? TPCC_RANGE_POINT : TPCC_RANGE_AUTO;
 }
 
 static pod_db *tpcc_db(const struct tpcc_config *cfg, int nworkers)
@@ -48,6 +55,9 @@ static pod_db *tpcc_db(const struct tpcc_config *cfg, int nworkers)
     char err[256];
     pod_db *db = tu_db_new(nworkers);
     ck_assert_msg(tpcc_register(db, cfg, err, sizeof err) == 0, "tpcc_register: %s", err);
+    const struct tpcc *t = tpcc_get(db);
+    ck_assert_int_eq(t->point, cfg->range_reads == TPCC_RANGE_POINT);
+    for (int i = 0; i < TPCC_NTABLES; i++) ck_assert_int_eq(t->t[i] != NULL, tpcc_table_used(t, i));
     struct tu_progress pr = {0};
     uint64_t t0 = pod_mono_ns();
     ck_assert_msg(tpcc_load(db, cfg, tu_progress, &pr, err, sizeof err) == 0, "tpcc_load: %s",
@@ -148,7 +158,7 @@ START_TEST(tpcc_mix)
 {
     tu_fail_reset();
     struct tpcc_config cfg;
-    small_config(&cfg, 2);
+    small_config(&cfg, 2, _i);
     pod_db *db = tpcc_db(&cfg, NWORKERS);
     struct run *r = calloc(1, sizeof *r);
     ck_assert_ptr_nonnull(r);
@@ -159,9 +169,9 @@ START_TEST(tpcc_mix)
     int ms = run_ms();
     uint64_t t0 = pod_mono_ns();
     r->deadline_ns = t0 + (uint64_t)ms * 1000000ull;
-    fprintf(stderr, "tpcc: %u warehouses, %d workers, %d ms, remote %u/%u, seed 0x%" PRIx64 "\n",
-            cfg.warehouses, NWORKERS, ms, cfg.remote_new_order_pct, cfg.remote_payment_pct,
-            r->seed);
+    fprintf(stderr, "tpcc: %u warehouses, %d workers, %d ms, remote %u/%u, range reads by %s, "
+            "seed 0x%" PRIx64 "\n", cfg.warehouses, NWORKERS, ms, cfg.remote_new_order_pct,
+            cfg.remote_payment_pct, _i ? "key" : "scans", r->seed);
     double secs = tu_run_workers(db, mix_body, r, r->seed);
 
     pod_db_print_stats(db, stderr);
@@ -271,6 +281,17 @@ static int64_t middle_customer(pod_db *db, uint32_t w, uint32_t d, uint32_t name
     return cand[(n + 1) / 2 - 1].c;
 }
 
+/* set_last_order(w, d, c, o): customer c's CUSTOMER_LAST_ORDER := o (reading by key). */
+static int p_set_last_order(pod_txn *tx, const pod_args *a, pod_result *res, void *ctx)
+{
+    (void)res;
+    struct tpcc *t = ctx;
+    unsigned char k[TPCC_K_LAST_ORDER];
+    tpcc_k_customer(k, (uint32_t)a->v[0].u.i64, (uint32_t)a->v[1].u.i64, (uint32_t)a->v[2].u.i64);
+    struct tpcc_last_order lo = {(uint32_t)a->v[3].u.i64};
+    return pod_put(tx, t->t[TPCC_LAST_ORDER], k, &lo);
+}
+
 /* ---- single calls ------------------------------------------------------------------------ */
 
 /* StockLevel's distinct items, counted another way: every item of the last
@@ -315,7 +336,7 @@ static int p_distinct_recent(pod_txn *tx, const pod_args *a, pod_result *res, vo
 START_TEST(tpcc_single)
 {
     struct tpcc_config cfg;
-    small_config(&cfg, 2);
+    small_config(&cfg, 2, _i);
     pod_db *db = tpcc_db(&cfg, 1);
     pod_result *res = pod_result_new();
     char msg[256], err[256];
@@ -399,6 +420,20 @@ START_TEST(tpcc_single)
         ck_assert_int_eq(counted, res_i64(res, 0, 0));
     }
     ck_assert_msg(tpcc_check(db, &cfg, report, sizeof report) == 0, "%s", report);
+    if (_i) {
+        /* Reading by key, the checker also finds a last order that is not the customer's. */
+        static const enum pod_type i64s4[4] = {POD_T_I64, POD_T_I64, POD_T_I64, POD_T_I64};
+        ck_assert_msg(pod_proc_register(db, &(pod_proc_def){"test.set_last_order",
+                                                            p_set_last_order, tpcc_get(db), 4,
+                                                            i64s4, false},
+                                        err, sizeof err) >= 0, "%s", err);
+        pod_value lv[4] = {pod_v_i64(2), pod_v_i64(5), pod_v_i64(9), pod_v_i64(1)};
+        ck_assert_int_eq(admin_call(db, "test.set_last_order", lv, 4, res, msg, sizeof msg), POD_OK);
+        ck_assert_int_eq(tpcc_check(db, &cfg, report, sizeof report), -1);
+        ck_assert_msg(strstr(report, "the last order fails: warehouse 2 district 5 customer 9: "
+                                     "customer_last_order names order 1, whose O_C_ID is "),
+                      "%s", report);
+    }
     pod_result_free(res);
     tpcc_db_free(db);
 }
@@ -422,7 +457,7 @@ static int p_corrupt(pod_txn *tx, const pod_args *a, pod_result *res, void *ctx)
 START_TEST(tpcc_corrupt)
 {
     struct tpcc_config cfg;
-    small_config(&cfg, 2);
+    small_config(&cfg, 2, false);
     pod_db *db = tpcc_db(&cfg, 2);
     char err[256], msg[256], report[2048];
     static const enum pod_type i64s[3] = {POD_T_I64, POD_T_I64, POD_T_I64};
@@ -446,13 +481,37 @@ START_TEST(tpcc_corrupt)
 }
 END_TEST
 
+/* ---- reading by key: a last name too common for its list ------------------------------------- */
+
+START_TEST(tpcc_names_overflow)
+{
+    /* 6000 customers per district: 1000 names, 130 customers of the most
+     * common one in district 1 of warehouse 1 (more than TPCC_NAME_CAP). */
+    struct tpcc_config cfg;
+    tpcc_config_scaled(&cfg, 1, 10, 6000);
+    cfg.range_reads = TPCC_RANGE_POINT;
+    char err[256], msg[256];
+    pod_db *db = tu_db_new(1);
+    ck_assert_msg(tpcc_register(db, &cfg, err, sizeof err) == 0, "tpcc_register: %s", err);
+    pod_result *res = pod_result_new();
+    pod_value v[2] = {pod_v_i64(1), pod_v_i64(1)};
+    ck_assert_int_lt(admin_call(db, "tpcc.load_names", v, 2, res, msg, sizeof msg), 0);
+    fprintf(stderr, "tpcc names overflow: %s\n", msg);
+    ck_assert_msg(strstr(msg, "of district 1/1 are named") && strstr(msg, "more than the 127"),
+                  "%s", msg);
+    pod_result_free(res);
+    tpcc_db_free(db);
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("tpcc_mt");
     TCase *single = tu_tcase(s, "single", 60);
-    tcase_add_test(single, tpcc_single);
+    tcase_add_loop_test(single, tpcc_single, 0, 2);
     tcase_add_test(single, tpcc_corrupt);
+    tcase_add_test(single, tpcc_names_overflow);
     TCase *mt = tu_tcase(s, "threads", 120);
-    tcase_add_test(mt, tpcc_mix);
+    tcase_add_loop_test(mt, tpcc_mix, 0, 2);
     return tu_run(s);
 }

@@ -95,7 +95,8 @@ static bool last_visit(void *arg, const void *key, const void *tuple)
 }
 
 /* check_district(w, d): d_next_o_id, max O_ID, NEW_ORDER rows, min NO_O_ID,
- * max NO_O_ID, sum of the district's HISTORY amounts. */
+ * max NO_O_ID, sum of the district's HISTORY amounts, the delivery cursor
+ * (NEW_ORDER_HEAD; -1 reading by scans). */
 static int p_check_district(pod_txn *tx, const pod_args *a, pod_result *res, void *ctx)
 {
     struct tpcc *t = ctx;
@@ -124,6 +125,27 @@ static int p_check_district(pod_txn *tx, const pod_args *a, pod_result *res, voi
     pod_result_i64(res, ng.min_o);
     pod_result_i64(res, ng.max_o);
     pod_result_i64(res, hsum);
+    int64_t head = -1;
+    if (t->point) {
+        struct tpcc_new_order_head h;
+        tpcc_k_district(k, w, d);
+        rc = pod_get(tx, t->t[TPCC_NO_HEAD], k, &h);
+        if (rc < 0) return rc;
+        if (rc != POD_OK) return pod_txn_fail(tx, POD_E_INTERNAL, "no new_order_head row %u/%u", w, d);
+        head = h.no_o_id;
+    }
+    pod_result_i64(res, head);
+    return POD_OK;
+}
+
+/* The arguments (w, d, from, to) of a check over a range of a district. */
+static int range_args(pod_txn *tx, const struct tpcc *t, const pod_args *a, uint32_t *w,
+                      uint32_t *d, uint32_t *from, uint32_t *to)
+{
+    *w = (uint32_t)a->v[0].u.i64, *d = (uint32_t)a->v[1].u.i64;
+    *from = (uint32_t)a->v[2].u.i64, *to = (uint32_t)a->v[3].u.i64;
+    if (*w < 1 || *w > t->cfg.warehouses || *d < 1 || *d > TPCC_DISTRICTS)
+        return pod_txn_fail(tx, POD_E_INVALID, "tpcc.check: no district %u/%u", *w, *d);
     return POD_OK;
 }
 
@@ -132,10 +154,8 @@ static int p_check_district(pod_txn *tx, const pod_args *a, pod_result *res, voi
 static int p_check_lines(pod_txn *tx, const pod_args *a, pod_result *res, void *ctx)
 {
     struct tpcc *t = ctx;
-    uint32_t w = (uint32_t)a->v[0].u.i64, d = (uint32_t)a->v[1].u.i64;
-    uint32_t from = (uint32_t)a->v[2].u.i64, to = (uint32_t)a->v[3].u.i64;
-    if (w < 1 || w > t->cfg.warehouses || d < 1 || d > TPCC_DISTRICTS)
-        return pod_txn_fail(tx, POD_E_INVALID, "tpcc.check: no district %u/%u", w, d);
+    uint32_t w, d, from, to;
+    POD_TRY(range_args(tx, t, a, &w, &d, &from, &to));
     unsigned char lo[TPCC_K_ORDER_LINE], hi[TPCC_K_ORDER_LINE];
     struct order_agg og = {0};
     tpcc_k_order(lo, w, d, from);
@@ -151,16 +171,46 @@ static int p_check_lines(pod_txn *tx, const pod_args *a, pod_result *res, void *
     return POD_OK;
 }
 
-enum { C_YTD, C_DISTRICT, C_LINES, C_COUNT };
+/* check_last_orders(w, d, from, to), reading by key: per customer c in
+ * [from, to] one row if its CUSTOMER_LAST_ORDER names an order that is
+ * missing or another customer's: c, that o_id, its O_C_ID (0: missing). */
+static int p_check_last_orders(pod_txn *tx, const pod_args *a, pod_result *res, void *ctx)
+{
+    struct tpcc *t = ctx;
+    uint32_t w, d, from, to;
+    POD_TRY(range_args(tx, t, a, &w, &d, &from, &to));
+    bool first = true;
+    for (uint32_t c = from; c <= to && c <= t->cfg.customers_per_district; c++) {
+        unsigned char k[TPCC_K_ORDER];
+        struct tpcc_last_order lo;
+        struct tpcc_order o = {0};
+        tpcc_k_customer(k, w, d, c);
+        int rc = pod_get(tx, t->t[TPCC_LAST_ORDER], k, &lo);
+        if (rc < 0) return rc;
+        if (rc != POD_OK) lo.o_id = 0;
+        tpcc_k_order(k, w, d, lo.o_id);
+        if (rc == POD_OK && (rc = pod_get(tx, t->t[TPCC_ORDER], k, &o)) < 0) return rc;
+        if (rc == POD_OK && o.o_c_id == c) continue;
+        if (!first) pod_result_row(res);
+        first = false;
+        pod_result_i64(res, c);
+        pod_result_i64(res, lo.o_id);
+        pod_result_i64(res, rc == POD_OK ? o.o_c_id : 0);
+    }
+    return POD_OK;
+}
+
+enum { C_YTD, C_DISTRICT, C_LINES, C_LAST_ORDERS, C_COUNT };
 static const char *const check_names[C_COUNT] = {"tpcc.check_ytd", "tpcc.check_district",
-                                                 "tpcc.check_lines"};
+                                                 "tpcc.check_lines", "tpcc.check_last_orders"};
 
 int tpcc_register_check(pod_db *db, struct tpcc *t, char *err, size_t errlen)
 {
     static const enum pod_type i64s[4] = {POD_T_I64, POD_T_I64, POD_T_I64, POD_T_I64};
-    static const pod_proc_fn fns[C_COUNT] = {p_check_ytd, p_check_district, p_check_lines};
-    static const int nargs[C_COUNT] = {1, 2, 4};
-    for (int i = 0; i < C_COUNT; i++) {
+    static const pod_proc_fn fns[C_COUNT] = {p_check_ytd, p_check_district, p_check_lines,
+                                             p_check_last_orders};
+    static const int nargs[C_COUNT] = {1, 2, 4, 4};
+    for (int i = 0; i < (t->point ? C_COUNT : C_LAST_ORDERS); i++) {
         pod_proc_def def = {check_names[i], fns[i], t, nargs[i], i64s, true};
         t->check_proc[i] = pod_proc_register(db, &def, err, errlen);
         if (t->check_proc[i] < 0) return -1;
@@ -210,6 +260,29 @@ static int call(pod_db *db, struct pod_worker *wk, int proc, const int64_t *iv, 
     return rc;
 }
 
+/* Reading by key: every customer's CUSTOMER_LAST_ORDER names one of its
+ * orders (in ranges of LINES_CHUNK customers); failures are added to r. */
+static void check_last_orders(pod_db *db, struct pod_worker *wk, const struct tpcc *t, uint32_t w,
+                              int d, pod_result *res, struct report *r)
+{
+    char msg[200];
+    for (int64_t from = 1; from <= t->cfg.customers_per_district; from += LINES_CHUNK) {
+        int64_t v[4] = {w, d, from, from + LINES_CHUNK - 1};
+        if (call(db, wk, t->check_proc[C_LAST_ORDERS], v, 4, res, msg, sizeof msg) < 0) {
+            say(r, "warehouse %u district %d: %s: %s\n", w, d, check_names[C_LAST_ORDERS], msg);
+            r->failures++;
+            return;
+        }
+        for (int row = 0; row < pod_result_nrows(res); row++) {
+            if (val(res, row, 0) == INT64_MIN) continue; /* no rows: one empty row */
+            say(r, "the last order fails: warehouse %u district %d customer %" PRId64
+                ": customer_last_order names order %" PRId64 ", whose O_C_ID is %" PRId64 "\n",
+                w, d, val(res, row, 0), val(res, row, 1), val(res, row, 2));
+            r->failures++;
+        }
+    }
+}
+
 /* Conditions 1-4 of warehouse w; failures are added to r. */
 static void check_one(pod_db *db, struct pod_worker *wk, const struct tpcc *t, uint32_t w,
                       pod_result *res, struct report *r)
@@ -234,6 +307,14 @@ static void check_one(pod_db *db, struct pod_worker *wk, const struct tpcc *t, u
         int64_t next = val(res, 0, 0), max_o = val(res, 0, 1), nno = val(res, 0, 2);
         int64_t min_no = val(res, 0, 3), max_no = val(res, 0, 4);
         hist[d] = val(res, 0, 5);
+        int64_t head = val(res, 0, 6);
+        /* Delivery's cursor: the oldest new order, D_NEXT_O_ID when none. */
+        if (t->point && head != (nno > 0 ? min_no : next)) {
+            say(r, "the delivery cursor fails: warehouse %u district %d: NEW_ORDER_HEAD = %" PRId64
+                ", min(NO_O_ID) = %" PRId64 ", D_NEXT_O_ID = %" PRId64 "\n",
+                w, d, head, nno > 0 ? min_no : -1, next);
+            r->failures++;
+        }
         if (next - 1 != max_o || (nno > 0 && max_no != max_o)) {
             say(r, "condition 2 fails: warehouse %u district %d: D_NEXT_O_ID - 1 = %" PRId64
                 ", max(O_ID) = %" PRId64 ", max(NO_O_ID) = %" PRId64 "\n",
@@ -263,6 +344,7 @@ static void check_one(pod_db *db, struct pod_worker *wk, const struct tpcc *t, u
                 ", ORDER_LINE rows = %" PRId64 "\n", w, d, sum_ol, nol);
             r->failures++;
         }
+        if (t->point) check_last_orders(db, wk, t, w, d, res, r);
     }
     if (w_ytd != sum_d_ytd) {
         /* Condition 1 is per warehouse; the district(s) to blame are those

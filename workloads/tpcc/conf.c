@@ -3,7 +3,10 @@
 
 #include "conf/section.h"
 
-enum { TP_WAREHOUSES, TP_ITEMS, TP_CUSTOMERS, TP_REMOTE_NO, TP_REMOTE_PAY, TP_LOAD, TP_NKEYS };
+enum { TP_WAREHOUSES, TP_ITEMS, TP_CUSTOMERS, TP_REMOTE_NO, TP_REMOTE_PAY, TP_LOAD, TP_RANGE_READS,
+       TP_NKEYS };
+/* In the order of enum tpcc_range_reads. */
+static const char *const range_reads_names[] = {"auto", "scan", "point"};
 static const struct conf_key tpcc_keys[TP_NKEYS] = {
     [TP_WAREHOUSES] = {"warehouses", false, "an integer in 1..10000"},
     [TP_ITEMS] = {"items", false, "an integer in 1..1000000"},
@@ -11,6 +14,7 @@ static const struct conf_key tpcc_keys[TP_NKEYS] = {
     [TP_REMOTE_NO] = {"remote_new_order_pct", false, CONF_PCT_EXPECT},
     [TP_REMOTE_PAY] = {"remote_payment_pct", false, CONF_PCT_EXPECT},
     [TP_LOAD] = {"load_at_start", false, CONF_BOOL_EXPECT},
+    [TP_RANGE_READS] = {"range_reads", false, "auto, scan or point"},
 };
 
 _Static_assert(sizeof(struct pod_tpcc_conf) <= POD_SECTION_BYTES, "POD_SECTION_BYTES");
@@ -34,6 +38,11 @@ static int parse(const struct conf_reader *r, const struct conf_item *w, int nho
          conf_get_u32(r, &it[TP_REMOTE_PAY], 0, 100, &t->remote_payment_pct) < 0) ||
         (it[TP_LOAD].value && conf_get_bool(r, &it[TP_LOAD], &t->load_at_start) < 0))
         return -1;
+    int rr = 0;
+    if (it[TP_RANGE_READS].value &&
+        conf_get_enum(r, &it[TP_RANGE_READS], range_reads_names, 3, &rr) < 0)
+        return -1;
+    t->range_reads = (uint32_t)rr;
     return 0;
 }
 
@@ -46,6 +55,7 @@ static void digest(const void *value, uint64_t *h)
     conf_digest_u64(h, t->remote_new_order_pct);
     conf_digest_u64(h, t->remote_payment_pct);
     conf_digest_u64(h, t->load_at_start);
+    if (t->range_reads) conf_digest_u64(h, t->range_reads); /* auto: the digest as before */
 }
 
 const struct conf_section tpcc_conf_section = {

@@ -19,6 +19,7 @@ struct pod_tpcc_conf {
     uint32_t customers_per_district; /* default 3000 (the spec); also the initial orders */
     uint32_t remote_new_order_pct;   /* run knob, default 10 */
     uint32_t remote_payment_pct;     /* run knob, default 15 */
+    uint32_t range_reads;            /* shape: enum tpcc_range_reads (tpcc.h), default auto */
 };
 
 extern const struct conf_section tpcc_conf_section;

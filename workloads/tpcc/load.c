@@ -15,12 +15,13 @@
 
 #define ARG(i) (a->v[(i)].u.i64)
 
-enum { L_ITEMS, L_STOCK, L_WAREHOUSE, L_CUSTOMERS, L_ORDERS, L_COUNT };
+/* L_NAMES: range_reads POINT only. */
+enum { L_ITEMS, L_STOCK, L_WAREHOUSE, L_CUSTOMERS, L_ORDERS, L_NAMES, L_COUNT };
 static const char *const load_names[L_COUNT] = {
     "tpcc.load_items", "tpcc.load_stock", "tpcc.load_warehouse", "tpcc.load_customers",
-    "tpcc.load_orders",
+    "tpcc.load_orders", "tpcc.load_names",
 };
-static const int load_nargs[L_COUNT] = {3, 3, 1, 4, 4};
+static const int load_nargs[L_COUNT] = {3, 3, 1, 4, 4, 2};
 
 static uint64_t row_seed(const struct tpcc *t, uint64_t kind, uint64_t w, uint64_t d, uint64_t id)
 {
@@ -107,7 +108,14 @@ static int p_load_stock(pod_txn *tx, const pod_args *a, pod_result *res, void *c
     return POD_OK;
 }
 
-/* load_warehouse(w): the WAREHOUSE row and its DISTRICT rows. */
+/* The first order of a district that is not delivered when loaded. */
+static uint32_t first_new_order(const struct tpcc_config *c)
+{
+    return c->customers_per_district - c->new_orders_per_district + 1;
+}
+
+/* load_warehouse(w): the WAREHOUSE row and its DISTRICT rows (and, reading
+ * by key, their NEW_ORDER_HEAD rows). */
 static int p_load_warehouse(pod_txn *tx, const pod_args *a, pod_result *res, void *ctx)
 {
     (void)res;
@@ -137,12 +145,27 @@ static int p_load_warehouse(pod_txn *tx, const pod_args *a, pod_result *res, voi
         address(&rng, di.d_street_1, di.d_street_2, di.d_city, di.d_state, di.d_zip);
         tpcc_k_district(k, w, d);
         POD_TRY(ins(tx, t->t[TPCC_DISTRICT], k, &di));
+        if (t->point) {
+            struct tpcc_new_order_head head = {first_new_order(&t->cfg)};
+            POD_TRY(ins(tx, t->t[TPCC_NO_HEAD], k, &head));
+        }
     }
     return POD_OK;
 }
 
-/* load_customers(w, d, from, to): CUSTOMER, CUSTOMER_BY_NAME and one HISTORY
- * row each (history sequence 0: generators use ids >= 1). */
+/* Customer c's names, the first draws of its rng (seeded by row_seed). */
+static void customer_names(const struct tpcc *t, uint64_t *rng, uint32_t c, uint32_t *last_no,
+                           char first[TPCC_FIRST_LEN + 1])
+{
+    /* Every name once in order for the first customers, NURand beyond
+     * (4.3.2.3, 4.3.3.1: 1000 names, then NURand(255, 0, 999)). */
+    uint32_t names = tpcc_last_names(&t->cfg);
+    *last_no = c <= names ? c - 1 : tpcc_nurand(rng, 255, 157, 0, names - 1);
+    tpcc_astring(rng, first, 8, 16);
+}
+
+/* load_customers(w, d, from, to): CUSTOMER, CUSTOMER_BY_NAME (reading by
+ * scans) and one HISTORY row each (history sequence 0: generators use ids >= 1). */
 static int p_load_customers(pod_txn *tx, const pod_args *a, pod_result *res, void *ctx)
 {
     (void)res;
@@ -155,12 +178,10 @@ static int p_load_customers(pod_txn *tx, const pod_args *a, pod_result *res, voi
         cu.c_w_id = w;
         cu.c_d_id = d;
         cu.c_id = c;
-        /* Every name once in order for the first customers, NURand beyond
-         * (4.3.2.3, 4.3.3.1: 1000 names, then NURand(255, 0, 999)). */
-        uint32_t names = tpcc_last_names(&t->cfg);
-        tpcc_last_name(cu.c_last, c <= names ? c - 1 : tpcc_nurand(&rng, 255, 157, 0, names - 1));
+        uint32_t last_no;
+        customer_names(t, &rng, c, &last_no, cu.c_first);
+        tpcc_last_name(cu.c_last, last_no);
         strcpy(cu.c_middle, "OE");
-        tpcc_astring(&rng, cu.c_first, 8, 16);
         address(&rng, cu.c_street_1, cu.c_street_2, cu.c_city, cu.c_state, cu.c_zip);
         tpcc_nstring(&rng, cu.c_phone, 16, 16);
         cu.c_since = 1;
@@ -175,9 +196,11 @@ static int p_load_customers(pod_txn *tx, const pod_args *a, pod_result *res, voi
         unsigned char k[TPCC_K_CUST_NAME];
         tpcc_k_customer(k, w, d, c);
         POD_TRY(ins(tx, t->t[TPCC_CUSTOMER], k, &cu));
-        struct tpcc_customer_name cn = {c};
-        tpcc_k_cust_name(k, w, d, cu.c_last, cu.c_first, c);
-        POD_TRY(ins(tx, t->t[TPCC_CUST_NAME], k, &cn));
+        if (!t->point) {
+            struct tpcc_customer_name cn = {c};
+            tpcc_k_cust_name(k, w, d, cu.c_last, cu.c_first, c);
+            POD_TRY(ins(tx, t->t[TPCC_CUST_NAME], k, &cn));
+        }
         struct tpcc_history h = {.h_date = 1, .h_amount = 1000, .h_c_id = c, .h_c_d_id = d,
                                  .h_c_w_id = w, .h_d_id = d, .h_w_id = w};
         tpcc_astring(&rng, h.h_data, 12, 24);
@@ -187,8 +210,64 @@ static int p_load_customers(pod_txn *tx, const pod_args *a, pod_result *res, voi
     return POD_OK;
 }
 
+/* A customer as the name list orders them: by C_FIRST (as the key of
+ * CUSTOMER_BY_NAME compares it), then C_ID. */
+struct named {
+    uint32_t last_no, c;
+    unsigned char first[TPCC_FIRST_LEN];
+};
+
+static int named_cmp(const void *a, const void *b)
+{
+    const struct named *x = a, *y = b;
+    if (x->last_no != y->last_no) return x->last_no < y->last_no ? -1 : 1;
+    int r = memcmp(x->first, y->first, TPCC_FIRST_LEN);
+    if (r) return r;
+    return x->c < y->c ? -1 : x->c > y->c;
+}
+
+/* load_names(w, d): the district's CUSTOMER_NAME_LIST rows, from the
+ * customers' names as load_customers draws them (reading by key only). */
+static int p_load_names(pod_txn *tx, const pod_args *a, pod_result *res, void *ctx)
+{
+    (void)res;
+    struct tpcc *t = ctx;
+    uint32_t w = (uint32_t)ARG(0), d = (uint32_t)ARG(1), n = t->cfg.customers_per_district;
+    struct named *cs = malloc(n * sizeof *cs);
+    if (!cs) return pod_txn_fail(tx, POD_E_NOMEM, "tpcc load: out of memory");
+    for (uint32_t c = 1; c <= n; c++) {
+        uint64_t rng = row_seed(t, L_CUSTOMERS, w, d, c);
+        char first[TPCC_FIRST_LEN + 1];
+        cs[c - 1].c = c;
+        customer_names(t, &rng, c, &cs[c - 1].last_no, first);
+        pod_key_str(cs[c - 1].first, first, TPCC_FIRST_LEN);
+    }
+    qsort(cs, n, sizeof *cs, named_cmp);
+    int rc = POD_OK;
+    for (uint32_t i = 0, j; i < n && rc == POD_OK; i = j) {
+        struct tpcc_name_list nl = {0};
+        for (j = i; j < n && cs[j].last_no == cs[i].last_no; j++)
+            if (nl.n < TPCC_NAME_CAP) nl.c_id[nl.n++] = cs[j].c;
+        char last[TPCC_LAST_LEN + 1];
+        tpcc_last_name(last, cs[i].last_no);
+        if (j - i > TPCC_NAME_CAP) {
+            rc = pod_txn_fail(tx, POD_E_INVALID, "tpcc load: %u customers of district %u/%u are "
+                              "named %s, more than the %d a customer_name_list row holds: use "
+                              "fewer customers per district or tpcc.range_reads: scan",
+                              j - i, w, d, last, TPCC_NAME_CAP);
+            break;
+        }
+        unsigned char k[TPCC_K_NAME_LIST];
+        tpcc_k_name_list(k, w, d, last);
+        rc = ins(tx, t->t[TPCC_NAME_LIST], k, &nl);
+    }
+    free(cs);
+    return rc;
+}
+
 /* load_orders(w, d, from, to): ORDER rows from..to with their ORDER_LINEs,
- * the ORDER_BY_CUSTOMER entries and, for the last new_orders_per_district,
+ * each customer's order (ORDER_BY_CUSTOMER reading by scans, else
+ * CUSTOMER_LAST_ORDER) and, for the last new_orders_per_district,
  * NEW_ORDER rows. O_C_ID is a permutation of the customers per district. */
 static int p_load_orders(pod_txn *tx, const pod_args *a, pod_result *res, void *ctx)
 {
@@ -196,7 +275,7 @@ static int p_load_orders(pod_txn *tx, const pod_args *a, pod_result *res, void *
     struct tpcc *t = ctx;
     uint32_t w = (uint32_t)ARG(0), d = (uint32_t)ARG(1);
     uint32_t n = t->cfg.customers_per_district;
-    uint32_t first_new = n - t->cfg.new_orders_per_district + 1;
+    uint32_t first_new = first_new_order(&t->cfg);
     uint32_t *perm = malloc(n * sizeof *perm);
     if (!perm) return pod_txn_fail(tx, POD_E_NOMEM, "tpcc load: out of memory");
     uint64_t prng = row_seed(t, L_ORDERS + 100, w, d, 0);
@@ -224,9 +303,16 @@ static int p_load_orders(pod_txn *tx, const pod_args *a, pod_result *res, void *
         unsigned char k[TPCC_K_ORDER_LINE];
         tpcc_k_order(k, w, d, o);
         if ((rc = ins(tx, t->t[TPCC_ORDER], k, &ord)) != POD_OK) break;
-        struct tpcc_order_by_cust oc = {o};
-        tpcc_k_order_cust(k, w, d, ord.o_c_id, o);
-        if ((rc = ins(tx, t->t[TPCC_ORDER_CUST], k, &oc)) != POD_OK) break;
+        if (t->point) {
+            struct tpcc_last_order lo = {o}; /* a customer's only order */
+            tpcc_k_customer(k, w, d, ord.o_c_id);
+            rc = ins(tx, t->t[TPCC_LAST_ORDER], k, &lo);
+        } else {
+            struct tpcc_order_by_cust oc = {o};
+            tpcc_k_order_cust(k, w, d, ord.o_c_id, o);
+            rc = ins(tx, t->t[TPCC_ORDER_CUST], k, &oc);
+        }
+        if (rc != POD_OK) break;
         if (!delivered) {
             struct tpcc_new_order no = {w, d, o};
             tpcc_k_new_order(k, w, d, o);
@@ -256,8 +342,8 @@ int tpcc_register_load(pod_db *db, struct tpcc *t, char *err, size_t errlen)
 {
     static const enum pod_type i64s[4] = {POD_T_I64, POD_T_I64, POD_T_I64, POD_T_I64};
     static const pod_proc_fn fns[L_COUNT] = {p_load_items, p_load_stock, p_load_warehouse,
-                                             p_load_customers, p_load_orders};
-    for (int i = 0; i < L_COUNT; i++) {
+                                             p_load_customers, p_load_orders, p_load_names};
+    for (int i = 0; i < (t->point ? L_COUNT : L_NAMES); i++) {
         pod_proc_def def = {load_names[i], fns[i], t, load_nargs[i], i64s, false};
         t->load_proc[i] = pod_proc_register(db, &def, err, errlen);
         if (t->load_proc[i] < 0) return -1;
@@ -332,6 +418,10 @@ size_t tpcc_load_units(const struct tpcc *t, uint32_t w, struct tpcc_load_unit *
             uint32_t to = i + ob - 1 < cust ? i + ob - 1 : cust;
             int64_t v[4] = {w, d, i, to};
             unit(out, max, &n, t->load_proc[L_ORDERS], 4, v, 12ull * (to - i + 1));
+        }
+        if (t->point) {
+            int64_t v[2] = {w, d};
+            unit(out, max, &n, t->load_proc[L_NAMES], 2, v, tpcc_last_names(c));
         }
     }
     return n;

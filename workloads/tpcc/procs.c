@@ -1,6 +1,8 @@
 /* The five TPC-C transactions (spec 2.4-2.8) as PodDB stored procedures.
  * Argument lists are in tpcc.h. Each runs as one serializable transaction
- * (strict 2PL NO_WAIT, next-key locking); conflicts are retried by pod_call. */
+ * (strict 2PL NO_WAIT, next-key locking); conflicts are retried by pod_call.
+ * Their range reads are scans, or point reads when t->point (docs/tpcc.md,
+ * "Range reads"): the helpers below hide which. */
 #include "workloads/tpcc/tpcc.h"
 
 #include <inttypes.h>
@@ -103,6 +105,17 @@ static int pick_customer(pod_txn *tx, struct tpcc *t, uint32_t w, uint32_t d, ui
     }
     char name[TPCC_LAST_LEN + 1];
     tpcc_last_name(name, last);
+    if (t->point) {
+        unsigned char k[TPCC_K_NAME_LIST];
+        const struct tpcc_name_list *nl;
+        tpcc_k_name_list(k, w, d, name);
+        int rc = pod_get_ref(tx, t->t[TPCC_NAME_LIST], k, (const void **)&nl);
+        if (rc < 0) return rc;
+        if (rc != POD_OK || !nl->n || nl->n > TPCC_NAME_CAP)
+            return pod_txn_fail(tx, POD_E_INTERNAL, "tpcc: no customer named %s in %u/%u", name, w, d);
+        *out = nl->c_id[(nl->n - 1) / 2];
+        return POD_OK;
+    }
     unsigned char lo[TPCC_K_CUST_NAME], hi[TPCC_K_CUST_NAME];
     tpcc_k_cust_name(lo, w, d, name, "", 0);
     tpcc_k_cust_name(hi, w, d, name, "", 0);
@@ -162,9 +175,17 @@ static int p_new_order(pod_txn *tx, const pod_args *a, pod_result *res, void *ct
     POD_TRY(must_insert(tx, t->t[TPCC_ORDER], k, &o, "order"));
     struct tpcc_new_order no = {(uint32_t)w, (uint32_t)d, o_id};
     POD_TRY(must_insert(tx, t->t[TPCC_NEW_ORDER], k, &no, "new_order"));
-    struct tpcc_order_by_cust oc = {o_id};
-    tpcc_k_order_cust(k, (uint32_t)w, (uint32_t)d, (uint32_t)c, o_id);
-    POD_TRY(must_insert(tx, t->t[TPCC_ORDER_CUST], k, &oc, "oorder_by_customer"));
+    if (t->point) {
+        struct tpcc_last_order *lo;
+        tpcc_k_customer(k, (uint32_t)w, (uint32_t)d, (uint32_t)c);
+        POD_TRY(must_update(tx, t->t[TPCC_LAST_ORDER], k, &lo, "customer_last_order",
+                            struct tpcc_last_order, o_id, o_id));
+        lo->o_id = o_id;
+    } else {
+        struct tpcc_order_by_cust oc = {o_id};
+        tpcc_k_order_cust(k, (uint32_t)w, (uint32_t)d, (uint32_t)c, o_id);
+        POD_TRY(must_insert(tx, t->t[TPCC_ORDER_CUST], k, &oc, "oorder_by_customer"));
+    }
 
     /* The items and stocks this order reads: looked up together first, so
      * that their cache misses overlap (pod_prefetch: a hint). */
@@ -273,6 +294,37 @@ static int p_payment(pod_txn *tx, const pod_args *a, pod_result *res, void *ctx)
     return POD_OK;
 }
 
+/* ---- the lines of an order ---------------------------------------------------------------- */
+
+/* Order o's lines, cnt of them (its O_OL_CNT), to visit in order: a scan
+ * of the order's key range, or point reads of lines 1..cnt. flags:
+ * POD_SCAN_FOR_UPDATE or 0. Every line must exist. */
+static int order_lines(pod_txn *tx, struct tpcc *t, uint32_t w, uint32_t d, uint32_t o,
+                       uint32_t cnt, unsigned flags, pod_scan_fn visit, void *arg)
+{
+    unsigned char k[TPCC_K_ORDER_LINE];
+    if (!t->point) {
+        unsigned char hi[TPCC_K_ORDER_LINE];
+        tpcc_k_order_line(k, w, d, o, 0);
+        tpcc_k_order_line(hi, w, d, o, UINT32_MAX);
+        return pod_scan(tx, t->t[TPCC_ORDER_LINE], k, hi, 0, flags, visit, arg);
+    }
+    for (uint32_t l = 1; l <= cnt; l++) {
+        struct tpcc_order_line ol;
+        const void *tuple = &ol;
+        tpcc_k_order_line(k, w, d, o, l);
+        int rc = (flags & POD_SCAN_FOR_UPDATE)
+                     ? pod_get_for_update(tx, t->t[TPCC_ORDER_LINE], k, &ol)
+                     : pod_get_ref(tx, t->t[TPCC_ORDER_LINE], k, &tuple);
+        if (rc < 0) return rc;
+        if (rc != POD_OK)
+            return pod_txn_fail(tx, POD_E_INTERNAL, "tpcc: order line %u/%u/%u/%u: %s", w, d, o,
+                                l, pod_status_name(rc));
+        if (!visit(arg, k, tuple)) break;
+    }
+    return POD_OK;
+}
+
 /* ---- OrderStatus ------------------------------------------------------------------------- */
 
 struct last_order {
@@ -323,10 +375,17 @@ static int p_order_status(pod_txn *tx, const pod_args *a, pod_result *res, void 
     const struct tpcc_customer *cu;
     tpcc_k_customer(k, (uint32_t)w, (uint32_t)d, c);
     POD_TRY(must_read(tx, t->t[TPCC_CUSTOMER], k, &cu, "customer"));
-    tpcc_k_order_cust(k, (uint32_t)w, (uint32_t)d, c, 0);
-    tpcc_k_order_cust(hi, (uint32_t)w, (uint32_t)d, c, UINT32_MAX);
     struct last_order lo = {0};
-    POD_TRY(pod_scan(tx, t->t[TPCC_ORDER_CUST], k, hi, 1, POD_SCAN_REVERSE, last_order_visit, &lo));
+    if (t->point) { /* CUSTOMER_LAST_ORDER, kept by NewOrder */
+        const struct tpcc_last_order *l;
+        POD_TRY(must_read(tx, t->t[TPCC_LAST_ORDER], k, &l, "customer_last_order"));
+        lo = (struct last_order){l->o_id, true};
+    } else {
+        tpcc_k_order_cust(k, (uint32_t)w, (uint32_t)d, c, 0);
+        tpcc_k_order_cust(hi, (uint32_t)w, (uint32_t)d, c, UINT32_MAX);
+        POD_TRY(pod_scan(tx, t->t[TPCC_ORDER_CUST], k, hi, 1, POD_SCAN_REVERSE, last_order_visit,
+                         &lo));
+    }
     pod_result_i64(res, c);
     pod_result_i64(res, cu->c_balance);
     if (!lo.found) {
@@ -341,10 +400,9 @@ static int p_order_status(pod_txn *tx, const pod_args *a, pod_result *res, void 
     pod_result_i64(res, lo.o_id);
     pod_result_i64(res, o->o_carrier_id);
     pod_result_i64(res, o->o_ol_cnt);
-    tpcc_k_order_line(k, (uint32_t)w, (uint32_t)d, lo.o_id, 0);
-    tpcc_k_order_line(hi, (uint32_t)w, (uint32_t)d, lo.o_id, UINT32_MAX);
     struct lines_out lines = {res, 0};
-    POD_TRY(pod_scan(tx, t->t[TPCC_ORDER_LINE], k, hi, 0, 0, status_line_visit, &lines));
+    POD_TRY(order_lines(tx, t, (uint32_t)w, (uint32_t)d, lo.o_id, o->o_ol_cnt, 0,
+                        status_line_visit, &lines));
     if (lines.n != o->o_ol_cnt)
         return pod_txn_fail(tx, POD_E_INTERNAL, "tpcc.order_status: order %u has %u lines, O_OL_CNT %u",
                             lo.o_id, lines.n, o->o_ol_cnt);
@@ -385,6 +443,40 @@ static bool deliver_line_visit(void *arg, const void *key, const void *tuple)
     return true;
 }
 
+/* Take district d's oldest NEW_ORDER out (*found false: it has none): the
+ * first of a forward scan, or the one the district's NEW_ORDER_HEAD names,
+ * which then moves on (new orders are the district's orders from there to
+ * D_NEXT_O_ID - 1: ids are dense, a rolled-back NewOrder takes its id back). */
+static int take_oldest_new_order(pod_txn *tx, struct tpcc *t, uint32_t w, uint32_t d,
+                                 uint32_t *o_id, bool *found)
+{
+    unsigned char k[TPCC_K_NEW_ORDER];
+    struct tpcc_new_order_head *head = NULL;
+    *found = false;
+    if (t->point) {
+        tpcc_k_district(k, w, d);
+        POD_TRY(must_update(tx, t->t[TPCC_NO_HEAD], k, &head, "new_order_head",
+                            struct tpcc_new_order_head, no_o_id, no_o_id));
+        *o_id = head->no_o_id;
+    } else {
+        unsigned char hi[TPCC_K_NEW_ORDER];
+        tpcc_k_new_order(k, w, d, 0);
+        tpcc_k_new_order(hi, w, d, UINT32_MAX);
+        struct oldest old = {0};
+        POD_TRY(pod_scan(tx, t->t[TPCC_NEW_ORDER], k, hi, 1, POD_SCAN_FOR_UPDATE, oldest_visit, &old));
+        if (!old.found) return POD_OK;
+        *o_id = old.o_id;
+    }
+    tpcc_k_new_order(k, w, d, *o_id);
+    int rc = pod_delete(tx, t->t[TPCC_NEW_ORDER], k);
+    if (rc < 0) return rc;
+    if (head && rc == POD_NOT_FOUND) return POD_OK; /* the cursor is at D_NEXT_O_ID */
+    if (rc != POD_OK) return pod_txn_fail(tx, POD_E_INTERNAL, "tpcc.delivery: delete new_order");
+    if (head) head->no_o_id++;
+    *found = true;
+    return POD_OK;
+}
+
 static int p_delivery(pod_txn *tx, const pod_args *a, pod_result *res, void *ctx)
 {
     struct tpcc *t = ctx;
@@ -392,29 +484,21 @@ static int p_delivery(pod_txn *tx, const pod_args *a, pod_result *res, void *ctx
     POD_TRY(check_wd(tx, t, w, 1));
     int64_t delivered = 0;
     for (uint32_t d = 1; d <= TPCC_DISTRICTS; d++) {
-        unsigned char k[TPCC_K_ORDER_LINE], hi[TPCC_K_ORDER_LINE];
-        tpcc_k_new_order(k, (uint32_t)w, d, 0);
-        tpcc_k_new_order(hi, (uint32_t)w, d, UINT32_MAX);
-        struct oldest old = {0};
-        POD_TRY(pod_scan(tx, t->t[TPCC_NEW_ORDER], k, hi, 1, POD_SCAN_FOR_UPDATE, oldest_visit, &old));
-        if (!old.found) continue; /* spec 2.7.4.2: skipped */
-        uint32_t o_id = old.o_id;
-        tpcc_k_new_order(k, (uint32_t)w, d, o_id);
-        int rc = pod_delete(tx, t->t[TPCC_NEW_ORDER], k);
-        if (rc < 0) return rc;
-        if (rc != POD_OK) return pod_txn_fail(tx, POD_E_INTERNAL, "tpcc.delivery: delete new_order");
+        unsigned char k[TPCC_K_ORDER_LINE];
+        uint32_t o_id;
+        bool found;
+        POD_TRY(take_oldest_new_order(tx, t, (uint32_t)w, d, &o_id, &found));
+        if (!found) continue; /* spec 2.7.4.2: skipped */
         struct tpcc_order *o;
         tpcc_k_order(k, (uint32_t)w, d, o_id);
         POD_TRY(must_update(tx, t->t[TPCC_ORDER], k, &o, "order", struct tpcc_order, o_carrier_id,
                             o_carrier_id));
         o->o_carrier_id = (uint32_t)carrier;
-        tpcc_k_order_line(k, (uint32_t)w, d, o_id, 0);
-        tpcc_k_order_line(hi, (uint32_t)w, d, o_id, UINT32_MAX);
         struct deliver_lines dl;
         dl.n = 0;
         dl.overflow = false;
-        POD_TRY(pod_scan(tx, t->t[TPCC_ORDER_LINE], k, hi, 0, POD_SCAN_FOR_UPDATE,
-                         deliver_line_visit, &dl));
+        POD_TRY(order_lines(tx, t, (uint32_t)w, d, o_id, o->o_ol_cnt, POD_SCAN_FOR_UPDATE,
+                            deliver_line_visit, &dl));
         if (dl.overflow || dl.n != o->o_ol_cnt)
             return pod_txn_fail(tx, POD_E_INTERNAL, "tpcc.delivery: order %u/%u/%u: %u lines, O_OL_CNT %u",
                                 (unsigned)w, d, o_id, dl.n, o->o_ol_cnt);
@@ -483,10 +567,20 @@ static int p_stock_level(pod_txn *tx, const pod_args *a, pod_result *res, void *
         pod_result_i64(res, 0);
         return POD_OK;
     }
-    tpcc_k_order_line(k, (uint32_t)w, (uint32_t)d, from, 0);
-    tpcc_k_order_line(hi, (uint32_t)w, (uint32_t)d, next - 1, UINT32_MAX);
     struct recent_items *r = &(struct recent_items){.n = 0}; /* slots zeroed too */
-    POD_TRY(pod_scan(tx, t->t[TPCC_ORDER_LINE], k, hi, 0, 0, recent_visit, r));
+    if (t->point) { /* each order's lines by key */
+        for (uint32_t o_id = from; o_id < next; o_id++) {
+            const struct tpcc_order *o;
+            tpcc_k_order(k, (uint32_t)w, (uint32_t)d, o_id);
+            POD_TRY(must_read(tx, t->t[TPCC_ORDER], k, &o, "order"));
+            POD_TRY(order_lines(tx, t, (uint32_t)w, (uint32_t)d, o_id, o->o_ol_cnt, 0,
+                                recent_visit, r));
+        }
+    } else {
+        tpcc_k_order_line(k, (uint32_t)w, (uint32_t)d, from, 0);
+        tpcc_k_order_line(hi, (uint32_t)w, (uint32_t)d, next - 1, UINT32_MAX);
+        POD_TRY(pod_scan(tx, t->t[TPCC_ORDER_LINE], k, hi, 0, 0, recent_visit, r));
+    }
     unsigned char sk[sizeof r->ids / sizeof r->ids[0]][TPCC_K_STOCK];
     for (uint32_t i = 0; i < r->n; i++) tpcc_k_stock(sk[i], (uint32_t)w, r->ids[i]);
     POD_TRY(pod_prefetch(tx, t->t[TPCC_STOCK], sk, r->n)); /* see p_new_order */

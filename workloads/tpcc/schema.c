@@ -10,6 +10,7 @@
 const char *const tpcc_table_names[TPCC_NTABLES] = {
     "warehouse", "district", "customer", "customer_by_name", "history", "new_order",
     "oorder",    "oorder_by_customer", "order_line", "item", "stock",
+    "new_order_head", "customer_last_order", "customer_name_list",
 };
 
 const char *const tpcc_txn_names[TPCC_NTXNS] = {
@@ -49,6 +50,7 @@ static const uint32_t key_sizes[TPCC_NTABLES] = {
     TPCC_K_WAREHOUSE, TPCC_K_DISTRICT, TPCC_K_CUSTOMER, TPCC_K_CUST_NAME,
     TPCC_K_HISTORY,   TPCC_K_NEW_ORDER, TPCC_K_ORDER,   TPCC_K_ORDER_CUST,
     TPCC_K_ORDER_LINE, TPCC_K_ITEM,     TPCC_K_STOCK,
+    TPCC_K_NO_HEAD,   TPCC_K_LAST_ORDER, TPCC_K_NAME_LIST,
 };
 
 static const uint32_t tuple_sizes[TPCC_NTABLES] = {
@@ -58,6 +60,8 @@ static const uint32_t tuple_sizes[TPCC_NTABLES] = {
     sizeof(struct tpcc_order),         sizeof(struct tpcc_order_by_cust),
     sizeof(struct tpcc_order_line),    sizeof(struct tpcc_item),
     sizeof(struct tpcc_stock),
+    sizeof(struct tpcc_new_order_head), sizeof(struct tpcc_last_order),
+    sizeof(struct tpcc_name_list),
 };
 
 #define COL(name, type, st, field) \
@@ -88,9 +92,41 @@ static const pod_column customer_cols[] = {
     COL("c_last", POD_COL_BYTES, tpcc_customer, c_last),
 };
 
+bool tpcc_table_used(const struct tpcc *t, int i)
+{
+    if (i == TPCC_CUST_NAME || i == TPCC_ORDER_CUST) return !t->point;
+    if (i == TPCC_NO_HEAD || i == TPCC_LAST_ORDER || i == TPCC_NAME_LIST) return t->point;
+    return true;
+}
+
+/* The rows table i holds after loading: the size of a hash index
+ * (pod_table_def.expected_rows; an ordered index ignores it). */
+static uint64_t loaded_rows(const struct tpcc_config *c, int i)
+{
+    uint64_t d = (uint64_t)c->warehouses * TPCC_DISTRICTS;
+    switch (i) {
+    case TPCC_WAREHOUSE: return c->warehouses;
+    case TPCC_DISTRICT: case TPCC_NO_HEAD: return d;
+    case TPCC_NEW_ORDER: return d * c->new_orders_per_district;
+    case TPCC_ORDER_LINE: return d * c->customers_per_district * (TPCC_MIN_OL + TPCC_MAX_OL) / 2;
+    case TPCC_ITEM: case TPCC_STOCK: return (uint64_t)c->warehouses * c->items;
+    case TPCC_NAME_LIST: return d * tpcc_last_names(c);
+    default: return d * c->customers_per_district; /* per customer, per order */
+    }
+}
+
+/* The way of reading ranges, once the first table tells what the store's
+ * index is. */
+static void choose_reads(struct tpcc *t, const pod_table *first)
+{
+    t->point = t->cfg.range_reads == TPCC_RANGE_POINT ||
+               (t->cfg.range_reads == TPCC_RANGE_AUTO && !pod_table_ordered(first));
+}
+
 static int create_tables(pod_db *db, struct tpcc *t, char *err, size_t errlen)
 {
     for (int i = 0; i < TPCC_NTABLES; i++) {
+        if (i > 0 && !tpcc_table_used(t, i)) continue;
         pod_table *tab = pod_table_find(db, tpcc_table_names[i]);
         if (tab) {
             if (pod_table_key_size(tab) != key_sizes[i] ||
@@ -99,6 +135,7 @@ static int create_tables(pod_db *db, struct tpcc *t, char *err, size_t errlen)
                 return -1;
             }
             t->t[i] = tab;
+            if (i == 0) choose_reads(t, tab);
             continue;
         }
         pod_table_def def = {
@@ -107,6 +144,7 @@ static int create_tables(pod_db *db, struct tpcc *t, char *err, size_t errlen)
             .tuple_size = tuple_sizes[i],
             .nparts = t->cfg.warehouses,
             .partition = tpcc_partition,
+            .expected_rows = loaded_rows(&t->cfg, i),
         };
         /* Scanned or filled in key order: bigger leaves (see pod_table_def). */
         if (i == TPCC_CUST_NAME || i == TPCC_HISTORY || i == TPCC_NEW_ORDER ||
@@ -117,6 +155,7 @@ static int create_tables(pod_db *db, struct tpcc *t, char *err, size_t errlen)
         if (i == TPCC_CUSTOMER) def.ncols = 8, def.cols = customer_cols;
         t->t[i] = pod_table_create(db, &def, err, errlen);
         if (!t->t[i]) return -1;
+        if (i == 0) choose_reads(t, t->t[i]);
     }
     return 0;
 }

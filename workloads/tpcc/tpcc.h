@@ -27,6 +27,13 @@ extern "C" {
 
 /* ---- configuration ---------------------------------------------------------- */
 
+/* How the transactions read their ranges (docs/tpcc.md, "Range reads"):
+ * by scans of the ordered tables, or by key (the latest orders by their
+ * ids, a district's oldest new order by a cursor, a customer's last order
+ * and the customers of a last name from tables kept for it). AUTO: by key
+ * when the store's index is not ordered (pod_table_ordered). */
+enum tpcc_range_reads { TPCC_RANGE_AUTO, TPCC_RANGE_SCAN, TPCC_RANGE_POINT };
+
 struct tpcc_config {
     uint32_t warehouses;              /* >= 1; one partition each */
     uint32_t items;                   /* spec 100000 */
@@ -39,6 +46,7 @@ struct tpcc_config {
                                        * any other warehouse) */
     uint32_t load_batch;              /* rows per loading transaction (default 100) */
     uint64_t seed;                    /* loader data seed */
+    enum tpcc_range_reads range_reads; /* default AUTO */
 };
 
 /* The spec's row counts for w warehouses, remote knobs 10/15. */
@@ -102,6 +110,27 @@ struct tpcc_order_by_cust {  /* ORDER_BY_CUSTOMER value */
     uint32_t o_id;
 };
 
+/* Read by key (range_reads POINT) only: */
+struct tpcc_new_order_head { /* NEW_ORDER_HEAD value: a district's delivery cursor */
+    uint32_t no_o_id;         /* its oldest undelivered order; D_NEXT_O_ID when none */
+};
+
+struct tpcc_last_order {     /* CUSTOMER_LAST_ORDER value */
+    uint32_t o_id;            /* the customer's latest order */
+};
+
+/* Customers of one last name in one district (the loader's only: customers
+ * are never added at run time). At most TPCC_NAME_CAP (a 512-byte tuple):
+ * the loader's names give one name at most 86 customers with up to 3000
+ * customers per district (the spec's count) and any number of warehouses,
+ * 127 at ~4500; beyond, the loader fails, naming the district and the name
+ * (docs/tpcc.md). */
+#define TPCC_NAME_CAP 127
+struct tpcc_name_list {      /* CUSTOMER_NAME_LIST value */
+    uint32_t n;
+    uint32_t c_id[TPCC_NAME_CAP]; /* sorted by C_FIRST, then C_ID */
+};
+
 struct tpcc_order_line {
     int64_t ol_delivery_d;    /* 0 = null */
     int64_t ol_amount;        /* cents */
@@ -138,6 +167,9 @@ struct tpcc_stock {
 #define TPCC_K_ORDER_LINE 16 /* w d o ol */
 #define TPCC_K_ITEM 8        /* w i: one copy of ITEM per warehouse partition */
 #define TPCC_K_STOCK 8       /* w i */
+#define TPCC_K_NO_HEAD 8     /* w d */
+#define TPCC_K_LAST_ORDER 12 /* w d c */
+#define TPCC_K_NAME_LIST 24  /* w d c_last[16] */
 
 static inline void tpcc_k_warehouse(unsigned char *k, uint32_t w) { pod_key_u32(k, w); }
 static inline void tpcc_k_district(unsigned char *k, uint32_t w, uint32_t d)
@@ -198,6 +230,12 @@ static inline void tpcc_k_stock(unsigned char *k, uint32_t w, uint32_t i)
     pod_key_u32(k + 4, i);
 }
 
+static inline void tpcc_k_name_list(unsigned char *k, uint32_t w, uint32_t d, const char *last)
+{
+    tpcc_k_district(k, w, d);
+    pod_key_str(k + 8, last, TPCC_LAST_LEN);
+}
+
 /* The partition function of every TPC-C table: (w - 1) % nparts, w read
  * from the key's first 4 bytes. */
 uint32_t tpcc_partition(const void *key, uint32_t nparts, void *ctx);
@@ -207,6 +245,7 @@ uint32_t tpcc_partition(const void *key, uint32_t nparts, void *ctx);
 enum tpcc_table_id {
     TPCC_WAREHOUSE, TPCC_DISTRICT, TPCC_CUSTOMER, TPCC_CUST_NAME, TPCC_HISTORY,
     TPCC_NEW_ORDER, TPCC_ORDER, TPCC_ORDER_CUST, TPCC_ORDER_LINE, TPCC_ITEM, TPCC_STOCK,
+    TPCC_NO_HEAD, TPCC_LAST_ORDER, TPCC_NAME_LIST, /* range_reads POINT only */
     TPCC_NTABLES
 };
 extern const char *const tpcc_table_names[TPCC_NTABLES];
@@ -220,10 +259,14 @@ extern const char *const tpcc_txn_names[TPCC_NTXNS]; /* "tpcc.new_order", ... */
 /* The state the procedures share (their ctx): configuration, tables. */
 struct tpcc {
     struct tpcc_config cfg;
-    pod_table *t[TPCC_NTABLES];
+    bool point;               /* ranges read by key (range_reads POINT, or AUTO on an
+                               * unordered store); decided by tpcc_register */
+    pod_table *t[TPCC_NTABLES]; /* NULL: a table this way of reading does not use
+                                 * (CUST_NAME, ORDER_CUST when point; the last three when not) */
     int proc[TPCC_NTXNS];     /* procedure ids of the five transactions */
-    int load_proc[6];         /* loader procedures (load.c) */
-    int check_proc[3];        /* the checker's read-only procedures (check.c) */
+    int load_proc[6];         /* loader procedures (load.c); the last: point only */
+    int check_proc[4];        /* the checker's read-only procedures (check.c); the last:
+                               * point only */
 };
 
 /* Create the tables (if absent) and register the five transactions plus the
@@ -339,6 +382,8 @@ void tpcc_nstring(uint64_t *rng, char *out, uint32_t lo, uint32_t hi);
 /* The number of customer last names in use: customers per district / 3,
  * between 1 and 1000 (1000 at full scale). */
 uint32_t tpcc_last_names(const struct tpcc_config *c);
+/* Whether table i is used by this way of reading ranges (schema.c). */
+bool tpcc_table_used(const struct tpcc *t, int i);
 
 #ifdef __cplusplus
 }
