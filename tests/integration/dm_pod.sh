@@ -15,14 +15,15 @@ source tests/bench-pod.sh
 
 MEMNODE="$BIN/poddb-memnode"
 
-# dm_conf PROVIDER POD: a 2-host dm config on memory nodes mn0 and mn1 in
-# $TMP/dm.yaml.
+# dm_conf PROVIDER POD [PROTOCOL]: a 2-host dm config on memory nodes mn0
+# and mn1 in $TMP/dm.yaml (dm.protocol: ford, the default, unless given).
 dm_conf() {
   cat >"$TMP/dm.yaml" <<EOF
 mode: dm
 dm:
   pod: $2
   provider: "$1"
+  protocol: ${3:-ford}
   memnodes:
     - $TMP/mn0.sock
     - $TMP/mn1.sock
@@ -144,6 +145,28 @@ expect_refused() {
   [ ! -e "$TMP/cn-0.sock" ] || fail "$3: the refused compute node left its socket"
   pass "$3: refused"
 }
+
+# rs-2pl, the other protocol, on the same memory nodes' layout; then a
+# compute node configured for ford is refused by a pod that runs rs-2pl, and
+# a second compute node of a host that runs already by the memory nodes.
+start_memnodes shm
+conf=$(dm_conf shm dmtest rs-2pl)
+start_pod "$conf"
+bench --conf "$conf" --workload smallbank --duration 1 --warmup 0.2 --check
+expect_dm_run "shm: smallbank under rs-2pl"
+pass "shm: smallbank on 2 compute nodes under rs-2pl, $(jget committed_per_s) committed/s, check passed"
+sed "s|$TMP/cn-{host}.sock|$TMP/cn-again-{host}.sock|" "$conf" >"$TMP/again.yaml"
+set +e
+"$BIN/poddb-server" --conf "$TMP/again.yaml" --host 0 >"$TMP/twice.log" 2>&1
+rc=$?
+set -e
+[ $rc != 0 ] && grep -q 'a compute node of host 0 (pid [0-9]*) is connected already' "$TMP/twice.log" ||
+  fail "a second compute node of host 0: exit $rc: $(cat "$TMP/twice.log")"
+pass "a second compute node of a host that runs: refused"
+stop_pod
+expect_refused "$(dm_conf shm dmtest ford)" 'runs protocol rs-2pl' \
+  "a ford compute node on a pod that runs rs-2pl"
+stop_memnodes
 
 # A compute node of another pod is refused by the memory node, clearly.
 start_memnodes shm

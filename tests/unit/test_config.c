@@ -893,6 +893,17 @@ START_TEST(test_dm_every_field)
     c = parse_ok("mode: dm\ndm: {pod: p, memnodes: [/m.sock], pool_size: 2G}\n"
                  DM_HOSTS_OK DM_ENGINE_OK);
     ck_assert_uint_eq(c->dm.pool_size, 2ull << 30);
+    /* dm.protocol: ford with a 1 MiB undo log unless the file says otherwise; in the digest */
+    ck_assert_int_eq(d.dm.protocol, POD_DM_FORD);
+    ck_assert_uint_eq(d.dm.undo_log_size, 1ull << 20);
+    c = parse_ok("mode: dm\ndm: {pod: p, memnodes: [/m.sock], protocol: rs-2pl, "
+                 "undo_log_size: 64KiB}\n" DM_HOSTS_OK DM_ENGINE_OK);
+    ck_assert_int_eq(c->dm.protocol, POD_DM_RS_2PL);
+    ck_assert_uint_eq(c->dm.undo_log_size, 64ull << 10);
+    uint64_t rs2pl_digest = pod_config_digest(c);
+    c = parse_ok("mode: dm\ndm: {pod: p, memnodes: [/m.sock], protocol: ford, "
+                 "undo_log_size: 64KiB}\n" DM_HOSTS_OK DM_ENGINE_OK);
+    ck_assert(pod_config_digest(c) != rs2pl_digest);
     /* dm.nic_model: off, with the papers' figures, unless the file says otherwise. */
     ck_assert(!d.dm.nic_model.enabled);
     ck_assert(d.dm.nic_model.rtt_us == 2.5 && d.dm.nic_model.atomic_mops == 2.5 &&
@@ -1209,9 +1220,18 @@ static const struct bad_case {
      "region section, or mode: cxl)"},
     {"no region with mode: cxl", "mode: cxl\n" HOSTS_OK, "1:1: region: missing required key"},
     {"dm is a scalar", "mode: dm\ndm: yes\n" DM_HOSTS_OK DM_ENGINE_OK,
-     "2:5: dm: is a scalar (expected a mapping with keys: pod, provider, memnodes, pool_size, nic_model)"},
+     "2:5: dm: is a scalar (expected a mapping with keys: pod, provider, memnodes, pool_size, "
+     "protocol, undo_log_size, nic_model)"},
     {"misspelt dm key", "mode: dm\ndm:\n  pod: p\n  memnode: [/m.sock]\n" DM_HOSTS_OK,
-     "4:3: dm.memnode: unknown key (expected one of: pod, provider, memnodes, pool_size, nic_model)"},
+     "4:3: dm.memnode: unknown key (expected one of: pod, provider, memnodes, pool_size, "
+     "protocol, undo_log_size, nic_model)"},
+    {"unknown dm protocol", "mode: dm\ndm:\n  pod: p\n  memnodes: [/m.sock]\n  protocol: occ\n"
+     DM_HOSTS_OK DM_ENGINE_OK,
+     "5:13: dm.protocol: unknown value 'occ' (expected ford (the default: optimistic reads, "
+     "undo logs, a dead compute node recovered) or rs-2pl)"},
+    {"undo log smaller than 64KiB",
+     "mode: dm\ndm:\n  pod: p\n  memnodes: [/m.sock]\n  undo_log_size: 4KiB\n" DM_HOSTS_OK,
+     "5:18: dm.undo_log_size: 4KiB (4096 bytes) is out of range (64KiB..1GiB)"},
     {"no pod", "mode: dm\ndm:\n  memnodes: [/m.sock]\n" DM_HOSTS_OK DM_ENGINE_OK,
      "3:3: dm.pod: missing required key (expected the pod name the memory nodes serve "
      "(poddb-memnode --pod): 1..63 letters, digits, '_', '.' or '-')"},
