@@ -232,10 +232,10 @@ static int serve(struct memnode *m, int fd)
     if (rep.status)
         fprintf(stderr, "poddb-memnode: refused a client (pid %d): %s\n", (int)peer_pid(fd),
                 rep.msg);
-    if (!write_full(fd, &rep, sizeof rep)) return -1;
-    if (rep.status) return -1;
-    if (req.cn_slot) slot_connected(m, req.cn_slot, fd);
-    return 0;
+    /* Before the reply: the compute node reads its connection count next. */
+    if (!rep.status && req.cn_slot) slot_connected(m, req.cn_slot, fd);
+    if (!write_full(fd, &rep, sizeof rep)) return -1; /* the caller closes: slot let go */
+    return rep.status ? -1 : 0;
 }
 
 int main(int argc, char **argv)
@@ -364,7 +364,7 @@ int main(int argc, char **argv)
             setsockopt(cfd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
             setsockopt(cfd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);
             if (n == MAX_CLIENTS + 1 || serve(&m, cfd) != 0) {
-                close(cfd);
+                connection_closed(&m, cfd);
                 continue;
             }
             pfd[n++] = (struct pollfd){.fd = cfd, .events = POLLIN};

@@ -120,9 +120,13 @@ struct dm_catalog_entry {
  * 0). next is set once (CAS 0 -> offset), after the new bucket's bytes are
  * placed, and never changes again: buckets are never unlinked. */
 struct dm_bucket_head {
-    uint64_t lock;            /*  0: 0 free, 1 taken (CAS to take, FAA -1 to release) */
+    uint64_t lock;            /*  0: 0 free, or DM_BUCKET_TAKEN | slot << 32 | connection
+                                 count of the compute node that took it (CAS to take, FAA
+                                 to release; taken over once that connection is closed) */
     uint64_t next;            /*  8: the chain's next bucket, 0 for none */
 };                            /* 16 bytes; slots follow */
+
+#define DM_BUCKET_TAKEN (1ull << 63)
 
 _Static_assert(sizeof(struct dm_pool_header) == 128, "pool header layout");
 _Static_assert(sizeof(struct dm_bucket_head) == 16, "bucket header layout");

@@ -48,6 +48,8 @@
 #include "dm/nic_model.h"
 #include "dm/pool.h"
 #include "util/clock.h"
+#include "util/crashpoint.h"
+#include "util/log.h"
 
 #define LOC_OFF_MASK (DM_POOL_MAX - 1)
 #define LOC_MN_SHIFT 40
@@ -61,6 +63,7 @@
 #define LOCK_WAIT_MS 10000
 #define CATALOG_WAIT_MS 10000
 #define DM_LOG_TABLE (DM_MAX_TABLES - 1) /* the table id of the undo logs' records */
+#define SLOT_OFF(slot) (DM_CN_SLOTS_OFF + (uint64_t)(slot) * sizeof(struct dm_cn_slot))
 
 struct dm_rowhead { /* cxl_swcc_row without its tuple */
     uint32_t valid, tuple_size;
@@ -104,6 +107,7 @@ struct dm_store {
      * owner_check last learnt of each slot: alive in incarnation
      * alive_inc[s] until alive_until[s] (ms) */
     uint32_t slot, my_inc;
+    uint32_t conn_gen;       /* which connection of the slot this is (the conn word's count) */
     uint32_t alive_inc[DM_CN_SLOTS];
     uint64_t alive_until[DM_CN_SLOTS];
     /* scratch of a batch */
@@ -462,11 +466,37 @@ static int neighbour(struct record_store *s, uint32_t table, const void *key, bo
     return RS_MISSING; /* not ordered: rs-2pl never asks */
 }
 
+/* The slot of this compute node and which connection of it, as a bucket
+ * lock's word holds them (pool.h, struct dm_bucket_head). */
+static uint64_t bucket_owner(const struct dm_store *d)
+{
+    return DM_BUCKET_TAKEN | (uint64_t)d->slot << 32 | d->conn_gen;
+}
+
+/* The compute node that took a bucket lock (its word w) is gone: its slot's
+ * connection is closed or is another one. Index changes are single CASes
+ * on placed bytes, so the chain it left is whole. */
+static bool bucket_holder_gone(struct dm_store *d, uint64_t w)
+{
+    unsigned slot = (unsigned)(w >> 32) & 0xffu;
+    if (!slot || slot >= DM_CN_SLOTS) return false; /* a client that is not a compute node */
+    uint64_t conn;
+    rd(d, 0, SLOT_OFF(slot) + offsetof(struct dm_cn_slot, conn), &conn, sizeof conn);
+    return !(conn & DM_CN_CONNECTED) || (uint32_t)conn != (uint32_t)w;
+}
+
 static void bucket_lock(struct dm_store *d, unsigned mn, uint64_t b)
 {
-    uint64_t until = 0;
+    uint64_t until = 0, mine = bucket_owner(d);
     for (unsigned tries = 0;; tries++) {
-        if (cas(d, mn, b, 0, 1) == 0) return;
+        uint64_t w = cas(d, mn, b, 0, mine);
+        if (w == 0) return;
+        if (tries % 64 == 63 && bucket_holder_gone(d, w) && cas(d, mn, b, w, mine) == w) {
+            pod_warn("dm record store: took over the lock of index bucket %llu on memory node "
+                     "%u from compute node slot %u, which is gone", (unsigned long long)b, mn,
+                     (unsigned)(w >> 32) & 0xffu);
+            return;
+        }
         if (!until) until = ms_now() + LOCK_WAIT_MS;
         else if (ms_now() > until) {
             pod_err e;
@@ -502,6 +532,7 @@ static int index_insert(struct record_store *s, uint32_t table, const void *key,
     struct place pl = place_of(d, table, key);
     pthread_mutex_lock(&d->mu);
     bucket_lock(d, pl.mn, pl.b);
+    pod_crash_point("dm-bucket-locked");
     struct chain_pos p = chain_find(d, &pl, key);
     int rc = RS_NOMEM;
     if (p.slot) {
@@ -513,7 +544,7 @@ static int index_insert(struct record_store *s, uint32_t table, const void *key,
     } else {
         rc = chain_append(d, &pl, p.last, key, loc);
     }
-    faa(d, pl.mn, pl.b, (uint64_t)-1);
+    faa(d, pl.mn, pl.b, (uint64_t)0 - bucket_owner(d));
     pthread_mutex_unlock(&d->mu);
     return rc;
 }
@@ -527,7 +558,7 @@ static int index_remove(struct record_store *s, uint32_t table, const void *key)
     struct chain_pos p = chain_find(d, &pl, key);
     int rc = RS_MISSING;
     if (p.slot && cas(d, pl.mn, p.slot, p.word, 0) == p.word) rc = RS_OK;
-    faa(d, pl.mn, pl.b, (uint64_t)-1);
+    faa(d, pl.mn, pl.b, (uint64_t)0 - bucket_owner(d));
     pthread_mutex_unlock(&d->mu);
     return rc;
 }
@@ -842,7 +873,6 @@ static void free_rec(struct record_store *s, uint32_t table, rs_loc loc)
 
 /* ---- compute-node slots (pool.h): who holds a lock, and whether it lives ---- */
 
-#define SLOT_OFF(slot) (DM_CN_SLOTS_OFF + (uint64_t)(slot) * sizeof(struct dm_cn_slot))
 #define RECOVER_WAIT_MS 10000
 
 static bool slot_connected(struct dm_store *d, uint32_t slot)
@@ -1243,6 +1273,13 @@ struct record_store *rs_dm_open_cn(const char *const *sockets, int n, const char
     for (unsigned i = 0; i < d->nmn; i++)
         if (memnode_join(d, i, d->nmn, sockets[i], pod, &req, err) != 0) goto fail;
     if (pod_incarnation(d, pod, err) != 0) goto fail;
+    if (slot) { /* which connection of the slot we are: bucket locks name it */
+        uint64_t conn;
+        if (fab_read(d->f, d->mn[0].peer, SLOT_OFF(slot) + offsetof(struct dm_cn_slot, conn), &conn,
+                     sizeof conn, err) != 0)
+            goto fail;
+        d->conn_gen = (uint32_t)conn;
+    }
     if (protocol && pod_protocol(d, pod, protocol, err) != 0) goto fail;
     return &d->base;
 fail:

@@ -183,6 +183,25 @@ v=$(group_value 0 v)
 pass "every acknowledged call is there ($acked acknowledged, group v holds $v)"
 start_cn 1
 
+# A compute node that dies holding an index bucket's lock (in the middle of
+# an insert): the next compute node that needs the bucket takes the lock
+# over once the memory node says the holder is gone.
+python3 -c 'import sys
+for i in range(1, 2001): print("call kv.put g new%d x%d" % (i, i))' >"$TMP/inserts.calls"
+kill -TERM "${CN[1]}"
+wait "${CN[1]}" || fail "compute node 1: exit status $? on SIGTERM"
+start_cn 1 "dm-bucket-locked:$((20 + RANDOM % 50))"
+"$CLI" --conf "$conf" --host 1 --json <"$TMP/inserts.calls" >"$TMP/inserts.acks" 2>/dev/null || true
+for _ in $(seq 1 100); do kill -0 "${CN[1]}" 2>/dev/null || break; sleep 0.1; done
+kill -0 "${CN[1]}" 2>/dev/null && fail "compute node 1 did not reach its crash point in an insert"
+wait "${CN[1]}" 2>/dev/null || true
+"$CLI" --conf "$conf" --host 0 -t 60000 --json <"$TMP/inserts.calls" >"$TMP/inserts.again" ||
+  fail "compute node 0 could not insert after compute node 1 died in an insert: $(grep -v '"ok"' "$TMP/inserts.again" | head -3)"
+grep -q 'took over the lock of index bucket' "$TMP/host0.log" ||
+  fail "compute node 0 did not take the dead compute node's bucket lock over: $(tail -5 "$TMP/host0.log")"
+pass "an index bucket locked by a compute node that died is taken over"
+start_cn 1
+
 recovered=$(cat "$TMP/host0.log" "$TMP/host1.log" | grep -c 'recovered: its locks are stale' || true)
 rolled=$(cat "$TMP/host0.log" "$TMP/host1.log" | grep -c 'rolled back the transaction' || true)
 crashes=$(grep -c 'crash point ford-rows-written reached' "$TMP/host1.log" || true)
