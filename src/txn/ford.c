@@ -53,6 +53,8 @@
 #include "store/record_store.h"
 #include "txn/access_map.h"
 #include "txn/cc.h"
+#include "txn/op_buf.h"
+#include "txn/walk_scan.h"
 #include "util/arena.h"
 #include "util/crashpoint.h"
 #include "util/log.h"
@@ -121,8 +123,7 @@ struct ford_txn {
     uint32_t nacc, cap;
     struct access_map map;
     struct arena mem;
-    struct rs_op *ops;
-    uint32_t ops_cap;
+    struct op_buf ops;
     unsigned char *log;      /* the undo log being built */
     uint32_t log_cap;
     int status;
@@ -153,20 +154,6 @@ static int nomem(struct ford_txn *x, const char *what)
 {
     x->status = POD_E_NOMEM;
     return pod_txn_fail((pod_txn *)(void *)x, POD_E_NOMEM, "out of memory for %s", what);
-}
-
-static struct rs_op *op_slot(struct ford_txn *x, uint32_t *n)
-{
-    if (*n == x->ops_cap) {
-        uint32_t cap = x->ops_cap ? x->ops_cap * 2 : 64;
-        struct rs_op *o = realloc(x->ops, cap * sizeof *o);
-        if (!o) return NULL;
-        x->ops = o;
-        x->ops_cap = cap;
-    }
-    struct rs_op *o = &x->ops[(*n)++];
-    memset(o, 0, sizeof *o);
-    return o;
 }
 
 /* ---- the access set ------------------------------------------------------------ */
@@ -342,18 +329,18 @@ static enum got met(struct ford_txn *x, pod_table *t, rs_loc loc, const void *ke
 static enum got lock_and_read(struct ford_txn *x, struct access *a, const void *key)
 {
     uint32_t n = 0;
-    struct rs_op *c = op_slot(x, &n), *r = op_slot(x, &n);
+    struct rs_op *c = op_buf_next(&x->ops, &n), *r = op_buf_next(&x->ops, &n);
     if (!c || !r) {
         nomem(x, "a batch");
         return GOT_CONFLICT;
     }
-    c = &x->ops[0], r = &x->ops[1];
+    c = &x->ops.ops[0], r = &x->ops.ops[1];
     *c = (struct rs_op){.kind = RS_OP_CAS, .loc = a->loc, .expected = 0, .desired = x->mine};
     *r = (struct rs_op){.kind = RS_OP_READ, .loc = a->loc, .head = &a->head, .buf = a->copy,
                         .len = a->table->tuple_size};
-    OPS(x)->batch(x->rs, x->ops, 2);
-    if (x->ops[0].ok) return GOT_OK;
-    return met(x, a->table, a->loc, key, x->ops[0].old, POD_CAUSE_WRITE_LOCK);
+    OPS(x)->batch(x->rs, x->ops.ops, 2);
+    if (x->ops.ops[0].ok) return GOT_OK;
+    return met(x, a->table, a->loc, key, x->ops.ops[0].old, POD_CAUSE_WRITE_LOCK);
 }
 
 /* ---- point operations --------------------------------------------------------- */
@@ -573,40 +560,6 @@ static int ford_prefetch(pod_txn *tx, pod_table *t, const void *keys, uint32_t n
 
 /* ---- scans: a walk of the index, then point reads ------------------------------------ */
 
-struct walked {
-    const void *lo, *hi;
-    uint32_t key_size;
-    unsigned char *keys;
-    size_t n, cap;
-    bool nomem;
-};
-
-static bool collect(void *arg, const void *key, rs_loc loc)
-{
-    (void)loc;
-    struct walked *w = arg;
-    if ((w->lo && memcmp(key, w->lo, w->key_size) < 0) ||
-        (w->hi && memcmp(key, w->hi, w->key_size) > 0))
-        return true;
-    if (w->n == w->cap) {
-        size_t cap = w->cap ? 2 * w->cap : 256;
-        unsigned char *k = realloc(w->keys, cap * w->key_size);
-        if (!k) {
-            w->nomem = true;
-            return false;
-        }
-        w->keys = k;
-        w->cap = cap;
-    }
-    memcpy(w->keys + w->n++ * w->key_size, key, w->key_size);
-    return true;
-}
-
-static int key_cmp(const void *a, const void *b, void *key_size)
-{
-    return memcmp(a, b, *(const uint32_t *)key_size);
-}
-
 static int ford_scan(pod_txn *tx, pod_table *t, const void *lo, const void *hi, uint32_t limit,
                      unsigned flags, pod_scan_fn fn, void *arg)
 {
@@ -616,25 +569,23 @@ static int ford_scan(pod_txn *tx, pod_table *t, const void *lo, const void *hi, 
     uint32_t part;
     int rc = cc_check_scan(tx, x->db, t, lo, hi, &part);
     if (rc) return rc < 0 ? rc : POD_OK;
-    struct walked w = {.lo = lo, .hi = hi, .key_size = t->key_size};
-    if (OPS(x)->walk(x->rs, t->id, collect, &w) != RS_OK || w.nomem) {
-        free(w.keys);
+    unsigned char *keys;
+    size_t nkeys;
+    if (walk_scan_keys(x->rs, t->id, t->key_size, lo, hi, &keys, &nkeys) != RS_OK)
         return nomem(x, "a scan");
-    }
-    if (w.n) qsort_r(w.keys, w.n, t->key_size, key_cmp, &w.key_size);
     bool backward = flags & POD_SCAN_REVERSE;
     uint8_t want = (flags & POD_SCAN_FOR_UPDATE) ? A_WRITE : A_READ;
     uint32_t count = 0;
     rc = POD_OK;
-    for (size_t i = 0; i < w.n; i++) {
-        const unsigned char *key = w.keys + (backward ? w.n - 1 - i : i) * t->key_size;
+    for (size_t i = 0; i < nkeys; i++) {
+        const unsigned char *key = keys + (backward ? nkeys - 1 - i : i) * t->key_size;
         struct access *a;
         if ((rc = find(x, t, key, want, &a))) break;
         if (!a) continue;
         count++;
         if ((fn && !fn(arg, a->key, a->copy)) || (limit && count >= limit)) break;
     }
-    free(w.keys);
+    free(keys);
     return rc;
 }
 
@@ -663,7 +614,7 @@ static bool validate(struct ford_txn *x)
     for (uint32_t i = 0; i < x->nacc; i++) {
         struct access *a = &x->acc[i];
         if (a->mode != A_READ) continue;
-        struct rs_op *o = op_slot(x, &k);
+        struct rs_op *o = op_buf_next(&x->ops, &k);
         if (!o) {
             nomem(x, "validation");
             return false;
@@ -671,7 +622,7 @@ static bool validate(struct ford_txn *x)
         *o = (struct rs_op){.kind = RS_OP_READ, .loc = a->loc, .word = &words[k - 1],
                             .head = &heads[k - 1]};
     }
-    OPS(x)->batch(x->rs, x->ops, k);
+    OPS(x)->batch(x->rs, x->ops.ops, k);
     for (uint32_t i = 0, j = 0; i < x->nacc; i++) {
         struct access *a = &x->acc[i];
         if (a->mode != A_READ) continue;
@@ -733,15 +684,15 @@ static int write_log(struct ford_txn *x, uint64_t epoch)
     memcpy(x->log, &h, sizeof h);
     uint32_t k = 0;
     for (uint32_t off = 0; off < at; off += LOG_CHUNK) {
-        struct rs_op *o = op_slot(x, &k);
+        struct rs_op *o = op_buf_next(&x->ops, &k);
         if (!o) return nomem(x, "the undo log");
         *o = (struct rs_op){.kind = RS_OP_WRITE, .loc = me->log, .buf = x->log + off, .off = off,
                             .len = at - off < LOG_CHUNK ? at - off : LOG_CHUNK};
     }
-    struct rs_op *o = op_slot(x, &k);
+    struct rs_op *o = op_buf_next(&x->ops, &k);
     if (!o) return nomem(x, "the undo log");
     o->kind = RS_OP_SYNC; /* placed before a row is written */
-    OPS(x)->batch(x->rs, x->ops, k);
+    OPS(x)->batch(x->rs, x->ops.ops, k);
     return POD_OK;
 }
 
@@ -765,7 +716,7 @@ static void ford_commit(pod_txn *tx)
         uint32_t hi = (a->flags & F_INSERTED) ? a->table->tuple_size
                       : (a->flags & F_UPDATED) ? a->uhi : lo;
         if (a->flags & F_DELETED) lo = hi = 0;
-        struct rs_op *o = op_slot(x, &n);
+        struct rs_op *o = op_buf_next(&x->ops, &n);
         if (!o) {
             OPS(x)->row_write(x->rs, a->loc, &a->head, a->copy + lo, lo, hi - lo);
             continue;
@@ -773,15 +724,15 @@ static void ford_commit(pod_txn *tx)
         *o = (struct rs_op){.kind = RS_OP_WRITE, .loc = a->loc, .head = &a->head,
                             .buf = a->copy + lo, .off = lo, .len = hi - lo};
     }
-    struct rs_op *o = n ? op_slot(x, &n) : NULL;
+    struct rs_op *o = n ? op_buf_next(&x->ops, &n) : NULL;
     if (o) o->kind = RS_OP_SYNC; /* every row placed before the log is done */
-    if (n) OPS(x)->batch(x->rs, x->ops, n);
+    if (n) OPS(x)->batch(x->rs, x->ops.ops, n);
     if (logged) pod_crash_point("ford-rows-written");
     /* (d) the log done, (e) the locks released */
     n = 0;
     uint64_t done = 0;
     if (logged) {
-        struct rs_op *o = op_slot(x, &n);
+        struct rs_op *o = op_buf_next(&x->ops, &n);
         if (o) *o = (struct rs_op){.kind = RS_OP_WRITE, .loc = x->db->member.log, .buf = &done,
                                    .len = sizeof done};
         else OPS(x)->row_write(x->rs, x->db->member.log, NULL, &done, 0, sizeof done);
@@ -789,7 +740,7 @@ static void ford_commit(pod_txn *tx)
     for (uint32_t i = 0; i < x->nacc; i++) {
         struct access *a = &x->acc[i];
         if (a->mode != A_WRITE || (a->flags & F_DELETED)) continue;
-        struct rs_op *o = op_slot(x, &n);
+        struct rs_op *o = op_buf_next(&x->ops, &n);
         if (!o) {
             OPS(x)->word_faa(x->rs, a->loc, (uint64_t)0 - x->mine);
             continue;
@@ -798,8 +749,8 @@ static void ford_commit(pod_txn *tx)
     }
     /* the log marked done before commit returns: a later transaction's lock
      * must not find this log still to be undone */
-    if (logged && (o = op_slot(x, &n))) o->kind = RS_OP_SYNC;
-    if (n) OPS(x)->batch(x->rs, x->ops, n);
+    if (logged && (o = op_buf_next(&x->ops, &n))) o->kind = RS_OP_SYNC;
+    if (n) OPS(x)->batch(x->rs, x->ops.ops, n);
     /* deleted records: out of the index, then REMOVED for good */
     for (uint32_t i = 0; i < x->nacc; i++) {
         struct access *a = &x->acc[i];
@@ -825,14 +776,14 @@ static void ford_abort(pod_txn *tx)
             OPS(x)->free(x->rs, a->table->id, a->loc);
             continue;
         }
-        struct rs_op *o = op_slot(x, &n);
+        struct rs_op *o = op_buf_next(&x->ops, &n);
         if (!o) {
             OPS(x)->word_faa(x->rs, a->loc, (uint64_t)0 - x->mine);
             continue;
         }
         *o = (struct rs_op){.kind = RS_OP_FAA, .loc = a->loc, .add = (uint64_t)0 - x->mine};
     }
-    if (n) OPS(x)->batch(x->rs, x->ops, n);
+    if (n) OPS(x)->batch(x->rs, x->ops.ops, n);
     x->nacc = 0;
     access_map_clear(&x->map);
 }
@@ -856,7 +807,7 @@ static void ford_txn_free(pod_txn *tx)
     arena_free(&x->mem);
     access_map_free(&x->map);
     free(x->acc);
-    free(x->ops);
+    op_buf_free(&x->ops);
     free(x->log);
     free(x);
 }

@@ -43,6 +43,8 @@
 #include "storage/table.h"
 #include "store/record_store.h"
 #include "txn/cc.h"
+#include "txn/op_buf.h"
+#include "txn/walk_scan.h"
 #include "util/arena.h"
 
 #define OP_RESTARTS 1000 /* bound on "start this operation over" loops */
@@ -81,8 +83,7 @@ struct rs_txn {
      * not in use) of hslots' hbuf. */
     uint32_t *hslots, hcap, hbuf;
     struct arena mem;     /* keys and tuple copies of this attempt */
-    struct rs_op *ops;    /* commit's batch */
-    uint32_t ops_cap;
+    struct op_buf ops;    /* commit's batch */
     int status;
     enum pod_abort_cause cause;
     bool touched;
@@ -629,41 +630,6 @@ static int scan_dir(struct scan *s, bool backward)
     }
 }
 
-/* The keys of the range, from a walk of an unordered index. */
-struct walked {
-    const void *lo, *hi;
-    uint32_t key_size;
-    unsigned char *keys;
-    size_t n, cap;
-    bool nomem;
-};
-
-static bool collect(void *arg, const void *key, rs_loc loc)
-{
-    (void)loc;
-    struct walked *w = arg;
-    if ((w->lo && memcmp(key, w->lo, w->key_size) < 0) ||
-        (w->hi && memcmp(key, w->hi, w->key_size) > 0))
-        return true;
-    if (w->n == w->cap) {
-        size_t cap = w->cap ? 2 * w->cap : 256;
-        unsigned char *k = realloc(w->keys, cap * w->key_size);
-        if (!k) {
-            w->nomem = true;
-            return false;
-        }
-        w->keys = k;
-        w->cap = cap;
-    }
-    memcpy(w->keys + w->n++ * w->key_size, key, w->key_size);
-    return true;
-}
-
-static int key_cmp(const void *a, const void *b, void *key_size)
-{
-    return memcmp(a, b, *(const uint32_t *)key_size);
-}
-
 /* A scan over a store without an ordered index: walk it, sort the keys in
  * the range, then find and lock each as a point read (a key gone since the
  * walk is skipped; phantom protection is off on such a store). */
@@ -671,16 +637,13 @@ static int scan_walked(struct scan *s, bool backward)
 {
     struct rs_txn *x = s->x;
     pod_table *t = s->t;
-    struct walked w = {.lo = s->lo, .hi = s->hi, .key_size = t->key_size};
-    int rc = OPS(x)->walk(x->rs, t->id, collect, &w);
-    if (rc != RS_OK || w.nomem) {
-        free(w.keys);
+    unsigned char *keys;
+    size_t n;
+    if (walk_scan_keys(x->rs, t->id, t->key_size, s->lo, s->hi, &keys, &n) != RS_OK)
         return nomem(x, "a scan");
-    }
-    if (w.n) qsort_r(w.keys, w.n, t->key_size, key_cmp, &w.key_size);
-    rc = POD_OK;
-    for (size_t i = 0; i < w.n; i++) {
-        const unsigned char *key = w.keys + (backward ? w.n - 1 - i : i) * t->key_size;
+    int rc = POD_OK;
+    for (size_t i = 0; i < n; i++) {
+        const unsigned char *key = keys + (backward ? n - 1 - i : i) * t->key_size;
         struct access *a;
         if ((rc = find_locked(x, t, key, s->want, &a))) break;
         if (!a) continue;
@@ -689,7 +652,7 @@ static int scan_walked(struct scan *s, bool backward)
             break;
         }
     }
-    free(w.keys);
+    free(keys);
     return rc;
 }
 
@@ -710,20 +673,6 @@ static int rs_scan(pod_txn *tx, pod_table *t, const void *lo, const void *hi, ui
 
 /* ---- commit and abort ----------------------------------------------------------- */
 
-static struct rs_op *op_slot(struct rs_txn *x, uint32_t *n)
-{
-    if (*n == x->ops_cap) {
-        uint32_t cap = x->ops_cap ? x->ops_cap * 2 : 64;
-        struct rs_op *o = realloc(x->ops, cap * sizeof *o);
-        if (!o) return NULL;
-        x->ops = o;
-        x->ops_cap = cap;
-    }
-    struct rs_op *o = &x->ops[(*n)++];
-    memset(o, 0, sizeof *o);
-    return o;
-}
-
 static void end_attempt(struct rs_txn *x)
 {
     x->nacc = 0;
@@ -736,7 +685,7 @@ static void release_all(struct rs_txn *x, uint32_t n)
     for (uint32_t i = 0; i < x->nacc; i++) {
         struct access *a = &x->acc[i];
         if (a->held == HELD_NONE) continue;
-        struct rs_op *o = op_slot(x, &n);
+        struct rs_op *o = op_buf_next(&x->ops, &n);
         if (!o) {
             unlock(x, a->loc, a->held);
             continue;
@@ -745,7 +694,7 @@ static void release_all(struct rs_txn *x, uint32_t n)
         o->loc = a->loc;
         o->add = release_add(a->held);
     }
-    if (n) OPS(x)->batch(x->rs, x->ops, n);
+    if (n) OPS(x)->batch(x->rs, x->ops.ops, n);
 }
 
 static void rs_commit(pod_txn *tx)
@@ -768,7 +717,7 @@ static void rs_commit(pod_txn *tx)
         }
         uint32_t lo = (a->flags & F_INSERTED) ? 0 : a->ulo;
         uint32_t hi = (a->flags & F_INSERTED) ? a->table->tuple_size : a->uhi;
-        struct rs_op *o = op_slot(x, &n);
+        struct rs_op *o = op_buf_next(&x->ops, &n);
         if (!o) { /* no room for the batch: now */
             OPS(x)->row_write(x->rs, a->loc, &a->head, a->copy + lo, lo, hi - lo);
             continue;
@@ -813,7 +762,7 @@ static void rs_txn_free(pod_txn *tx)
     arena_free(&x->mem);
     free(x->acc);
     free(x->hslots);
-    free(x->ops);
+    op_buf_free(&x->ops);
     free(x);
 }
 

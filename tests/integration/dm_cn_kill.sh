@@ -18,46 +18,18 @@
 # At the end both compute nodes serve kv calls.
 source tests/lib.sh
 source tests/bench-pod.sh
-
-MEMNODE="$BIN/poddb-memnode"
+source tests/dm-pod.sh
 PROVIDER=${DM_KILL_PROVIDER:-shm}
 ROUNDS=${DM_KILL_ROUNDS:-6}
 
-cat >"$TMP/dm.yaml" <<EOF
-mode: dm
-dm:
-  pod: dmkill
-  provider: "$PROVIDER"
-  memnodes:
-    - $TMP/mn0.sock
-    - $TMP/mn1.sock
-host_defaults:
-  workers: 1
-  socket: $TMP/cn-{host}.sock
-hosts:
-  - {}
-  - {}
-tables:
+conf=$(dm_conf dmkill "$PROVIDER" 2 "" "tables:
   - name: g
     key_size: 16
     value_size: 32
-engine:
-  phantom_protection: false
-  retry_timeout_ms: 30000
 workloads:
-  smallbank: {accounts: 1000}
-EOF
-conf=$TMP/dm.yaml
-
-for m in 0 1; do
-  "$MEMNODE" --socket "$TMP/mn$m.sock" --pod dmkill --pool-size 64MiB --provider "$PROVIDER" \
-    >"$TMP/mn$m.log" 2>&1 &
-  on_exit "kill -KILL $!"
-done
-for m in 0 1; do
-  for _ in $(seq 1 300); do [ -S "$TMP/mn$m.sock" ] && break; sleep 0.05; done
-  [ -S "$TMP/mn$m.sock" ] || { cat "$TMP/mn$m.log" >&2; fail "memory node $m did not come up"; }
-done
+  smallbank: {accounts: 1000}")
+sed -i 's/^engine:$/engine:\n  retry_timeout_ms: 30000/' "$conf"
+start_memnodes dmkill "$PROVIDER" 2
 
 # start_cn H [CRASH]: compute node H, answering sys.ping; its pid in CN[H].
 # CRASH: it kills itself at that crash point (PODDB_CRASH_POINT).

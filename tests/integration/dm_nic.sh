@@ -6,38 +6,17 @@
 # its JSON, that its figures are modelled.
 source tests/lib.sh
 source tests/bench-pod.sh
+source tests/dm-pod.sh
 
 POD="$TEST_TAG"
 RTT_US=20
 on_exit "rm -f /dev/shm/poddb-nic1-$POD-*"
 
-cat >"$TMP/dm.yaml" <<EOF2
-mode: dm
-dm:
-  pod: $POD
-  provider: shm
-  memnodes:
-    - $TMP/mn0.sock
-  nic_model: {enabled: true, rtt_us: $RTT_US, atomic_mops: 2.5, rw_mops: 35, gbps: 100}
-host_defaults:
-  workers: 1
-  socket: $TMP/cn-{host}.sock
-hosts:
-  - {}
-  - {}
-engine:
-  phantom_protection: false
-workloads:
-  smallbank: {accounts: 1000}
-EOF2
-conf=$TMP/dm.yaml
-
-"$BIN/poddb-memnode" --socket "$TMP/mn0.sock" --pod "$POD" --pool-size 64MiB --provider shm \
-  >"$TMP/mn0.log" 2>&1 &
-mn=$!
-on_exit "kill -KILL $mn"
-for _ in $(seq 1 300); do [ -S "$TMP/mn0.sock" ] && break; sleep 0.05; done
-[ -S "$TMP/mn0.sock" ] || { cat "$TMP/mn0.log" >&2; fail "the memory node did not come up"; }
+conf=$(dm_conf "$POD" shm 1 \
+  "  nic_model: {enabled: true, rtt_us: $RTT_US, atomic_mops: 2.5, rw_mops: 35, gbps: 100}" \
+  "workloads:
+  smallbank: {accounts: 1000}")
+start_memnodes "$POD" shm 1
 
 start_pod "$conf"
 for h in 0 1; do
@@ -85,8 +64,5 @@ PY
 pass "smallbank with the NIC model: $(jget committed_per_s) committed/s (modelled), check passed"
 
 stop_pod
-kill -TERM "$mn"
-st=0
-wait "$mn" || st=$?
-[ $st = 0 ] || { cat "$TMP/mn0.log" >&2; fail "memory node: exit status $st"; }
+stop_memnodes
 pass "the memory node stopped cleanly"

@@ -13,63 +13,19 @@
 source tests/lib.sh
 source tests/bench-pod.sh
 
-MEMNODE="$BIN/poddb-memnode"
+source tests/dm-pod.sh
 
-# dm_conf PROVIDER POD [PROTOCOL]: a 2-host dm config on memory nodes mn0
-# and mn1 in $TMP/dm.yaml (dm.protocol: ford, the default, unless given).
-dm_conf() {
-  cat >"$TMP/dm.yaml" <<EOF
-mode: dm
-dm:
-  pod: $2
-  provider: "$1"
-  protocol: ${3:-ford}
-  memnodes:
-    - $TMP/mn0.sock
-    - $TMP/mn1.sock
-host_defaults:
-  workers: 1
-  socket: $TMP/cn-{host}.sock
-hosts:
-  - {}
-  - {}
-tables:
+# pod_conf PROVIDER POD [PROTOCOL]: the config of this test on memory nodes
+# mn0 and mn1 (dm.protocol: ford, the default, unless given).
+pod_conf() {
+  dm_conf "$2" "$1" 2 "  protocol: ${3:-ford}" "tables:
   - name: kv
     key_size: 16
     value_size: 64
-engine:
-  phantom_protection: false
 workloads:
   smallbank: {accounts: 2000}
   ycsb: {tuples: 2000, theta: 0.7}
-  tpcc: {warehouses: 2, items: 1000, customers_per_district: 60}
-EOF
-  echo "$TMP/dm.yaml"
-}
-
-# start_memnodes PROVIDER: memory nodes mn0 and mn1 of pod dmtest.
-MN_PIDS=()
-start_memnodes() {
-  for m in 0 1; do
-    "$MEMNODE" --socket "$TMP/mn$m.sock" --pod dmtest --pool-size 64MiB --provider "$1" \
-      >"$TMP/mn$m.log" 2>&1 &
-    MN_PIDS[$m]=$!
-    on_exit "kill -KILL $!"
-  done
-  for m in 0 1; do
-    for _ in $(seq 1 300); do [ -S "$TMP/mn$m.sock" ] && break; sleep 0.05; done
-    [ -S "$TMP/mn$m.sock" ] || { cat "$TMP/mn$m.log" >&2; fail "memory node $m did not come up"; }
-  done
-}
-
-stop_memnodes() {
-  for m in 0 1; do
-    kill -TERM "${MN_PIDS[$m]}"
-    local st=0
-    wait "${MN_PIDS[$m]}" || st=$?
-    [ $st = 0 ] || { cat "$TMP/mn$m.log" >&2; fail "memory node $m: exit status $st"; }
-    rm -f "$TMP/mn$m.sock"
-  done
+  tpcc: {warehouses: 2, items: 1000, customers_per_district: 60}"
 }
 
 # expect_dm_run WHAT: the last poddb-bench run exited 0 with --check passed
@@ -82,8 +38,8 @@ expect_dm_run() {
 }
 
 for provider in shm "tcp;ofi_rxm"; do
-  conf=$(dm_conf "$provider" dmtest)
-  start_memnodes "$provider"
+  conf=$(pod_conf "$provider" dmtest)
+  start_memnodes dmtest "$provider" 2
   start_pod "$conf"
   grep -q 'mode: dm has no log' "$TMP/host0.log" || fail "host 0 did not say that nothing is logged"
   "$CLI" --conf "$conf" --host 0 call sys.config | grep -q "^mode	dm$" || fail "sys.config: mode"
@@ -149,8 +105,8 @@ expect_refused() {
 # rs-2pl, the other protocol, on the same memory nodes' layout; then a
 # compute node configured for ford is refused by a pod that runs rs-2pl, and
 # a second compute node of a host that runs already by the memory nodes.
-start_memnodes shm
-conf=$(dm_conf shm dmtest rs-2pl)
+start_memnodes dmtest shm 2
+conf=$(pod_conf shm dmtest rs-2pl)
 start_pod "$conf"
 bench --conf "$conf" --workload smallbank --duration 1 --warmup 0.2 --check
 expect_dm_run "shm: smallbank under rs-2pl"
@@ -164,18 +120,18 @@ set -e
   fail "a second compute node of host 0: exit $rc: $(cat "$TMP/twice.log")"
 pass "a second compute node of a host that runs: refused"
 stop_pod
-expect_refused "$(dm_conf shm dmtest ford)" 'runs protocol rs-2pl' \
+expect_refused "$(pod_conf shm dmtest ford)" 'runs protocol rs-2pl' \
   "a ford compute node on a pod that runs rs-2pl"
 stop_memnodes
 
 # A compute node of another pod is refused by the memory node, clearly.
-start_memnodes shm
-expect_refused "$(dm_conf shm otherpod)" 'belongs to pod "dmtest", not to pod "otherpod"' \
+start_memnodes dmtest shm 2
+expect_refused "$(pod_conf shm otherpod)" 'belongs to pod "dmtest", not to pod "otherpod"' \
   "a compute node of another pod"
 stop_memnodes
 
 # No memory node at the configured socket: the message names it.
-conf=$(dm_conf shm dmtest)
+conf=$(pod_conf shm dmtest)
 expect_refused "$conf" "$TMP/mn0.sock" "a compute node without its memory nodes"
 
 # Next-key locking cannot run on the memory node's hash index.

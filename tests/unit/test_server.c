@@ -519,7 +519,7 @@ START_TEST(test_sys_stats)
             else ck_abort_msg("unexpected sys.stats row %d", i);
             continue;
         }
-        ck_assert_int_eq(pod_reply_ncols(r, i), 12); /* name, 4 counts, 6 causes, gave_up */
+        ck_assert_int_eq(pod_reply_ncols(r, i), 13); /* name, 4 counts, 7 causes, gave_up */
         if (str_is(name, "kv.put")) {
             put_row = true;
             ck_assert_int_ge(i64_at(r, i, 1), 1); /* commits */
