@@ -5,6 +5,7 @@
  * in one registered staging buffer, completions matched by their context. */
 #include "dm/fabric.h"
 
+#include <dirent.h>
 #include <dlfcn.h>
 #include <errno.h>
 #include <pthread.h>
@@ -14,6 +15,7 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <time.h>
+#include <unistd.h>
 
 #include <rdma/fabric.h>
 #include <rdma/fi_atomic.h>
@@ -129,6 +131,21 @@ static int mr_bind(struct fab *f, struct fid_mr *mr, const char *what, pod_err *
     return 0;
 }
 
+/* shm names an endpoint's region /dev/shm/<pid>:<n>:<m> and leaves it
+ * behind when its process is killed; a later process given the same pid
+ * then cannot create its own (fi_enable fails with EBUSY). No live process
+ * but this one has this pid, so such files are a dead one's. */
+static void shm_remove_stale_own(void)
+{
+    char prefix[32];
+    int n = snprintf(prefix, sizeof prefix, "%d:", (int)getpid());
+    DIR *d = opendir("/dev/shm");
+    if (!d) return;
+    for (struct dirent *e; (e = readdir(d));)
+        if (strncmp(e->d_name, prefix, (size_t)n) == 0) unlinkat(dirfd(d), e->d_name, 0);
+    closedir(d);
+}
+
 struct fab *fab_open(const struct fab_open_opts *o, pod_err *err)
 {
     pthread_once(&lf_once, lf_load);
@@ -194,6 +211,7 @@ struct fab *fab_open(const struct fab_open_opts *o, pod_err *err)
     if ((rc = fi_ep_bind(f->ep, &f->av->fid, 0))) goto fail;
     if ((rc = fi_ep_bind(f->ep, &f->cq->fid, FI_TRANSMIT | FI_RECV))) goto fail;
     step = "fi_enable";
+    if (is_shm(prov)) shm_remove_stale_own();
     if ((rc = fi_enable(f->ep))) goto fail;
     /* Atomics on 64-bit words, as the record store needs them. */
     size_t cnt = 0;

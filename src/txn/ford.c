@@ -415,6 +415,7 @@ static int find(struct ford_txn *x, pod_table *t, const void *key, uint8_t want,
         }
         a->ev_read = a->head.epoch_version;
         a->valid_read = a->head.valid;
+        if (want == A_WRITE) pod_crash_point("ford-locked");
         if (want == A_WRITE && !keep_before(x, a)) {
             OPS(x)->word_faa(x->rs, loc, (uint64_t)0 - x->mine);
             drop_last(x);
@@ -705,6 +706,7 @@ static void ford_commit(pod_txn *tx)
     for (uint32_t i = 0; i < x->nacc && !any; i++) any = changes(&x->acc[i]);
     bool logged = any && x->db->member.slot;
     if (logged && write_log(x, epoch) != POD_OK) return;
+    if (logged) pod_crash_point("ford-log-written");
     /* (c) the rows, each memory node's placed by a READ behind them */
     uint32_t n = 0;
     for (uint32_t i = 0; i < x->nacc; i++) {

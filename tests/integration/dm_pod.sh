@@ -6,10 +6,12 @@
 # (the audit scans walk the memory nodes' hash indexes) and reports the
 # fabric operations per transaction; TPC-C (its range reads by key on the
 # hash index) commits every transaction type and passes --check; and every
-# process stops cleanly. Bad input is
-# refused with a clear message and nothing running is harmed: a compute node
-# of another pod, a memory node that is not there, a config that asks for
-# next-key locking.
+# process stops cleanly. All that under ford (dm.protocol's default);
+# SmallBank under rs-2pl too. Bad input is refused with a clear message and
+# nothing running is harmed: a second compute node of a running host, a
+# ford compute node on a pod that runs rs-2pl, a compute node of another
+# pod, a memory node that is not there, a config that asks for next-key
+# locking.
 source tests/lib.sh
 source tests/bench-pod.sh
 
