@@ -288,6 +288,12 @@ int main(int argc, char **argv)
     signal(SIGPIPE, SIG_IGN);
     int lfd;
     if (claim_socket(sock, &lfd) != 0) return 1;
+    if (!strcmp(provider, "shm")) {
+        int swept = fab_shm_sweep();
+        if (swept)
+            printf("poddb-memnode: removed %d shm region%s left by killed processes\n", swept,
+                   swept == 1 ? "" : "s");
+    }
     int rc = 1;
     bool huge;
     unsigned char *pool = alloc_pool(pool_size, &huge);

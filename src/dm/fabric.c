@@ -10,6 +10,7 @@
 #include <errno.h>
 #include <pthread.h>
 #include <sched.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -144,6 +145,22 @@ static void shm_remove_stale_own(void)
     for (struct dirent *e; (e = readdir(d));)
         if (strncmp(e->d_name, prefix, (size_t)n) == 0) unlinkat(dirfd(d), e->d_name, 0);
     closedir(d);
+}
+
+int fab_shm_sweep(void)
+{
+    DIR *d = opendir("/dev/shm");
+    if (!d) return 0;
+    int n = 0;
+    for (struct dirent *e; (e = readdir(d));) {
+        char *end;
+        long pid = strtol(e->d_name, &end, 10);
+        if (end == e->d_name || *end != ':' || pid <= 0 || !strchr(end + 1, ':')) continue;
+        if (kill((pid_t)pid, 0) == 0 || errno != ESRCH) continue; /* alive, or not ours to tell */
+        if (unlinkat(dirfd(d), e->d_name, 0) == 0) n++;
+    }
+    closedir(d);
+    return n;
 }
 
 struct fab *fab_open(const struct fab_open_opts *o, pod_err *err)

@@ -103,4 +103,9 @@ int fab_cas(struct fab *f, int peer, uint64_t off, uint64_t compare, uint64_t sw
             pod_err *err);
 int fab_faa(struct fab *f, int peer, uint64_t off, uint64_t add, uint64_t *old, pod_err *err);
 
+/* shm leaves each process's region (/dev/shm/PID:N:M) behind when the
+ * process is killed: remove those of processes that no longer exist. The
+ * number removed. */
+int fab_shm_sweep(void);
+
 #endif
