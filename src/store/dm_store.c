@@ -717,6 +717,13 @@ static void run_group(struct dm_store *d, unsigned mn, struct rs_op *ops, uint32
                                                .buf = o->buf, .len = o->len};
             break;
         case RS_OP_WRITE: /* the tuple's bytes before the header (record_store.h) */
+            if (o->word) { /* the record word alone */
+                d->fops[n++] = (struct fab_op){.kind = FAB_WRITE, .off = off, .buf = o->word,
+                                               .len = 8};
+                wrote = true;
+                last_write = off;
+                break;
+            }
             if (o->len)
                 d->fops[n++] = (struct fab_op){.kind = FAB_WRITE,
                                                .off = off + sizeof *h + o->off,
@@ -756,7 +763,7 @@ static void run_group(struct dm_store *d, unsigned mn, struct rs_op *ops, uint32
             }
             n += (o->word || o->head) + (o->len != 0);
         } else if (o->kind == RS_OP_WRITE) {
-            n += (o->head != NULL) + (o->len != 0);
+            n += o->word ? 1 : (o->head != NULL) + (o->len != 0);
         } else {
             o->old = d->fops[n++].old;
             if (o->kind == RS_OP_CAS) {

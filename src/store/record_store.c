@@ -11,7 +11,14 @@ void rs_batch_in_order(struct record_store *s, struct rs_op *ops, uint32_t n)
             if (op->word) *op->word = o->word_read(s, op->loc);
             o->row_read(s, op->loc, op->head, op->buf, op->off, op->len);
             break;
-        case RS_OP_WRITE: o->row_write(s, op->loc, op->head, op->buf, op->off, op->len); break;
+        case RS_OP_WRITE:
+            if (op->word) {
+                uint64_t cur = o->word_read(s, op->loc);
+                while (!o->word_cas(s, op->loc, &cur, *op->word)) {}
+                break;
+            }
+            o->row_write(s, op->loc, op->head, op->buf, op->off, op->len);
+            break;
         case RS_OP_CAS:
             op->old = op->expected;
             op->ok = o->word_cas(s, op->loc, &op->old, op->desired);

@@ -102,6 +102,10 @@ struct rs_op {
      * that reads without a lock relies on (a writer's new version is seen
      * only with its whole tuple; ford.c). */
     struct rs_row_head *head;
+    /* READ: the word too (when not NULL). WRITE: with word not NULL, only
+     * the record word is written, to *word (8 bytes at once): how the
+     * holder of an exclusive lock that nobody else changes may release it
+     * in the same run as its other WRITEs. */
     uint64_t *word;
     void *buf;
     uint32_t off, len;

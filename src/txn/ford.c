@@ -15,7 +15,8 @@
  *     record the transaction changes, is written to the compute node's log
  *     and placed; (c) the new rows are written (tuple, then header with the
  *     next version) and placed on every memory node; (d) the log is marked
- *     done and (e) the locks are released. Deleted records leave the index
+ *     done and (e) the locks are released (WRITEs of 0 in the same batch,
+ *     behind the mark). Deleted records leave the index
  *     after that and keep a word that says so for good (REMOVED).
  *  Serializable: at validation every record written is locked and every
  *  record read is unchanged since it was read, so the transaction takes
@@ -739,6 +740,12 @@ static void ford_commit(pod_txn *tx)
                                    .len = sizeof done};
         else OPS(x)->row_write(x->rs, x->db->member.log, NULL, &done, 0, sizeof done);
     }
+    /* A lock we hold is changed by nobody else (others' CASes fail on it),
+     * so a WRITE of 0 releases it, in the same run as the done mark: on
+     * memory node 0 (the log's) the mark is placed first, its queue keeps
+     * their order; the other memory nodes' releases are posted once memory
+     * node 0's run is placed (the SYNC below). */
+    static const uint64_t unlocked = 0;
     for (uint32_t i = 0; i < x->nacc; i++) {
         struct access *a = &x->acc[i];
         if (a->mode != A_WRITE || (a->flags & F_DELETED)) continue;
@@ -747,7 +754,7 @@ static void ford_commit(pod_txn *tx)
             OPS(x)->word_faa(x->rs, a->loc, (uint64_t)0 - x->mine);
             continue;
         }
-        *o = (struct rs_op){.kind = RS_OP_FAA, .loc = a->loc, .add = (uint64_t)0 - x->mine};
+        *o = (struct rs_op){.kind = RS_OP_WRITE, .loc = a->loc, .word = (uint64_t *)&unlocked};
     }
     /* the log marked done before commit returns: a later transaction's lock
      * must not find this log still to be undone */
