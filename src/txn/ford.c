@@ -90,7 +90,8 @@ struct ulog_entry {
     rs_loc loc;
     uint32_t table, flags;   /* F_* */
     uint32_t lo, hi;         /* the before-image: tuple bytes lo..hi-1 */
-    uint32_t valid, pad;     /* the header before */
+    uint32_t valid;          /* the header before */
+    uint32_t key_size;       /* the key's bytes (before padding), which follow */
     uint64_t new_ev;         /* the version the transaction writes */
 };
 
@@ -235,7 +236,7 @@ static void undo_log(pod_db *db, struct record_store *rs, const struct rs_member
         at += sizeof e;
         pod_table *t = table_by_id(db, e.table);
         const unsigned char *key = buf + at;
-        at += t ? (t->key_size + 7) & ~7u : 0;
+        at += (e.key_size + 7) & ~7u;
         const unsigned char *before = buf + at;
         at += (e.hi - e.lo + 7) & ~7u;
         if (!t) {
@@ -672,6 +673,7 @@ static int write_log(struct ford_txn *x, uint64_t epoch)
         if (!log_room(x, (uint32_t)need)) return nomem(x, "the undo log");
         struct ulog_entry e = {.loc = a->loc, .table = a->table->id, .flags = a->flags,
                                .lo = lo, .hi = hi, .valid = a->head.valid,
+                               .key_size = a->table->key_size,
                                .new_ev = txn_next_epoch_version(a->head.epoch_version, epoch)};
         memcpy(x->log + at, &e, sizeof e);
         memset(x->log + at + sizeof e, 0, ks + bs);
