@@ -1640,7 +1640,8 @@ static int build_db(struct pod_server *s, pod_err *err)
         o.cc = ford ? POD_CC_FORD : POD_CC_RS_2PL;
         o.undo_log_bytes = (uint32_t)c->dm.undo_log_size;
         if (!(o.given_store = rs_dm_open_cn(mns, c->dm.nmemnodes, c->dm.provider, c->dm.pod,
-                                            (uint32_t)s->host + 1, ford ? "ford" : "rs-2pl", err)))
+                                            (uint32_t)s->host + 1, ford ? "ford" : "rs-2pl",
+                                            0, err)))
             return -1;
         pod_info("compute node of pod \"%s\": records on %d memory node%s (the first %s) over %s",
                  c->dm.pod, c->dm.nmemnodes, c->dm.nmemnodes == 1 ? "" : "s", c->dm.memnodes[0],

@@ -1241,8 +1241,9 @@ static int pod_protocol(struct dm_store *d, const char *pod, const char *protoco
 
 struct record_store *rs_dm_open_cn(const char *const *sockets, int n, const char *provider,
                                    const char *pod, uint32_t slot, const char *protocol,
-                                   pod_err *err)
+                                   uint32_t replicas, pod_err *err)
 {
+    (void)replicas;
     if (!provider || !*provider) provider = "shm";
     if (!pod || !*pod || strlen(pod) >= DM_POD_NAME_MAX) {
         pod_err_set(err, "dm record store: a pod name of 1..%d bytes is needed",
@@ -1297,7 +1298,7 @@ fail:
 struct record_store *rs_dm_open_many(const char *const *sockets, int n, const char *provider,
                                      const char *pod, pod_err *err)
 {
-    return rs_dm_open_cn(sockets, n, provider, pod, 0, NULL, err);
+    return rs_dm_open_cn(sockets, n, provider, pod, 0, NULL, 0, err);
 }
 
 struct record_store *rs_dm_open(const char *memnode_socket, const char *provider, const char *pod,

@@ -36,12 +36,14 @@ struct record_store *rs_dm_open_many(const char *const *sockets, int n, const ch
 
 /* rs_dm_open_many for a compute node of slot (1..63: host + 1) running
  * protocol ("ford", "rs-2pl"; every compute node of the pod must run the
- * same: refused otherwise). The store offers member_join, owner_check and
+ * same: refused otherwise) with replicas (0..n-1) backups of every memory
+ * node's records (every compute node must say the same; docs/dm.md,
+ * "Replication"). The store offers member_join, owner_check and
  * owner_recovered (record_store.h), and every memory node refuses a second
  * live compute node of the slot. */
 struct record_store *rs_dm_open_cn(const char *const *sockets, int n, const char *provider,
                                    const char *pod, uint32_t slot, const char *protocol,
-                                   pod_err *err);
+                                   uint32_t replicas, pod_err *err);
 
 /* The one memory node serving memnode_socket: rs_dm_open_many of one. */
 struct record_store *rs_dm_open(const char *memnode_socket, const char *provider, const char *pod,
