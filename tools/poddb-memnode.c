@@ -21,6 +21,7 @@
 #include "conf/config.h"
 #include "dm/fabric.h"
 #include "dm/pool.h"
+#include "util/clock.h"
 
 #define MAX_CLIENTS 256
 
@@ -315,7 +316,13 @@ int main(int argc, char **argv)
     h->cursor = DM_DATA_START;
     snprintf(h->pod, sizeof h->pod, "%s", pod);
     m.slots = (struct dm_cn_slot *)(void *)(pool + DM_CN_SLOTS_OFF);
-    for (unsigned i = 0; i < DM_CN_SLOTS; i++) m.slot_fd[i] = -1;
+    /* Connection ids start at this start's time in microseconds: higher
+     * than any id an earlier run of this memory node gave (pool.h). */
+    uint64_t first_id = (pod_real_ns() / 1000) & DM_CONN_ID_MASK;
+    for (unsigned i = 0; i < DM_CN_SLOTS; i++) {
+        m.slot_fd[i] = -1;
+        m.slots[i].conn = first_id;
+    }
 
     m.f = fab_open(&(struct fab_open_opts){.provider = provider, .node = addr, .server = true,
                                            .staging = 4096}, &e);

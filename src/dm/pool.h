@@ -10,6 +10,12 @@
  *   131072 ..        allocated by FAA on the header's cursor: hash indexes, overflow
  *                    buckets and records
  *
+ * A pod with r backups (dm.replicas) splits every pool into r + 1 areas of
+ * the same bytes: area 0 is laid out as above and holds the memory node's
+ * own records; area j (1..r) is a copy of area 0 of memory node i - j (mod
+ * the count), kept by the compute nodes, which write every change to it
+ * too (docs/dm.md, "Replication").
+ *
  * All integers are little-endian (the byte order of the nodes; the pool is
  * never moved between machines of another order). */
 #ifndef PODDB_DM_POOL_H
@@ -20,7 +26,7 @@
 #include "dm/fabric.h"
 
 #define DM_POOL_MAGIC 0x314c4f4f504d4450ull /* "PDMPOOL1" */
-#define DM_LAYOUT_VERSION 6u
+#define DM_LAYOUT_VERSION 7u
 #define DM_POD_NAME_MAX 64
 #define DM_MAX_TABLES 1024u
 #define DM_HEADER_BYTES 4096u
@@ -47,11 +53,22 @@ struct dm_pool_header {
                                  the pod was claimed with the incarnation */
     char protocol[8];         /* 120, memory node 0's only: the compute nodes' protocol
                                  ("ford", "rs-2pl", NUL-padded), CASed in by the first */
+    uint64_t replicas;        /* 128: 0 until the first compute node CASes in the pod's
+                                 backups + 1 (the same on every memory node) */
 };
 /* The incarnation of a pool found empty after its pod was complete: it
- * restarted, and stays refused until every memory node of the pod does. */
+ * restarted, and stays refused until every memory node of the pod does
+ * (a pod without backups). */
 #define DM_INCARNATION_LOST UINT64_MAX
-/* 128 bytes; zero up to the compute-node slots */
+/* The incarnation of a pool that a compute node rebuilds from the backups
+ * (a pod with backups): the tag in bits 48-63, the rebuilder's slot in bits
+ * 40-47 and its connection id on this memory node (conn, below) in bits
+ * 0-39; the pod's incarnation once the copy is placed. */
+#define DM_REBUILD_TAG 0xfffeull
+#define DM_INCARNATION_REBUILDING(slot, conn) \
+    (DM_REBUILD_TAG << 48 | (uint64_t)(slot) << 40 | ((conn) & ((1ull << 40) - 1)))
+#define DM_IS_REBUILDING(inc) ((inc) >> 48 == DM_REBUILD_TAG)
+/* 136 bytes; zero up to the compute-node slots */
 
 /* ---- compute-node slots (bytes 2048..4095 of every pool; memory node 0's
  * are the pod's) ----
@@ -66,14 +83,18 @@ struct dm_cn_slot {
     /* 0: changed by compute nodes only (CAS): DM_CN_STATE(kind, by, incarnation) */
     uint64_t state;
     /* 8: written by the memory node only: DM_CN_CONNECTED while a compute
-     * node of this slot holds its bootstrap connection open, and the count
-     * of such connections in the low bits. Its process is gone once the bit
-     * is clear (the kernel closed the connection). */
+     * node of this slot holds its bootstrap connection open, and that
+     * connection's id in the low bits: the memory node's start time in
+     * microseconds (CLOCK_REALTIME) plus the count of the slot's
+     * connections since, so that ids never repeat, even across restarts of
+     * the memory node. Its process is gone once the bit is clear (the
+     * kernel closed the connection). */
     uint64_t conn;
     uint64_t log;             /* 16: the slot's undo log (an rs_loc), set once (CAS 0 -> it) */
     uint64_t log_bytes;       /* 24: its bytes */
 };                            /* 32 bytes */
 #define DM_CN_CONNECTED (1ull << 63)
+#define DM_CONN_ID_MASK ((1ull << 56) - 1) /* what a bucket lock keeps of a connection id */
 /* state: kind in bits 62-63, the slot acting on it in bits 32-39 (RECOVERING),
  * the incarnation in bits 0-31. An incarnation's locks are stale once the
  * slot holds a later one. */
@@ -120,15 +141,16 @@ struct dm_catalog_entry {
  * 0). next is set once (CAS 0 -> offset), after the new bucket's bytes are
  * placed, and never changes again: buckets are never unlinked. */
 struct dm_bucket_head {
-    uint64_t lock;            /*  0: 0 free, or DM_BUCKET_TAKEN | slot << 32 | connection
-                                 count of the compute node that took it (CAS to take, FAA
-                                 to release; taken over once that connection is closed) */
+    uint64_t lock;            /*  0: 0 free, or DM_BUCKET_TAKEN | slot << 56 | the low 56
+                                 bits of the connection id (conn) of the compute node
+                                 that took it (CAS to take, FAA to release; taken over
+                                 once that connection is closed) */
     uint64_t next;            /*  8: the chain's next bucket, 0 for none */
 };                            /* 16 bytes; slots follow */
 
 #define DM_BUCKET_TAKEN (1ull << 63)
 
-_Static_assert(sizeof(struct dm_pool_header) == 128, "pool header layout");
+_Static_assert(sizeof(struct dm_pool_header) == 136, "pool header layout");
 _Static_assert(sizeof(struct dm_bucket_head) == 16, "bucket header layout");
 _Static_assert(sizeof(struct dm_cn_slot) == 32, "compute-node slot layout");
 _Static_assert(DM_CN_SLOTS_OFF + DM_CN_SLOTS * sizeof(struct dm_cn_slot) == DM_HEADER_BYTES,

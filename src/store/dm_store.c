@@ -38,6 +38,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <poll.h>
+#include <sys/eventfd.h>
 #include <sys/random.h>
 #include <sys/socket.h>
 #include <sys/un.h>
@@ -107,7 +109,22 @@ struct dm_store {
      * owner_check last learnt of each slot: alive in incarnation
      * alive_inc[s] until alive_until[s] (ms) */
     uint32_t slot, my_inc;
-    uint32_t conn_gen;       /* which connection of the slot this is (the conn word's count) */
+    uint64_t conn_gen;       /* which connection of the slot this is (the conn word's id) */
+    /* Backups (pool.h, docs/dm.md "Replication"): every memory node's area 0
+     * is copied to area j of memory node (mn + j) % nmn, j = 1..replicas,
+     * each area `area` bytes. pend: the copies' record words still to be
+     * written after CASes that took them (flushed before the next change
+     * that reaches that memory node). */
+    uint32_t replicas;
+    uint64_t area;
+    struct pend { unsigned mn; uint64_t off, val; } *pend, *flushing;
+    uint32_t npend, pend_cap;
+    struct rs_op *mops;      /* a mirrored batch's first step */
+    uint32_t *mfrom;         /* mops[j] is ops[mfrom[j]], or UINT32_MAX: a copy's op */
+    uint32_t mcap;
+    /* a compute node stops when a memory node's connection closes */
+    pthread_t watcher;
+    int watch_stop;          /* an eventfd that stops the watcher; -1: none */
     uint32_t alive_inc[DM_CN_SLOTS];
     uint64_t alive_until[DM_CN_SLOTS];
     /* scratch of a batch */
@@ -128,6 +145,10 @@ static inline rs_loc make_loc(uint32_t table, unsigned mn, uint64_t off)
     return ((uint64_t)(table + 1) << 48) | (uint64_t)mn << LOC_MN_SHIFT | off;
 }
 static inline uint64_t round8(uint64_t v) { return (v + 7) & ~7ull; }
+/* A location of the store's own bytes (header, catalog, index): no table,
+ * offsets taken as they are. */
+#define RAW_TABLE UINT32_MAX
+static inline rs_loc raw_loc(unsigned mn, uint64_t off) { return (uint64_t)mn << LOC_MN_SHIFT | off; }
 
 unsigned rs_dm_loc_memnode(rs_loc loc) { return (unsigned)(loc >> LOC_MN_SHIFT) & 0xff; }
 
@@ -170,37 +191,50 @@ static void counters(struct record_store *s, struct rs_counters *out)
     };
 }
 
+/* The store's own operations on raw offsets go through batch_locked like
+ * the records' do, so that a pod with backups copies them too. */
+static void batch_locked(struct dm_store *d, struct rs_op *ops, uint32_t n);
+static void pend_flush(struct dm_store *d, uint32_t mns);
+static uint32_t copies_of(const struct dm_store *d, unsigned mn);
+
+/* FAA on a raw offset; with backups, the copies' FAAs are placed first (a
+ * copy's cursor never lags its memory node's: docs/dm.md, "Replication"). */
 static uint64_t faa(struct dm_store *d, unsigned mn, uint64_t off, uint64_t add)
 {
-    struct fab_op o = {.kind = FAB_FAA, .off = off, .operand = add};
-    run(d, mn, &o, 1);
+    struct rs_op o = {.kind = RS_OP_FAA, .loc = raw_loc(mn, off), .add = add};
+    batch_locked(d, &o, 1);
     return o.old;
 }
 
+/* CAS on a raw offset; with backups, a CAS that took is written to the
+ * copies before this returns. */
 static uint64_t cas(struct dm_store *d, unsigned mn, uint64_t off, uint64_t compare, uint64_t swap)
 {
-    struct fab_op o = {.kind = FAB_CAS, .off = off, .compare = compare, .operand = swap};
-    run(d, mn, &o, 1);
+    struct rs_op o = {.kind = RS_OP_CAS, .loc = raw_loc(mn, off), .expected = compare,
+                      .desired = swap};
+    batch_locked(d, &o, 1);
+    if (o.ok && d->replicas) pend_flush(d, copies_of(d, mn));
     return o.old;
 }
 
 static void rd(struct dm_store *d, unsigned mn, uint64_t off, void *buf, uint32_t len)
 {
-    struct fab_op o = {.kind = FAB_READ, .off = off, .buf = buf, .len = len};
-    run(d, mn, &o, 1);
+    struct rs_op o = {.kind = RS_OP_READ, .loc = raw_loc(mn, off), .buf = buf, .len = len};
+    batch_locked(d, &o, 1);
 }
 
-/* WRITE buf, and return once it is placed at the memory node (the READ
- * behind it on the same endpoint returns only after the write is placed:
- * RMA read-after-write order, which shm and rxm give; rxm completes a WRITE
- * when it is sent, so its completion alone would not do). */
+/* WRITE buf, and return once it is placed at the memory node and its
+ * copies (RS_OP_SYNC: a READ behind the WRITE on the same endpoint returns
+ * only after the write is placed: RMA read-after-write order, which shm and
+ * rxm give; rxm completes a WRITE when it is sent, so its completion alone
+ * would not do). */
 static void write_placed(struct dm_store *d, unsigned mn, uint64_t off, const void *buf,
                          uint32_t len)
 {
-    uint64_t probe;
-    struct fab_op o[2] = {{.kind = FAB_WRITE, .off = off, .buf = (void *)buf, .len = len},
-                          {.kind = FAB_READ, .off = off & ~7ull, .buf = &probe, .len = 8}};
-    run(d, mn, o, 2);
+    struct rs_op o[2] = {{.kind = RS_OP_WRITE, .loc = raw_loc(mn, off), .buf = (void *)buf,
+                          .len = len},
+                         {.kind = RS_OP_SYNC}};
+    batch_locked(d, o, 2);
 }
 
 static uint64_t ms_now(void)
@@ -470,19 +504,21 @@ static int neighbour(struct record_store *s, uint32_t table, const void *key, bo
  * lock's word holds them (pool.h, struct dm_bucket_head). */
 static uint64_t bucket_owner(const struct dm_store *d)
 {
-    return DM_BUCKET_TAKEN | (uint64_t)d->slot << 32 | d->conn_gen;
+    return DM_BUCKET_TAKEN | (uint64_t)d->slot << 56 | (d->conn_gen & DM_CONN_ID_MASK);
 }
+
+static unsigned bucket_slot(uint64_t w) { return (unsigned)(w >> 56) & 0x7fu; }
 
 /* The compute node that took a bucket lock (its word w) is gone: its slot's
  * connection is closed or is another one. Index changes are single CASes
  * on placed bytes, so the chain it left is whole. */
 static bool bucket_holder_gone(struct dm_store *d, uint64_t w)
 {
-    unsigned slot = (unsigned)(w >> 32) & 0xffu;
+    unsigned slot = bucket_slot(w);
     if (!slot || slot >= DM_CN_SLOTS) return false; /* a client that is not a compute node */
     uint64_t conn;
     rd(d, 0, SLOT_OFF(slot) + offsetof(struct dm_cn_slot, conn), &conn, sizeof conn);
-    return !(conn & DM_CN_CONNECTED) || (uint32_t)conn != (uint32_t)w;
+    return !(conn & DM_CN_CONNECTED) || (conn & DM_CONN_ID_MASK) != (w & DM_CONN_ID_MASK);
 }
 
 static void bucket_lock(struct dm_store *d, unsigned mn, uint64_t b)
@@ -494,7 +530,7 @@ static void bucket_lock(struct dm_store *d, unsigned mn, uint64_t b)
         if (tries % 64 == 63 && bucket_holder_gone(d, w) && cas(d, mn, b, w, mine) == w) {
             pod_warn("dm record store: took over the lock of index bucket %llu on memory node "
                      "%u from compute node slot %u, which is gone", (unsigned long long)b, mn,
-                     (unsigned)(w >> 32) & 0xffu);
+                     bucket_slot(w));
             return;
         }
         if (!until) until = ms_now() + LOCK_WAIT_MS;
@@ -703,6 +739,8 @@ static void run_group(struct dm_store *d, unsigned mn, struct rs_op *ops, uint32
         struct rs_op *o = &ops[i];
         uint64_t off = loc_off(o->loc);
         struct dm_rechead *h = &d->heads[i];
+        /* a record's bytes follow its word and header; a raw offset's are at it */
+        uint64_t body = loc_table(o->loc) == RAW_TABLE ? off : off + sizeof *h;
         switch (o->kind) {
         case RS_OP_READ: /* the word, the header, the tuple: in this order (record_store.h) */
             if (o->word || o->head) {
@@ -712,8 +750,7 @@ static void run_group(struct dm_store *d, unsigned mn, struct rs_op *ops, uint32
                                                .len = w ? sizeof *h : sizeof h->h};
             }
             if (o->len)
-                d->fops[n++] = (struct fab_op){.kind = FAB_READ,
-                                               .off = off + sizeof *h + o->off,
+                d->fops[n++] = (struct fab_op){.kind = FAB_READ, .off = body + o->off,
                                                .buf = o->buf, .len = o->len};
             break;
         case RS_OP_WRITE: /* the tuple's bytes before the header (record_store.h) */
@@ -725,8 +762,7 @@ static void run_group(struct dm_store *d, unsigned mn, struct rs_op *ops, uint32
                 break;
             }
             if (o->len)
-                d->fops[n++] = (struct fab_op){.kind = FAB_WRITE,
-                                               .off = off + sizeof *h + o->off,
+                d->fops[n++] = (struct fab_op){.kind = FAB_WRITE, .off = body + o->off,
                                                .buf = o->buf, .len = o->len};
             if (o->head) {
                 h->h.valid = o->head->valid;
@@ -749,8 +785,8 @@ static void run_group(struct dm_store *d, unsigned mn, struct rs_op *ops, uint32
         }
     }
     if (wrote && flush)
-        d->fops[n++] = (struct fab_op){.kind = FAB_READ, .off = last_write, .buf = &probe,
-                                       .len = 8};
+        d->fops[n++] = (struct fab_op){.kind = FAB_READ, .off = last_write & ~7ull,
+                                       .buf = &probe, .len = 8};
     if (n) run(d, mn, d->fops, n);
     n = 0;
     for (uint32_t i = lo; i < hi; i++) {
@@ -787,21 +823,23 @@ static void batch_mn(struct dm_store *d, unsigned mn, struct rs_op *ops, uint32_
     }
 }
 
+static void oom(struct dm_store *d, uint32_t n)
+{
+    pod_err e;
+    pod_err_set(&e, "out of memory for a batch of %u operations", n);
+    fatal(d, 0, &e);
+}
+
 /* The ops grouped by memory node, each group in the ops' order and run as
  * batch_mn does, one memory node after the other (memory node 0 first). A
  * record's word and row are on one memory node, so a release still follows
  * the row it guards; what goes to different memory nodes has no order to
  * keep. RS_OP_SYNC ops are taken out: they make every group's last run
- * placed. */
-static void batch_locked(struct dm_store *d, struct rs_op *ops, uint32_t n)
+ * placed, as sync does. */
+static void batch_plain(struct dm_store *d, struct rs_op *ops, uint32_t n, bool sync)
 {
-    if (grow(d, n) != 0) {
-        pod_err e;
-        pod_err_set(&e, "out of memory for a batch of %u operations", n);
-        fatal(d, 0, &e);
-    }
+    if (grow(d, n) != 0) oom(d, n);
     uint32_t seen = 0; /* a bit per memory node */
-    bool sync = false;
     for (uint32_t i = 0; i < n; i++) {
         if (ops[i].kind == RS_OP_SYNC) sync = true;
         else seen |= 1u << mn_of(d, ops[i].loc);
@@ -822,6 +860,158 @@ static void batch_locked(struct dm_store *d, struct rs_op *ops, uint32_t n)
         batch_mn(d, mn, d->grouped + lo, k - lo, sync);
     }
     for (uint32_t j = 0; j < k; j++) ops[d->from[j]] = d->grouped[j];
+}
+
+/* ---- backups (docs/dm.md, "Replication") ---------------------------------------- */
+
+/* The memory nodes that keep copies of memory node mn's records: a bit each. */
+static uint32_t copies_of(const struct dm_store *d, unsigned mn)
+{
+    uint32_t m = 0;
+    for (uint32_t j = 1; j <= d->replicas; j++) m |= 1u << ((mn + j) % d->nmn);
+    return m;
+}
+
+/* op's location in its j-th copy */
+static rs_loc copy_loc(const struct dm_store *d, rs_loc loc, uint32_t j)
+{
+    unsigned mn = rs_dm_loc_memnode(loc);
+    uint64_t table_bits = loc & ~((1ull << 48) - 1);
+    return table_bits | (uint64_t)((mn + j) % d->nmn) << LOC_MN_SHIFT |
+           (loc_off(loc) + j * d->area);
+}
+
+static bool is_change(const struct rs_op *o) { return o->kind == RS_OP_WRITE || o->kind == RS_OP_FAA; }
+
+/* A release: a WRITE of the record word alone or an FAA. With backups the
+ * copies get it first, and the memory node only once they are placed. */
+static bool is_release(const struct rs_op *o)
+{
+    return (o->kind == RS_OP_WRITE && o->word) || o->kind == RS_OP_FAA;
+}
+
+static int mgrow(struct dm_store *d, uint32_t n)
+{
+    if (n <= d->mcap) return 0;
+    uint32_t cap = d->mcap ? d->mcap : 64;
+    while (cap < n) cap *= 2;
+    struct rs_op *m = realloc(d->mops, (size_t)cap * sizeof *m);
+    if (!m) return -1;
+    d->mops = m;
+    uint32_t *f = realloc(d->mfrom, (size_t)cap * sizeof *f);
+    if (!f) return -1;
+    d->mfrom = f;
+    d->mcap = cap;
+    return 0;
+}
+
+static void pend_add(struct dm_store *d, unsigned mn, uint64_t off, uint64_t val)
+{
+    if (d->npend == d->pend_cap) {
+        uint32_t cap = d->pend_cap ? d->pend_cap * 2 : 64;
+        struct pend *p = realloc(d->pend, (size_t)cap * sizeof *p);
+        struct pend *q = realloc(d->flushing, (size_t)cap * sizeof *q);
+        if (p) d->pend = p;
+        if (q) d->flushing = q;
+        if (!p || !q) oom(d, cap);
+        d->pend_cap = cap;
+    }
+    d->pend[d->npend++] = (struct pend){.mn = mn, .off = off, .val = val};
+}
+
+/* Move the pending copies of record words bound for the memory nodes of
+ * mask out of d->pend into d->flushing; their number. */
+static uint32_t pend_take(struct dm_store *d, uint32_t mask)
+{
+    uint32_t k = 0, keep = 0;
+    for (uint32_t i = 0; i < d->npend; i++) {
+        if (mask & 1u << d->pend[i].mn) d->flushing[k++] = d->pend[i];
+        else d->pend[keep++] = d->pend[i];
+    }
+    d->npend = keep;
+    return k;
+}
+
+/* Write (placed) the pending copies bound for the memory nodes of mask. */
+static void pend_flush(struct dm_store *d, uint32_t mask)
+{
+    uint32_t k = pend_take(d, mask);
+    if (!k) return;
+    if (mgrow(d, k + 1) != 0) oom(d, k + 1);
+    for (uint32_t i = 0; i < k; i++)
+        d->mops[i] = (struct rs_op){.kind = RS_OP_WRITE,
+                                    .loc = raw_loc(d->flushing[i].mn, d->flushing[i].off),
+                                    .word = &d->flushing[i].val};
+    batch_plain(d, d->mops, k, true);
+}
+
+/* A batch of a pod with backups, in two steps.
+ * 1. The copies' writes pending from earlier CASes (to the memory nodes
+ *    this batch changes), then the ops up to the first release (with each
+ *    change also written to the copies) and the copies of every later op
+ *    that changes anything; placed when a second step follows.
+ * 2. The ops from the first release on, on their memory nodes only.
+ * So a copy takes every change, a lock's release reaches the copies before
+ * the record (nobody can take the lock until all copies show it free), and
+ * what precedes a release in the batch (an undo log's done mark, a row) is
+ * placed everywhere before it. A CAS that takes a record word is copied
+ * lazily: with the next change this store sends to the copy's memory node
+ * (a transaction's rows and releases always do), which comes before any
+ * row behind that lock. */
+static void batch_mirrored(struct dm_store *d, struct rs_op *ops, uint32_t n)
+{
+    uint32_t first_release = n, changed = 0, copies = 0;
+    bool sync = false;
+    for (uint32_t i = 0; i < n; i++) {
+        if (ops[i].kind == RS_OP_SYNC) {
+            sync = true;
+            continue;
+        }
+        if (first_release == n && is_release(&ops[i])) first_release = i;
+        if (is_change(&ops[i])) {
+            changed |= copies_of(d, rs_dm_loc_memnode(ops[i].loc));
+            copies += d->replicas;
+        }
+    }
+    uint32_t k = pend_take(d, changed);
+    if (mgrow(d, k + n + copies + 1) != 0) oom(d, k + n + copies + 1);
+    for (uint32_t i = 0; i < k; i++) {
+        d->mops[i] = (struct rs_op){.kind = RS_OP_WRITE,
+                                    .loc = raw_loc(d->flushing[i].mn, d->flushing[i].off),
+                                    .word = &d->flushing[i].val};
+        d->mfrom[i] = UINT32_MAX;
+    }
+    for (uint32_t i = 0; i < n; i++) {
+        const struct rs_op *o = &ops[i];
+        if (o->kind == RS_OP_SYNC) continue;
+        if (i < first_release) {
+            d->mops[k] = *o;
+            d->mfrom[k++] = i;
+        }
+        if (!is_change(o)) continue;
+        for (uint32_t j = 1; j <= d->replicas; j++) {
+            d->mops[k] = *o;
+            d->mops[k].loc = copy_loc(d, o->loc, j);
+            d->mfrom[k++] = UINT32_MAX;
+        }
+    }
+    bool second = first_release < n;
+    if (k) batch_plain(d, d->mops, k, sync || second);
+    for (uint32_t j = 0; j < k; j++)
+        if (d->mfrom[j] != UINT32_MAX) ops[d->mfrom[j]] = d->mops[j];
+    if (second) batch_plain(d, ops + first_release, n - first_release, sync);
+    for (uint32_t i = 0; i < n; i++)
+        if (ops[i].kind == RS_OP_CAS && ops[i].ok)
+            for (uint32_t j = 1; j <= d->replicas; j++) {
+                rs_loc c = copy_loc(d, ops[i].loc, j);
+                pend_add(d, rs_dm_loc_memnode(c), loc_off(c), ops[i].desired);
+            }
+}
+
+static void batch_locked(struct dm_store *d, struct rs_op *ops, uint32_t n)
+{
+    if (d->replicas) batch_mirrored(d, ops, n);
+    else batch_plain(d, ops, n, false);
 }
 
 static void batch(struct record_store *s, struct rs_op *ops, uint32_t n)
@@ -1027,6 +1217,11 @@ static void destroy(struct record_store *s)
 {
     struct dm_store *d = ds(s);
     if (!d) return;
+    if (d->watch_stop >= 0) {
+        eventfd_write(d->watch_stop, 1);
+        pthread_join(d->watcher, NULL);
+        close(d->watch_stop);
+    }
     fab_close(d->f);
     for (unsigned mn = 0; mn < DM_MAX_MEMNODES; mn++)
         if (d->mn[mn].boot_fd >= 0) close(d->mn[mn].boot_fd);
@@ -1037,6 +1232,10 @@ static void destroy(struct record_store *s)
     free(d->grouped);
     free(d->from);
     free(d->bucket);
+    free(d->pend);
+    free(d->flushing);
+    free(d->mops);
+    free(d->mfrom);
     free(d);
 }
 
@@ -1177,11 +1376,14 @@ static int memnode_join(struct dm_store *d, unsigned i, unsigned n, const char *
  * (complete), a pool found without the incarnation is one that restarted.
  * Compute nodes that start together before that all CAS the same values
  * in; which of them claimed a pool first does not matter. */
+static int rebuild_restarted(struct dm_store *d, const char *pod, pod_err *err);
+
 static int pod_incarnation(struct dm_store *d, const char *pod, pod_err *err)
 {
     const uint64_t inc_off = offsetof(struct dm_pool_header, incarnation),
                    complete_off = offsetof(struct dm_pool_header, complete);
     uint64_t mine = 0, inc, complete;
+    if (d->replicas && rebuild_restarted(d, pod, err) != 0) return -1;
     while (!mine || mine == DM_INCARNATION_LOST)
         if (getrandom(&mine, sizeof mine, 0) != (ssize_t)sizeof mine)
             mine = pod_real_ns() ^ (uint64_t)getpid();
@@ -1215,6 +1417,309 @@ static int pod_incarnation(struct dm_store *d, const char *pod, pod_err *err)
     return fab_cas(d->f, d->mn[0].peer, complete_off, 0, 1, &complete, err);
 }
 
+/* ---- backups: the pod's count, and rebuilding a memory node that restarted ---- */
+
+#define REBUILD_WAIT_MS 600000   /* another compute node rebuilding a memory node */
+#define OLD_CN_WAIT_MS 10000     /* a compute node of before the restart stopping */
+#define COPY_CHUNK (256u << 10)
+
+/* The pod's backups (pool.h): every pool holds replicas + 1, CASed in by
+ * the first compute node. A pod with backups needs pools of one size, each
+ * split into replicas + 1 areas. */
+static int pod_replicas(struct dm_store *d, const char *pod, uint32_t replicas, pod_err *err)
+{
+    if (replicas >= d->nmn || replicas > 3) {
+        pod_err_set(err, "dm record store: %u backups of each memory node's records need more "
+                    "memory nodes than the %u given (at most 3 backups, and fewer than the "
+                    "memory nodes)", replicas, d->nmn);
+        return -1;
+    }
+    for (unsigned i = 0; i < d->nmn; i++) {
+        uint64_t was;
+        if (fab_cas(d->f, d->mn[i].peer, offsetof(struct dm_pool_header, replicas), 0,
+                    replicas + 1, &was, err) != 0)
+            return -1;
+        if (was && was != replicas + 1) {
+            pod_err_set(err, "dm record store: pod \"%s\" keeps %llu backup%s of each memory "
+                        "node's records (set by its first compute node on memory node %u, %s), "
+                        "this compute node is configured for %u (dm.replicas): every compute node "
+                        "of a pod must say the same", pod, (unsigned long long)(was - 1),
+                        was == 2 ? "" : "s", i, d->mn[i].label, replicas);
+            return -1;
+        }
+    }
+    if (!replicas) return 0;
+    for (unsigned i = 1; i < d->nmn; i++)
+        if (d->mn[i].pool_size != d->mn[0].pool_size) {
+            pod_err_set(err, "dm record store: a pod with backups needs memory nodes of one pool "
+                        "size: memory node 0 (%s) has %llu bytes, memory node %u (%s) %llu",
+                        d->mn[0].label, (unsigned long long)d->mn[0].pool_size, i,
+                        d->mn[i].label, (unsigned long long)d->mn[i].pool_size);
+            return -1;
+        }
+    uint64_t area = (d->mn[0].pool_size / (replicas + 1)) & ~4095ull;
+    if (area < DM_POOL_MIN) {
+        pod_err_set(err, "dm record store: pools of %llu bytes split into %u areas (the records "
+                    "and %u backup%s) leave less than %llu bytes each", 
+                    (unsigned long long)d->mn[0].pool_size, replicas + 1, replicas,
+                    replicas == 1 ? "" : "s", (unsigned long long)DM_POOL_MIN);
+        return -1;
+    }
+    d->area = area;
+    d->replicas = replicas;
+    for (unsigned i = 0; i < d->nmn; i++) d->mn[i].pool_size = area; /* what allocations may use */
+    return 0;
+}
+
+/* Every copy area's cursor starts where area 0's does; a copy's FAAs then
+ * keep it at or past its memory node's. Each compute node CASes 0 -> start
+ * before it allocates anything. */
+static int copies_ready(struct dm_store *d, pod_err *err)
+{
+    for (unsigned mn = 0; mn < d->nmn; mn++)
+        for (uint32_t j = 1; j <= d->replicas; j++) {
+            uint64_t was;
+            if (fab_cas(d->f, d->mn[(mn + j) % d->nmn].peer,
+                        j * d->area + offsetof(struct dm_pool_header, cursor), 0, DM_DATA_START,
+                        &was, err) != 0)
+                return -1;
+        }
+    return 0;
+}
+
+static int read_slots(struct dm_store *d, unsigned mn, uint64_t base, struct dm_cn_slot *out,
+                      pod_err *err)
+{
+    return fab_read(d->f, d->mn[mn].peer, base + DM_CN_SLOTS_OFF, out,
+                    DM_CN_SLOTS * sizeof *out, err);
+}
+
+/* A compute node that used memory node k before it restarted must be gone
+ * before k is rebuilt: it could still change the other memory nodes behind
+ * the copy. Such a one holds a connection to a memory node that kept its
+ * pool and none to k (a compute node that came after the restart has both,
+ * once its bootstrap, which goes in the memory nodes' order, reached k). */
+static int old_cns_gone(struct dm_store *d, unsigned k, uint32_t fresh, pod_err *err)
+{
+    static struct dm_cn_slot at_k[DM_CN_SLOTS], at_m[DM_CN_SLOTS];
+    uint64_t until = ms_now() + OLD_CN_WAIT_MS;
+    for (;;) {
+        unsigned live = 0, where = 0;
+        if (read_slots(d, k, 0, at_k, err) != 0) return -1;
+        for (unsigned m = 0; m < d->nmn && !live; m++) {
+            if (fresh & 1u << m) continue;
+            if (read_slots(d, m, 0, at_m, err) != 0) return -1;
+            for (unsigned s = 1; s < DM_CN_SLOTS && !live; s++)
+                if (s != d->slot && (at_m[s].conn & DM_CN_CONNECTED) &&
+                    !(at_k[s].conn & DM_CN_CONNECTED))
+                    live = s, where = m;
+        }
+        if (!live) return 0;
+        if (ms_now() > until) {
+            pod_err_set(err, "dm record store: memory node %u (%s) restarted and is to be rebuilt "
+                        "from its backups, but the compute node of host %u is still connected to "
+                        "memory node %u (%s) after %d ms: every compute node that ran before the "
+                        "restart must have stopped (they stop by themselves when a memory node's "
+                        "connection closes)", k, d->mn[k].label, live - 1, where,
+                        d->mn[where].label, OLD_CN_WAIT_MS);
+            return -1;
+        }
+        usleep(50000);
+    }
+}
+
+/* Copy the used part of area `from_base` of memory node `from` to area
+ * `to_base` of memory node `to`: the compute-node slots (not their conn
+ * words: those are the memory node's own), the catalog and everything
+ * allocated, and last the cursor. *bytes counts what was copied. */
+static int copy_area(struct dm_store *d, unsigned to, uint64_t to_base, unsigned from,
+                     uint64_t from_base, unsigned char *buf, uint64_t *bytes, pod_err *err)
+{
+    struct fab *f = d->f;
+    int tp = d->mn[to].peer, fp = d->mn[from].peer;
+    uint64_t cur, end;
+    if (fab_read(f, fp, from_base + offsetof(struct dm_pool_header, cursor), &cur, 8, err) != 0)
+        return -1;
+    end = cur < DM_DATA_START ? DM_DATA_START : cur > d->area ? d->area : cur;
+    static struct dm_cn_slot sl[DM_CN_SLOTS];
+    if (read_slots(d, from, from_base, sl, err) != 0) return -1;
+    struct fab_op ops[2 * DM_CN_SLOTS];
+    for (unsigned s = 0; s < DM_CN_SLOTS; s++) {
+        uint64_t at = to_base + SLOT_OFF(s);
+        ops[2 * s] = (struct fab_op){.kind = FAB_WRITE, .off = at, .buf = &sl[s].state, .len = 8};
+        ops[2 * s + 1] = (struct fab_op){.kind = FAB_WRITE, .off = at + 16, .buf = &sl[s].log,
+                                         .len = 16};
+    }
+    if (fab_batch(f, tp, ops, 2 * DM_CN_SLOTS, err) != 0) return -1;
+    uint64_t said = ms_now();
+    for (uint64_t off = DM_CATALOG_OFF; off < end; off += COPY_CHUNK) {
+        uint32_t len = end - off < COPY_CHUNK ? (uint32_t)(end - off) : COPY_CHUNK;
+        if (fab_read(f, fp, from_base + off, buf, len, err) != 0 ||
+            fab_write(f, tp, to_base + off, buf, len, err) != 0)
+            return -1;
+        *bytes += len;
+        if (ms_now() - said > 2000) {
+            said = ms_now();
+            pod_info("dm record store: rebuilding memory node %u: %llu of %llu MiB of an area",
+                     to, (unsigned long long)(off >> 20), (unsigned long long)(end >> 20));
+        }
+    }
+    uint64_t probe;
+    if (fab_write(f, tp, to_base + offsetof(struct dm_pool_header, cursor), &cur, 8, err) != 0 ||
+        fab_read(f, tp, to_base, &probe, 8, err) != 0) /* placed */
+        return -1;
+    return 0;
+}
+
+/* The holder of a live copy of memory node p's records, none of fresh:
+ * p itself (area 0) or memory node p + j (area j). */
+static bool copy_source(const struct dm_store *d, unsigned p, uint32_t fresh, unsigned *mn,
+                        uint64_t *base)
+{
+    for (uint32_t j = 0; j <= d->replicas; j++) {
+        unsigned m = (p + j) % d->nmn;
+        if (fresh & 1u << m) continue;
+        *mn = m;
+        *base = j * d->area;
+        return true;
+    }
+    return false;
+}
+
+/* Memory node k restarted with an empty pool: claim it (its incarnation
+ * CAS 0 -> "rebuilding by this compute node"), or wait while another
+ * compute node that lives rebuilds it, then copy into it its own records
+ * (from a backup) and the backups it keeps (from their memory nodes), and
+ * give it the pod's incarnation once all is placed. */
+static int rebuild(struct dm_store *d, unsigned k, uint64_t pod_inc, uint32_t fresh, pod_err *err)
+{
+    const uint64_t inc_off = offsetof(struct dm_pool_header, incarnation);
+    int peer = d->mn[k].peer;
+    uint64_t conn, was;
+    if (fab_read(d->f, peer, SLOT_OFF(d->slot) + offsetof(struct dm_cn_slot, conn), &conn, 8,
+                 err) != 0)
+        return -1;
+    uint64_t mine = DM_INCARNATION_REBUILDING(d->slot, conn), until = ms_now() + REBUILD_WAIT_MS,
+             said = 0;
+    for (uint64_t expect = 0;;) {
+        if (fab_cas(d->f, peer, inc_off, expect, mine, &was, err) != 0) return -1;
+        if (was == expect) break;
+        if (was == pod_inc) return 0; /* rebuilt by another */
+        if (!DM_IS_REBUILDING(was)) {
+            pod_err_set(err, "dm record store: memory node %u (%s) holds incarnation 0x%llx of pod "
+                        "\"%s\", the others 0x%llx", k, d->mn[k].label, (unsigned long long)was,
+                        d->mn[0].label, (unsigned long long)pod_inc);
+            return -1;
+        }
+        unsigned by = (unsigned)(was >> 40) & 0xffu;
+        uint64_t c;
+        if (by >= DM_CN_SLOTS ||
+            fab_read(d->f, peer, SLOT_OFF(by) + offsetof(struct dm_cn_slot, conn), &c, 8, err) != 0)
+            return -1;
+        if (!(c & DM_CN_CONNECTED) ||
+            DM_INCARNATION_REBUILDING(by, c) != was) { /* its rebuilder is gone: ours now */
+            expect = was;
+            continue;
+        }
+        expect = 0;
+        if (ms_now() > until) {
+            pod_err_set(err, "dm record store: the compute node of host %u has been rebuilding "
+                        "memory node %u (%s) for %d s", by - 1, k, d->mn[k].label,
+                        REBUILD_WAIT_MS / 1000);
+            return -1;
+        }
+        if (ms_now() > said + 5000) {
+            said = ms_now();
+            pod_info("dm record store: waiting for the compute node of host %u to rebuild memory "
+                     "node %u (%s)", by - 1, k, d->mn[k].label);
+        }
+        usleep(20000);
+    }
+    int rc = old_cns_gone(d, k, fresh, err);
+    unsigned char *buf = rc ? NULL : malloc(COPY_CHUNK);
+    if (!rc && !buf) {
+        pod_err_set(err, "dm record store: out of memory");
+        rc = -1;
+    }
+    uint64_t bytes = 0, t0 = ms_now();
+    pod_info("dm record store: memory node %u (%s) restarted with an empty pool: rebuilding it "
+             "from the backups", k, d->mn[k].label);
+    for (uint32_t j = 0; rc == 0 && j <= d->replicas; j++) {
+        /* area j of k holds memory node p's records */
+        unsigned p = (k + d->nmn - j) % d->nmn, src;
+        uint64_t base;
+        if (!copy_source(d, p, fresh, &src, &base)) {
+            pod_err_set(err, "dm record store: no memory node keeps a copy of memory node %u's "
+                        "records", p);
+            rc = -1;
+            break;
+        }
+        rc = copy_area(d, k, j * d->area, src, base, buf, &bytes, err);
+    }
+    free(buf);
+    if (rc != 0) { /* let another try */
+        pod_err pe;
+        fab_cas(d->f, peer, inc_off, mine, 0, &was, &pe);
+        return -1;
+    }
+    if (fab_cas(d->f, peer, inc_off, mine, pod_inc, &was, err) != 0) return -1;
+    if (was != mine) {
+        pod_err_set(err, "dm record store: memory node %u (%s) was claimed by another compute "
+                    "node while this one rebuilt it", k, d->mn[k].label);
+        return -1;
+    }
+    pod_info("dm record store: rebuilt memory node %u (%s) from the backups: %.1f MiB in %.1f s",
+             k, d->mn[k].label, (double)bytes / (1 << 20), (double)(ms_now() - t0) / 1000);
+    return 0;
+}
+
+/* A pod with backups whose memory nodes, or up to `replicas` of them, restarted
+ * (their pools empty while the others keep the pod's incarnation) is rebuilt;
+ * more than that is refused: records are lost. */
+static int rebuild_restarted(struct dm_store *d, const char *pod, pod_err *err)
+{
+    const uint64_t inc_off = offsetof(struct dm_pool_header, incarnation);
+    uint64_t inc[DM_MAX_MEMNODES], pod_inc = 0;
+    uint32_t fresh = 0;
+    unsigned nfresh = 0, first = 0;
+    for (unsigned i = 0; i < d->nmn; i++) {
+        if (fab_read(d->f, d->mn[i].peer, inc_off, &inc[i], 8, err) != 0) return -1;
+        if (!inc[i] || DM_IS_REBUILDING(inc[i])) {
+            if (!nfresh++) first = i;
+            fresh |= 1u << i;
+        } else if (!pod_inc) {
+            pod_inc = inc[i];
+        } else if (inc[i] != pod_inc) {
+            return 0; /* pools of different pods: pod_incarnation says so */
+        }
+    }
+    if (!pod_inc || !fresh || pod_inc == DM_INCARNATION_LOST) return 0; /* a new pod, or whole */
+    if (!(fresh & 1)) { /* a pod that was never complete is still being set up */
+        uint64_t complete;
+        if (fab_read(d->f, d->mn[0].peer, offsetof(struct dm_pool_header, complete), &complete,
+                     8, err) != 0)
+            return -1;
+        if (!complete) return 0;
+    }
+    if (nfresh > d->replicas) {
+        pod_err_set(err, "dm record store: %u memory nodes of pod \"%s\" restarted with empty "
+                    "pools (the first: memory node %u, %s) and the pod keeps %u backup%s of each "
+                    "memory node's records: records are lost; stop the compute nodes and restart "
+                    "every memory node of the pod", nfresh, pod, first, d->mn[first].label,
+                    d->replicas, d->replicas == 1 ? "" : "s");
+        return -1;
+    }
+    if (!d->slot) {
+        pod_err_set(err, "dm record store: memory node %u (%s) of pod \"%s\" restarted with an "
+                    "empty pool: a compute node must rebuild it from the backups first", first,
+                    d->mn[first].label, pod);
+        return -1;
+    }
+    for (unsigned k = 0; k < d->nmn; k++)
+        if ((fresh & 1u << k) && rebuild(d, k, pod_inc, fresh, err) != 0) return -1;
+    return 0;
+}
+
 /* The pod's protocol (pool.h): compute nodes running different ones would
  * read each other's lock words wrong. */
 static int pod_protocol(struct dm_store *d, const char *pod, const char *protocol, pod_err *err)
@@ -1239,11 +1744,52 @@ static int pod_protocol(struct dm_store *d, const char *pod, const char *protoco
     return 0;
 }
 
+/* A compute node stops when a memory node's bootstrap connection closes:
+ * that memory node stopped, and every operation on it would fail. Stopping
+ * at once, rather than at its next operation, lets a memory node with
+ * backups be rebuilt (docs/dm.md, "Replication") without waiting for
+ * compute nodes that sit idle. */
+static void *watcher(void *arg)
+{
+    struct dm_store *d = arg;
+    struct pollfd p[DM_MAX_MEMNODES + 1];
+    for (unsigned i = 0; i < d->nmn; i++)
+        p[i] = (struct pollfd){.fd = d->mn[i].boot_fd, .events = POLLIN | POLLRDHUP};
+    p[d->nmn] = (struct pollfd){.fd = d->watch_stop, .events = POLLIN};
+    for (;;) {
+        if (poll(p, d->nmn + 1, -1) < 0) {
+            if (errno == EINTR) continue;
+            return NULL;
+        }
+        if (p[d->nmn].revents) return NULL;
+        for (unsigned i = 0; i < d->nmn; i++)
+            if (p[i].revents) { /* the memory node sends nothing after its reply: it closed */
+                fprintf(stderr, "dm record store: memory node %u (%s) closed its connection: it "
+                        "stopped. This compute node stops too; start it again once the memory "
+                        "node is back (in a pod with backups the first compute node to start "
+                        "rebuilds a memory node that restarted)\n", i, d->mn[i].label);
+                _exit(3);
+            }
+    }
+}
+
+static int watch_memnodes(struct dm_store *d, pod_err *err)
+{
+    d->watch_stop = eventfd(0, EFD_CLOEXEC);
+    if (d->watch_stop < 0 || pthread_create(&d->watcher, NULL, watcher, d) != 0) {
+        pod_err_set(err, "dm record store: cannot start the thread that watches the memory "
+                    "nodes: %s", strerror(errno));
+        if (d->watch_stop >= 0) close(d->watch_stop);
+        d->watch_stop = -1;
+        return -1;
+    }
+    return 0;
+}
+
 struct record_store *rs_dm_open_cn(const char *const *sockets, int n, const char *provider,
                                    const char *pod, uint32_t slot, const char *protocol,
                                    uint32_t replicas, pod_err *err)
 {
-    (void)replicas;
     if (!provider || !*provider) provider = "shm";
     if (!pod || !*pod || strlen(pod) >= DM_POD_NAME_MAX) {
         pod_err_set(err, "dm record store: a pod name of 1..%d bytes is needed",
@@ -1267,6 +1813,7 @@ struct record_store *rs_dm_open_cn(const char *const *sockets, int n, const char
     }
     d->base.ops = &dm_ops;
     d->nmn = (unsigned)n;
+    d->watch_stop = -1;
     for (unsigned i = 0; i < DM_MAX_MEMNODES; i++) d->mn[i].boot_fd = -1;
     pthread_mutex_init(&d->mu, NULL);
     d->f = fab_open(&(struct fab_open_opts){.provider = provider}, err);
@@ -1280,15 +1827,18 @@ struct record_store *rs_dm_open_cn(const char *const *sockets, int n, const char
     req.cn_slot = d->slot = slot;
     for (unsigned i = 0; i < d->nmn; i++)
         if (memnode_join(d, i, d->nmn, sockets[i], pod, &req, err) != 0) goto fail;
-    if (pod_incarnation(d, pod, err) != 0) goto fail;
+    if (pod_replicas(d, pod, replicas, err) != 0 || pod_incarnation(d, pod, err) != 0 ||
+        copies_ready(d, err) != 0)
+        goto fail;
     if (slot) { /* which connection of the slot we are: bucket locks name it */
         uint64_t conn;
         if (fab_read(d->f, d->mn[0].peer, SLOT_OFF(slot) + offsetof(struct dm_cn_slot, conn), &conn,
                      sizeof conn, err) != 0)
             goto fail;
-        d->conn_gen = (uint32_t)conn;
+        d->conn_gen = conn & ~DM_CN_CONNECTED;
     }
     if (protocol && pod_protocol(d, pod, protocol, err) != 0) goto fail;
+    if (slot && watch_memnodes(d, err) != 0) goto fail;
     return &d->base;
 fail:
     destroy(&d->base);
