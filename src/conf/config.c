@@ -511,6 +511,7 @@ enum {
     DM_POOL_SIZE,
     DM_PROTOCOL,
     DM_UNDO_LOG_SIZE,
+    DM_REPLICAS,
     DM_NIC_MODEL,
     DM_NKEYS
 };
@@ -527,6 +528,10 @@ static const struct conf_key dm_keys[DM_NKEYS] = {
                                         "compute node recovered) or rs-2pl"},
     [DM_UNDO_LOG_SIZE] = {"undo_log_size", false, "a byte size in 64KiB..1GiB: each compute "
                                                   "node's undo log under ford (default 1MiB)"},
+    [DM_REPLICAS] = {"replicas", false, "an integer in 0..3: the backups of each memory node's "
+                                        "records on the next memory nodes, at most one fewer "
+                                        "than dm.memnodes lists, ford only (default 1 under "
+                                        "ford with 2 or more memory nodes, else 0)"},
     [DM_NIC_MODEL] = {"nic_model", false, "a mapping with enabled (required) and rtt_us, "
                                           "atomic_mops, rw_mops, gbps: a model of an RDMA NIC "
                                           "(docs/dm.md)"},
@@ -794,6 +799,31 @@ static int load_nic_model(const struct conf_reader *c, const struct conf_item *s
     return require_keys(c, section->value, it, NIC_NKEYS);
 }
 
+/* dm.replicas: backups of a memory node's records go to the next memory
+ * nodes of the list, so there must be that many others; only ford rebuilds
+ * them (its undo logs), rs-2pl cannot recover the compute nodes that a lost
+ * memory node stops. Absent: 1 under ford with 2 or more memory nodes, else 0. */
+static int check_replicas(const struct conf_reader *c, const struct conf_item *it,
+                          struct pod_config *cfg)
+{
+    bool ford = cfg->dm.protocol == POD_DM_FORD;
+    if (!it->value) {
+        cfg->dm.replicas = ford && cfg->dm.nmemnodes >= 2 ? 1 : 0;
+        return 0;
+    }
+    int n = cfg->dm.replicas;
+    if (n > 0 && !ford)
+        return fail_node(c, it->value, it->path,
+                         "%d needs dm.protocol: ford (rs-2pl cannot recover the compute nodes "
+                         "that a lost memory node stops)",
+                         n);
+    if (n > cfg->dm.nmemnodes - 1)
+        return fail_node(c, it->value, it->path,
+                         "%d backup%s need%s at least %d memory nodes (dm.memnodes lists %d)", n,
+                         n == 1 ? "" : "s", n == 1 ? "s" : "", n + 1, cfg->dm.nmemnodes);
+    return 0;
+}
+
 static int load_dm(const struct conf_reader *c, const struct conf_item *section,
                    struct pod_config *cfg)
 {
@@ -823,13 +853,18 @@ static int load_dm(const struct conf_reader *c, const struct conf_item *section,
     if (it[DM_UNDO_LOG_SIZE].value &&
         get_size_in_range(c, &it[DM_UNDO_LOG_SIZE], 64 * KIB, 1 * GIB, &cfg->dm.undo_log_size) < 0)
         return -1;
+    /* Checked against the memory nodes, or defaulted, by check_replicas. */
+    if (it[DM_REPLICAS].value &&
+        get_int(c, &it[DM_REPLICAS], 0, POD_MAX_DM_REPLICAS, &cfg->dm.replicas) < 0)
+        return -1;
     cfg->dm.nic_model.enabled = false;
     cfg->dm.nic_model.rtt_us = NIC_DEFAULT_RTT_US;
     cfg->dm.nic_model.atomic_mops = NIC_DEFAULT_ATOMIC_MOPS;
     cfg->dm.nic_model.rw_mops = NIC_DEFAULT_RW_MOPS;
     cfg->dm.nic_model.gbps = NIC_DEFAULT_GBPS;
     if (it[DM_NIC_MODEL].value && load_nic_model(c, &it[DM_NIC_MODEL], cfg) < 0) return -1;
-    return require_keys(c, section->value, it, DM_NKEYS);
+    if (require_keys(c, section->value, it, DM_NKEYS) < 0) return -1;
+    return check_replicas(c, &it[DM_REPLICAS], cfg);
 }
 
 /* Where the records live: the region with mode: cxl, the memory nodes of

@@ -76,6 +76,7 @@ enum pod_mode {
 };
 
 #define POD_MAX_MEMNODES 16
+#define POD_MAX_DM_REPLICAS 3 /* dm.replicas: backups of each memory node's records */
 
 /* dm.protocol: the concurrency control of the compute nodes */
 enum pod_dm_protocol {
@@ -104,6 +105,11 @@ struct pod_config {
         uint64_t pool_size;
         enum pod_dm_protocol protocol;
         uint64_t undo_log_size;    /* ford: each compute node's undo log (64 KiB..1 GiB) */
+        /* Backups of each memory node's records, on the next memory nodes of
+         * the list (0..nmemnodes-1, at most POD_MAX_DM_REPLICAS; ford only);
+         * default 1 under ford with 2 or more memory nodes, else 0. In the
+         * digest: every compute node of a pod must use the same. */
+        int replicas;
         /* dm.nic_model: a model of an RDMA NIC that the compute nodes' fabric
          * operations are made to cost (docs/dm.md, "The NIC model"); off by
          * default. Not in the digest: how costs are modelled, not where the

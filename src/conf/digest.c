@@ -131,6 +131,8 @@ static void put_dm(uint64_t *h, const struct pod_config *c)
     for (int i = 0; i < n; i++) put_str(h, c->dm.memnodes[i], sizeof c->dm.memnodes[i]);
     put_field(h, "dm.protocol");
     put_i64(h, (int64_t)c->dm.protocol);
+    put_field(h, "dm.replicas");
+    put_i64(h, c->dm.replicas);
 }
 
 uint64_t pod_config_digest(const struct pod_config *c)

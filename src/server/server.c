@@ -1641,11 +1641,15 @@ static int build_db(struct pod_server *s, pod_err *err)
         o.undo_log_bytes = (uint32_t)c->dm.undo_log_size;
         if (!(o.given_store = rs_dm_open_cn(mns, c->dm.nmemnodes, c->dm.provider, c->dm.pod,
                                             (uint32_t)s->host + 1, ford ? "ford" : "rs-2pl",
-                                            0, err)))
+                                            (uint32_t)c->dm.replicas, err)))
             return -1;
-        pod_info("compute node of pod \"%s\": records on %d memory node%s (the first %s) over %s",
-                 c->dm.pod, c->dm.nmemnodes, c->dm.nmemnodes == 1 ? "" : "s", c->dm.memnodes[0],
-                 c->dm.provider);
+        char backups[48] = "";
+        if (c->dm.replicas > 0)
+            snprintf(backups, sizeof backups, ", %d backup%s of each", c->dm.replicas,
+                     c->dm.replicas == 1 ? "" : "s");
+        pod_info("compute node of pod \"%s\": records on %d memory node%s%s (the first %s) over %s",
+                 c->dm.pod, c->dm.nmemnodes, c->dm.nmemnodes == 1 ? "" : "s", backups,
+                 c->dm.memnodes[0], c->dm.provider);
         if (c->dm.nic_model.enabled && dm_nic_model(o.given_store, c, err) != 0) {
             o.given_store->ops->destroy(o.given_store);
             return -1;
@@ -1972,10 +1976,15 @@ int pod_server_main(const struct pod_config *c, int host, const struct pod_serve
     }
     if (held_queues_new(s, &err)) goto out;
     if (c->mode == POD_MODE_CXL && start_log(s, &err)) goto out;
-    if (c->mode == POD_MODE_DM)
-        pod_warn("mode: dm has no log and no replication yet: committed transactions live only "
-                 "in the memory node's memory (a memory node that stops loses them), and "
-                 "replies go out at commit");
+    if (c->mode == POD_MODE_DM && c->dm.replicas > 0)
+        pod_warn("mode: dm keeps each record on %d memory nodes (dm.replicas: %d) and no log on "
+                 "the compute nodes: committed transactions live only in the memory nodes' "
+                 "memory, and replies go out at commit",
+                 c->dm.replicas + 1, c->dm.replicas);
+    else if (c->mode == POD_MODE_DM)
+        pod_warn("mode: dm has no log and no replication (dm.replicas: 0): committed transactions "
+                 "live only in the memory node's memory (a memory node that stops loses them), "
+                 "and replies go out at commit");
     if ((s->epfd = epoll_create1(EPOLL_CLOEXEC)) < 0 ||
         (s->evfd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC)) < 0 ||
         (s->sigfd = signalfd(-1, &mask, SFD_NONBLOCK | SFD_CLOEXEC)) < 0) {

@@ -904,6 +904,29 @@ START_TEST(test_dm_every_field)
     c = parse_ok("mode: dm\ndm: {pod: p, memnodes: [/m.sock], protocol: ford, "
                  "undo_log_size: 64KiB}\n" DM_HOSTS_OK DM_ENGINE_OK);
     ck_assert(pod_config_digest(c) != rs2pl_digest);
+    /* dm.replicas: 1 under ford with 2 or more memory nodes, else 0; 0..n-1 when written. */
+    ck_assert_int_eq(d.dm.replicas, 1);
+    ck_assert_int_eq(parse_ok(DM_OK)->dm.replicas, 0);
+    c = parse_ok("mode: dm\ndm: {pod: p, memnodes: [/a.sock, /b.sock], protocol: rs-2pl}\n"
+                 DM_HOSTS_OK DM_ENGINE_OK);
+    ck_assert_int_eq(c->dm.replicas, 0);
+    c = parse_ok("mode: dm\ndm: {pod: p, memnodes: [/a.sock, /b.sock], protocol: rs-2pl, "
+                 "replicas: 0}\n" DM_HOSTS_OK DM_ENGINE_OK);
+    ck_assert_int_eq(c->dm.replicas, 0);
+    c = parse_ok("mode: dm\ndm: {pod: p, memnodes: [/a.sock, /b.sock], replicas: 0}\n"
+                 DM_HOSTS_OK DM_ENGINE_OK);
+    ck_assert_int_eq(c->dm.replicas, 0);
+    uint64_t unreplicated_digest = pod_config_digest(c);
+    c = parse_ok("mode: dm\ndm: {pod: p, memnodes: [/a.sock, /b.sock]}\n" DM_HOSTS_OK
+                 DM_ENGINE_OK);
+    ck_assert_int_eq(c->dm.replicas, 1);
+    ck_assert(pod_config_digest(c) != unreplicated_digest);
+    c = parse_ok("mode: dm\ndm: {pod: p, memnodes: [/m.sock], replicas: 0}\n" DM_HOSTS_OK
+                 DM_ENGINE_OK);
+    ck_assert_int_eq(c->dm.replicas, 0);
+    c = parse_ok("mode: dm\ndm: {pod: p, memnodes: [/0, /1, /2, /3], replicas: 3}\n"
+                 DM_HOSTS_OK DM_ENGINE_OK);
+    ck_assert_int_eq(c->dm.replicas, 3);
     /* dm.nic_model: off, with the papers' figures, unless the file says otherwise. */
     ck_assert(!d.dm.nic_model.enabled);
     ck_assert(d.dm.nic_model.rtt_us == 2.5 && d.dm.nic_model.atomic_mops == 2.5 &&
@@ -965,6 +988,8 @@ START_TEST(test_dm_digest)
     /* Nor is the NIC model: it models costs, the records are where they were. */
     ck_assert_uint_eq(base, digest_of(DM_SECTION_OK "  nic_model: {enabled: true, rtt_us: 3}\n"
                                             DM_HOSTS_OK DM_ENGINE_OK));
+    /* dm.replicas written out as its default (0 with one memory node) is the same config. */
+    ck_assert_uint_eq(base, digest_of(DM_SECTION_OK "  replicas: 0\n" DM_HOSTS_OK DM_ENGINE_OK));
     static const struct text_change changes[] = {
         {"pod: dm-pod.1", "pod: dm-pod.2"},
         {"pod: dm-pod.1", "pod: dm-pod.1\n  provider: tcp;ofi_rxm"},
@@ -1221,10 +1246,10 @@ static const struct bad_case {
     {"no region with mode: cxl", "mode: cxl\n" HOSTS_OK, "1:1: region: missing required key"},
     {"dm is a scalar", "mode: dm\ndm: yes\n" DM_HOSTS_OK DM_ENGINE_OK,
      "2:5: dm: is a scalar (expected a mapping with keys: pod, provider, memnodes, pool_size, "
-     "protocol, undo_log_size, nic_model)"},
+     "protocol, undo_log_size, replicas, nic_model)"},
     {"misspelt dm key", "mode: dm\ndm:\n  pod: p\n  memnode: [/m.sock]\n" DM_HOSTS_OK,
      "4:3: dm.memnode: unknown key (expected one of: pod, provider, memnodes, pool_size, "
-     "protocol, undo_log_size, nic_model)"},
+     "protocol, undo_log_size, replicas, nic_model)"},
     {"unknown dm protocol", "mode: dm\ndm:\n  pod: p\n  memnodes: [/m.sock]\n  protocol: occ\n"
      DM_HOSTS_OK DM_ENGINE_OK,
      "5:13: dm.protocol: unknown value 'occ' (expected ford (the default: optimistic reads, "
@@ -1232,6 +1257,35 @@ static const struct bad_case {
     {"undo log smaller than 64KiB",
      "mode: dm\ndm:\n  pod: p\n  memnodes: [/m.sock]\n  undo_log_size: 4KiB\n" DM_HOSTS_OK,
      "5:18: dm.undo_log_size: 4KiB (4096 bytes) is out of range (64KiB..1GiB)"},
+    {"more backups than other memory nodes",
+     "mode: dm\ndm:\n  pod: p\n  memnodes: [/a.sock, /b.sock]\n  replicas: 2\n" DM_HOSTS_OK
+     DM_ENGINE_OK,
+     "5:13: dm.replicas: 2 backups need at least 3 memory nodes (dm.memnodes lists 2)"},
+    {"a backup with one memory node",
+     "mode: dm\ndm:\n  pod: p\n  memnodes: [/m.sock]\n  replicas: 1\n" DM_HOSTS_OK DM_ENGINE_OK,
+     "5:13: dm.replicas: 1 backup needs at least 2 memory nodes (dm.memnodes lists 1)"},
+    {"more than 3 backups",
+     "mode: dm\ndm:\n  pod: p\n  memnodes: [/0, /1, /2, /3, /4]\n  replicas: 4\n" DM_HOSTS_OK
+     DM_ENGINE_OK,
+     "5:13: dm.replicas: 4 is out of range (0..3)"},
+    {"negative backups",
+     "mode: dm\ndm:\n  pod: p\n  memnodes: [/a.sock, /b.sock]\n  replicas: -1\n" DM_HOSTS_OK
+     DM_ENGINE_OK,
+     "5:13: dm.replicas: -1 is out of range (0..3)"},
+    {"backups under rs-2pl",
+     "mode: dm\ndm:\n  pod: p\n  memnodes: [/a.sock, /b.sock]\n  protocol: rs-2pl\n"
+     "  replicas: 1\n" DM_HOSTS_OK DM_ENGINE_OK,
+     "6:13: dm.replicas: 1 needs dm.protocol: ford (rs-2pl cannot recover the compute nodes "
+     "that a lost memory node stops)"},
+    {"backups not an integer",
+     "mode: dm\ndm:\n  pod: p\n  memnodes: [/a.sock, /b.sock]\n  replicas: one\n" DM_HOSTS_OK
+     DM_ENGINE_OK,
+     "5:13: dm.replicas: 'one' is not an integer (expected an integer in 0..3: the backups of "
+     "each memory node's records on the next memory nodes"},
+    {"fractional backups",
+     "mode: dm\ndm:\n  pod: p\n  memnodes: [/a.sock, /b.sock]\n  replicas: 1.5\n" DM_HOSTS_OK
+     DM_ENGINE_OK,
+     "5:13: dm.replicas: '1.5' is not an integer"},
     {"no pod", "mode: dm\ndm:\n  memnodes: [/m.sock]\n" DM_HOSTS_OK DM_ENGINE_OK,
      "3:3: dm.pod: missing required key (expected the pod name the memory nodes serve "
      "(poddb-memnode --pod): 1..63 letters, digits, '_', '.' or '-')"},
