@@ -1827,7 +1827,8 @@ struct record_store *rs_dm_open_cn(const char *const *sockets, int n, const char
     req.cn_slot = d->slot = slot;
     for (unsigned i = 0; i < d->nmn; i++)
         if (memnode_join(d, i, d->nmn, sockets[i], pod, &req, err) != 0) goto fail;
-    if (pod_replicas(d, pod, replicas, err) != 0 || pod_incarnation(d, pod, err) != 0 ||
+    if ((protocol && pod_protocol(d, pod, protocol, err) != 0) ||
+        pod_replicas(d, pod, replicas, err) != 0 || pod_incarnation(d, pod, err) != 0 ||
         copies_ready(d, err) != 0)
         goto fail;
     if (slot) { /* which connection of the slot we are: bucket locks name it */
@@ -1837,7 +1838,6 @@ struct record_store *rs_dm_open_cn(const char *const *sockets, int n, const char
             goto fail;
         d->conn_gen = conn & ~DM_CN_CONNECTED;
     }
-    if (protocol && pod_protocol(d, pod, protocol, err) != 0) goto fail;
     if (slot && watch_memnodes(d, err) != 0) goto fail;
     return &d->base;
 fail:

@@ -43,7 +43,7 @@ for provider in shm "tcp;ofi_rxm"; do
   conf=$(pod_conf "$provider" dmtest)
   start_memnodes dmtest "$provider" 2
   start_pod "$conf"
-  grep -q 'mode: dm has no log' "$TMP/host0.log" || fail "host 0 did not say that nothing is logged"
+  grep -q 'mode: dm keeps each record on 2 memory nodes' "$TMP/host0.log" || fail "host 0 did not say that each record is kept twice"
   "$CLI" --conf "$conf" --host 0 call sys.config | grep -q "^mode	dm$" || fail "sys.config: mode"
 
   # One row, written through host 0, read through host 1.
