@@ -19,19 +19,27 @@ dm_conf() {
   echo "$TMP/dm.yaml"
 }
 
+# start_memnode POD PROVIDER M: memory node mnM of the pod (its log appended
+# to $TMP/mnM.log), not waited for; its pid in MN_PIDS[M].
+start_memnode() {
+  "$MEMNODE" --socket "$TMP/mn$3.sock" --pod "$1" --pool-size 64MiB --provider "$2" \
+    >>"$TMP/mn$3.log" 2>&1 &
+  MN_PIDS[$3]=$!
+  on_exit "kill -KILL $!"
+}
+
+# memnode_serves M: wait until memory node M's socket is there.
+memnode_serves() {
+  for _ in $(seq 1 300); do [ -S "$TMP/mn$1.sock" ] && return 0; sleep 0.05; done
+  cat "$TMP/mn$1.log" >&2
+  fail "memory node $1 did not come up"
+}
+
 # start_memnodes POD PROVIDER NMEMNODES: memory nodes mn0.. of the pod, each
 # serving its socket; their pids in MN_PIDS.
 start_memnodes() {
-  for m in $(seq 0 $(($3 - 1))); do
-    "$MEMNODE" --socket "$TMP/mn$m.sock" --pod "$1" --pool-size 64MiB --provider "$2" \
-      >"$TMP/mn$m.log" 2>&1 &
-    MN_PIDS[$m]=$!
-    on_exit "kill -KILL $!"
-  done
-  for m in $(seq 0 $(($3 - 1))); do
-    for _ in $(seq 1 300); do [ -S "$TMP/mn$m.sock" ] && break; sleep 0.05; done
-    [ -S "$TMP/mn$m.sock" ] || { cat "$TMP/mn$m.log" >&2; fail "memory node $m did not come up"; }
-  done
+  for m in $(seq 0 $(($3 - 1))); do start_memnode "$1" "$2" "$m"; done
+  for m in $(seq 0 $(($3 - 1))); do memnode_serves "$m"; done
 }
 
 # stop_memnodes: SIGTERM to each, which must exit 0.

@@ -152,8 +152,13 @@ static inline rs_loc raw_loc(unsigned mn, uint64_t off) { return (uint64_t)mn <<
 
 unsigned rs_dm_loc_memnode(rs_loc loc) { return (unsigned)(loc >> LOC_MN_SHIFT) & 0xff; }
 
+static void memnode_gone(struct dm_store *d, unsigned mn);
+
 static void fatal(struct dm_store *d, unsigned mn, const pod_err *e)
 {
+    /* an operation that failed because its memory node died: say that */
+    struct pollfd p = {.fd = d->mn[mn].boot_fd, .events = POLLIN | POLLRDHUP};
+    if (p.fd >= 0 && poll(&p, 1, 1000) > 0) memnode_gone(d, mn);
     fprintf(stderr, "dm record store (memory node %u, %s): %s; this compute node cannot go on\n",
             mn, d->mn[mn].label, e->msg);
     abort();
@@ -1744,6 +1749,17 @@ static int pod_protocol(struct dm_store *d, const char *pod, const char *protoco
     return 0;
 }
 
+/* Memory node mn closed its bootstrap connection: it stopped. A compute
+ * node stops too (status 3), saying so. */
+static void memnode_gone(struct dm_store *d, unsigned mn)
+{
+    fprintf(stderr, "dm record store: memory node %u (%s) closed its connection: it stopped. "
+            "This compute node stops too; start it again once the memory node is back (in a "
+            "pod with backups the first compute node to start rebuilds a memory node that "
+            "restarted)\n", mn, d->mn[mn].label);
+    _exit(3);
+}
+
 /* A compute node stops when a memory node's bootstrap connection closes:
  * that memory node stopped, and every operation on it would fail. Stopping
  * at once, rather than at its next operation, lets a memory node with
@@ -1763,13 +1779,7 @@ static void *watcher(void *arg)
         }
         if (p[d->nmn].revents) return NULL;
         for (unsigned i = 0; i < d->nmn; i++)
-            if (p[i].revents) { /* the memory node sends nothing after its reply: it closed */
-                fprintf(stderr, "dm record store: memory node %u (%s) closed its connection: it "
-                        "stopped. This compute node stops too; start it again once the memory "
-                        "node is back (in a pod with backups the first compute node to start "
-                        "rebuilds a memory node that restarted)\n", i, d->mn[i].label);
-                _exit(3);
-            }
+            if (p[i].revents) memnode_gone(d, i); /* it sends nothing after its reply */
     }
 }
 
