@@ -10,8 +10,10 @@
 # SmallBank under rs-2pl too. Bad input is refused with a clear message and
 # nothing running is harmed: a second compute node of a running host, a
 # ford compute node on a pod that runs rs-2pl, a compute node of another
-# pod, a memory node that is not there, a config that asks for next-key
-# locking.
+# pod, one configured for another count of backups than its pod, backups
+# on pools of two sizes, a memory node that is not there, a config that
+# asks for next-key locking. Two memory nodes under ford keep one backup of
+# each other's records (dm.replicas' default).
 source tests/lib.sh
 source tests/bench-pod.sh
 
@@ -130,6 +132,23 @@ stop_memnodes
 start_memnodes dmtest shm 2
 expect_refused "$(pod_conf shm otherpod)" 'belongs to pod "dmtest", not to pod "otherpod"' \
   "a compute node of another pod"
+# A pod keeps one count of backups: a compute node configured for another
+# is refused.
+conf=$(pod_conf shm dmtest)
+start_pod "$conf"
+stop_pod
+expect_refused "$(pod_conf shm dmtest "ford
+  replicas: 0")" 'keeps 1 backup of each memory node' "a compute node without backups on a pod with them"
+stop_memnodes
+# Backups need pools of one size.
+start_memnode dmtest shm 0
+"$MEMNODE" --socket "$TMP/mn1.sock" --pod dmtest --pool-size 32MiB --provider shm >"$TMP/mn1.log" 2>&1 &
+MN_PIDS[1]=$!
+on_exit "kill -KILL $!"
+memnode_serves 0
+memnode_serves 1
+expect_refused "$(pod_conf shm dmtest)" 'needs memory nodes of one pool size' \
+  "a pod with backups on pools of two sizes"
 stop_memnodes
 
 # No memory node at the configured socket: the message names it.

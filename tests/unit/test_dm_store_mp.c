@@ -6,7 +6,8 @@
  *    declaring one of its tables for another number of rows (the first
  *    store's sizing stands: no catalog mismatch) and reading it while the
  *    first store adds keys to its overflow chains; on shm also over one
- *    memory node;
+ *    memory node; on both again with one backup of each memory node's
+ *    records (every change also written to the other memory node);
  *  - a bank: a loader process creates the table and N accounts of INITIAL;
  *    then two compute-node processes (each its own database running rs-2pl
  *    over its own dm store on the same memory nodes) run transfers
@@ -552,6 +553,7 @@ END_TEST
 struct conf_arg {
     const struct pod_mns *mns;
     const char *provider;
+    uint32_t replicas;
 };
 
 #define GROW_KEYS 1500u /* appended to the table of many keys while another store reads it */
@@ -618,9 +620,10 @@ static int child_conformance(void *p)
 {
     struct conf_arg *a = p;
     pod_err e;
-    struct record_store *rs = rs_dm_open_many(a->mns->socks, a->mns->n, a->provider, POD_NAME, &e);
+    struct record_store *rs = rs_dm_open_cn(a->mns->socks, a->mns->n, a->provider, POD_NAME, 0,
+                                            NULL, a->replicas, &e);
     if (!rs) {
-        fprintf(stderr, "rs_dm_open_many: %s\n", e.msg);
+        fprintf(stderr, "rs_dm_open_cn: %s\n", e.msg);
         return 1;
     }
     ck_assert_str_eq(rs->ops->name, "dm");
@@ -628,8 +631,8 @@ static int child_conformance(void *p)
     rs_conformance(rs); /* a failed assertion ends this process non-zero */
     /* Another compute node declaring the table of many keys for another
      * number of rows gets the table the first one laid out. */
-    struct record_store *other =
-        rs_dm_open_many(a->mns->socks, a->mns->n, a->provider, POD_NAME, &e);
+    struct record_store *other = rs_dm_open_cn(a->mns->socks, a->mns->n, a->provider, POD_NAME,
+                                               0, NULL, a->replicas, &e);
     ck_assert_msg(other != NULL, "%s", e.msg);
     ck_assert_msg(other->ops->table_add(other, &(struct rs_table_def){.id = RSC_TABLE + 3,
                   .key_size = 8, .tuple_size = 8, .rows_hint = 1u << 20}, &e) == 0, "%s", e.msg);
@@ -643,18 +646,20 @@ static int child_conformance(void *p)
 static const struct {
     const char *provider;
     int nmn;
-} conf_runs[] = {{"shm", 1}, {"shm", NMN}, {"tcp;ofi_rxm", NMN}};
+    uint32_t replicas; /* backups of each memory node's records */
+} conf_runs[] = {{"shm", 1, 0}, {"shm", NMN, 0}, {"tcp;ofi_rxm", NMN, 0}, {"shm", NMN, 1},
+                 {"tcp;ofi_rxm", NMN, 1}};
 
 START_TEST(conformance)
 {
     const char *prov = conf_runs[_i].provider;
     struct pod_mns m;
     mns_start(&m, prov, conf_runs[_i].nmn);
-    struct conf_arg a = {&m, prov};
+    struct conf_arg a = {&m, prov, conf_runs[_i].replicas};
     uint64_t t0 = now_ms();
     int st = tu_wait_child(tu_fork(child_conformance, &a), 60000);
-    printf("[%s] record-store conformance over %d memory node(s): %" PRIu64 " ms\n", prov, m.n,
-           now_ms() - t0);
+    printf("[%s] record-store conformance over %d memory node(s), %u backup(s): %" PRIu64 " ms\n",
+           prov, m.n, a.replicas, now_ms() - t0);
     ck_assert_msg(st == 0, "[%s] the conformance check failed (exit %d)", prov, st);
     mns_stop(&m);
 }
