@@ -365,8 +365,9 @@ int fab_progress(struct fab *f, int timeout_ms, pod_err *err)
     return 0;
 }
 
-/* Post ops[0..n) (n <= WAVE, their staging within the buffer) and wait. */
-static int wave(struct fab *f, struct fab_peer *p, struct fab_op *ops, uint32_t n,
+/* Post ops[0..n) (n <= WAVE, their staging within the buffer), op i to
+ * peer pp[i], and wait for all. */
+static int wave(struct fab *f, struct fab_peer *const *pp, struct fab_op *ops, uint32_t n,
                 unsigned char **slot, pod_err *err)
 {
     uint64_t deadline = now_ns() + (uint64_t)f->timeout_ms * 1000000ull;
@@ -376,6 +377,7 @@ static int wave(struct fab *f, struct fab_peer *p, struct fab_op *ops, uint32_t 
     while (done < n) {
         while (posted < n) {
             struct fab_op *o = &ops[posted];
+            const struct fab_peer *p = pp[posted];
             unsigned char *s = slot[posted];
             uint64_t addr = p->r.base + o->off;
             void *ctx = &f->ctx[posted];
@@ -412,8 +414,9 @@ static int wave(struct fab *f, struct fab_peer *p, struct fab_op *ops, uint32_t 
             continue;
         }
         if (got == -FI_EAVAIL) {
-            char during[160];
-            snprintf(during, sizeof during, "a batch of %u ops on memory node %s", n, p->label);
+            char during[200];
+            snprintf(during, sizeof during, "a batch of %u ops on memory node %s%s", n,
+                     pp[0]->label, pp[n - 1] != pp[0] ? " and others" : "");
             cq_error(f, err, during);
             return -1;
         }
@@ -424,9 +427,9 @@ static int wave(struct fab *f, struct fab_peer *p, struct fab_op *ops, uint32_t 
         if (++spins > 64) sched_yield();
         if ((spins & 63) == 0 && now_ns() > deadline) {
             pod_err_set(err, "fabric %s: %u of %u ops (first: %s at offset %llu) on memory node "
-                        "%s did not complete within %d ms: is the memory node running?", f->prov,
-                        n - done, n, op_name(ops[0].kind), (unsigned long long)ops[0].off,
-                        p->label, f->timeout_ms);
+                        "%s%s did not complete within %d ms: is the memory node running?",
+                        f->prov, n - done, n, op_name(ops[0].kind), (unsigned long long)ops[0].off,
+                        pp[0]->label, pp[n - 1] != pp[0] ? " and others" : "", f->timeout_ms);
             return -1;
         }
     }
@@ -446,21 +449,31 @@ void fab_set_nic_model(struct fab *f, struct nic_model *m)
     f->nic = m;
 }
 
-/* Under the NIC model: wait until the wave of n ops to peer, posted at
- * posted_ns, would have completed on an RDMA NIC. */
-static void nic_wait(struct fab *f, int peer, const struct fab_op *ops, uint32_t n,
+/* Under the NIC model: wait until the wave of n ops (op i to peer pi[i]),
+ * posted at posted_ns, would have completed on RDMA NICs: each peer's NIC
+ * serves its share, the wave is done when the last is. */
+static void nic_wait(struct fab *f, const int *pi, const struct fab_op *ops, uint32_t n,
                      uint64_t posted_ns)
 {
-    struct nic_batch b = {0};
-    for (uint32_t i = 0; i < n; i++) {
-        if (ops[i].kind <= FAB_WRITE) {
-            b.rw++;
-            b.bytes += ops[i].len;
-        } else {
-            b.atomics++;
+    uint64_t done = 0;
+    for (uint32_t first = 0; first < n; first++) {
+        bool seen = false;
+        for (uint32_t j = 0; j < first && !seen; j++) seen = pi[j] == pi[first];
+        if (seen) continue;
+        struct nic_batch b = {0};
+        for (uint32_t i = first; i < n; i++) {
+            if (pi[i] != pi[first]) continue;
+            if (ops[i].kind <= FAB_WRITE) {
+                b.rw++;
+                b.bytes += ops[i].len;
+            } else {
+                b.atomics++;
+            }
         }
+        uint64_t at = nic_model_done_at(f->nic, pi[first], &b, posted_ns);
+        if (at > done) done = at;
     }
-    nic_model_wait_until(nic_model_done_at(f->nic, peer, &b, posted_ns));
+    nic_model_wait_until(done);
 }
 
 static size_t stage_bytes(const struct fab_op *o)
@@ -469,20 +482,27 @@ static size_t stage_bytes(const struct fab_op *o)
     return (b + 7) & ~(size_t)7;
 }
 
-int fab_batch(struct fab *f, int peer, struct fab_op *ops, uint32_t n, pod_err *err)
+/* fab_batch_to, with op i to peers[i], or to peer when peers is NULL. */
+static int batch(struct fab *f, const int *peers, int peer, struct fab_op *ops, uint32_t n,
+                 pod_err *err)
 {
-    if (peer < 0 || peer >= f->npeers) {
-        pod_err_set(err, "fabric %s: no memory node %d", f->prov, peer);
-        return -1;
-    }
-    struct fab_peer *p = &f->peer[peer];
     unsigned char *slot[WAVE];
+    struct fab_peer *pp[WAVE];
+    int pi[WAVE];
     uint32_t limit = f->tx_size < WAVE ? (uint32_t)f->tx_size : WAVE;
     for (uint32_t i = 0; i < n;) {
         size_t used = 0;
         uint32_t k = 0;
         while (i + k < n && k < limit) {
             struct fab_op *o = &ops[i + k];
+            int to = peers ? peers[i + k] : peer;
+            if (to < 0 || to >= f->npeers) {
+                pod_err_set(err, "fabric %s: no memory node %d", f->prov, to);
+                return -1;
+            }
+            struct fab_peer *p = &f->peer[to];
+            pp[k] = p;
+            pi[k] = to;
             size_t b = stage_bytes(o);
             if (o->off + (o->kind <= FAB_WRITE ? o->len : 8) > p->r.size ||
                 (o->kind > FAB_WRITE && (o->off & 7))) {
@@ -509,11 +529,21 @@ int fab_batch(struct fab *f, int peer, struct fab_op *ops, uint32_t n, pod_err *
             k++;
         }
         uint64_t posted = f->nic ? now_ns() : 0;
-        if (wave(f, p, ops + i, k, slot, err)) return -1;
-        if (f->nic) nic_wait(f, peer, ops + i, k, posted);
+        if (wave(f, pp, ops + i, k, slot, err)) return -1;
+        if (f->nic) nic_wait(f, pi, ops + i, k, posted);
         i += k;
     }
     return 0;
+}
+
+int fab_batch(struct fab *f, int peer, struct fab_op *ops, uint32_t n, pod_err *err)
+{
+    return batch(f, NULL, peer, ops, n, err);
+}
+
+int fab_batch_to(struct fab *f, const int *peers, struct fab_op *ops, uint32_t n, pod_err *err)
+{
+    return batch(f, peers, 0, ops, n, err);
 }
 
 int fab_read(struct fab *f, int peer, uint64_t off, void *buf, uint32_t len, pod_err *err)

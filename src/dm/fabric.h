@@ -90,6 +90,11 @@ struct fab_op {
  * peer; after a failure the endpoint is not to be used again. */
 int fab_batch(struct fab *f, int peer, struct fab_op *ops, uint32_t n, pod_err *err);
 
+/* fab_batch with ops[i] to peers[i]: the ops to each peer are posted in
+ * their order, those to different peers at once (one wait for all, not one
+ * per peer). */
+int fab_batch_to(struct fab *f, const int *peers, struct fab_op *ops, uint32_t n, pod_err *err);
+
 /* From now on every batch completes no earlier than model m says a real
  * RDMA NIC would let it (src/dm/nic_model.h); model node i is peer i. f
  * owns m (fab_close frees it); NULL turns the model off. */

@@ -129,6 +129,8 @@ struct dm_store {
     uint64_t alive_until[DM_CN_SLOTS];
     /* scratch of a batch */
     struct fab_op *fops;
+    int *fpeer;              /* fops[j] goes to peer fpeer[j] */
+    uint64_t probe[DM_MAX_MEMNODES]; /* where the READs that place writes land */
     struct dm_rechead *heads;
     struct rs_op *grouped;   /* a batch's ops grouped by memory node */
     uint32_t *from;          /* grouped[j] is ops[from[j]] */
@@ -711,9 +713,14 @@ static int grow(struct dm_store *d, uint32_t n)
     if (n <= d->cap) return 0;
     uint32_t cap = d->cap ? d->cap : 64;
     while (cap < n) cap *= 2;
-    struct fab_op *f = realloc(d->fops, (size_t)cap * 2 * sizeof *f + sizeof *f);
+    /* a fabric op or two per op, and a READ behind each run of writes */
+    size_t nf = (size_t)cap * 3;
+    struct fab_op *f = realloc(d->fops, nf * sizeof *f);
     if (!f) return -1;
     d->fops = f;
+    int *fp = realloc(d->fpeer, nf * sizeof *fp);
+    if (!fp) return -1;
+    d->fpeer = fp;
     struct dm_rechead *h = realloc(d->heads, (size_t)cap * sizeof *h);
     if (!h) return -1;
     d->heads = h;
@@ -729,19 +736,25 @@ static int grow(struct dm_store *d, uint32_t n)
 
 static bool is_rma(enum rs_op_kind k) { return k == RS_OP_READ || k == RS_OP_WRITE; }
 
-/* ops[lo..hi): all RMA or all atomics, all on memory node mn. Run them as
- * one wave; a wave with WRITEs ends with a READ, so that its writes are
- * placed before what follows (the FAA that releases a lock must not pass
- * the row it guards: rxm carries atomics and RMA on different paths, and
- * completes a WRITE once it is sent). */
-static void run_group(struct dm_store *d, unsigned mn, struct rs_op *ops, uint32_t lo, uint32_t hi,
-                      bool flush)
+/* A release: a WRITE of the record word alone or an FAA. */
+static bool is_release(const struct rs_op *o)
 {
-    uint32_t n = 0;
-    uint64_t probe, last_write = 0;
+    return (o->kind == RS_OP_WRITE && o->word) || o->kind == RS_OP_FAA;
+}
+
+/* The fabric ops of g[lo..hi) (all RMA or all atomics, all on memory node
+ * mn), appended at d->fops[*nf]; with flush a run with WRITEs ends with a
+ * READ, so that its writes are placed before what follows (the FAA that
+ * releases a lock must not pass the row it guards: rxm carries atomics and
+ * RMA on different paths, and completes a WRITE once it is sent). */
+static void run_build(struct dm_store *d, unsigned mn, struct rs_op *g, uint32_t lo, uint32_t hi,
+                      bool flush, uint32_t *nf)
+{
+    uint32_t n = *nf;
+    uint64_t last_write = 0;
     bool wrote = false;
     for (uint32_t i = lo; i < hi; i++) {
-        struct rs_op *o = &ops[i];
+        struct rs_op *o = &g[i];
         uint64_t off = loc_off(o->loc);
         struct dm_rechead *h = &d->heads[i];
         /* a record's bytes follow its word and header; a raw offset's are at it */
@@ -786,16 +799,23 @@ static void run_group(struct dm_store *d, unsigned mn, struct rs_op *ops, uint32
         case RS_OP_FAA:
             d->fops[n++] = (struct fab_op){.kind = FAB_FAA, .off = off, .operand = o->add};
             break;
-        case RS_OP_SYNC: break; /* taken out by batch_locked */
+        case RS_OP_SYNC: break; /* taken out by batch_plain */
         }
     }
     if (wrote && flush)
         d->fops[n++] = (struct fab_op){.kind = FAB_READ, .off = last_write & ~7ull,
-                                       .buf = &probe, .len = 8};
-    if (n) run(d, mn, d->fops, n);
-    n = 0;
+                                       .buf = &d->probe[mn], .len = 8};
+    for (uint32_t j = *nf; j < n; j++) d->fpeer[j] = d->mn[mn].peer;
+    *nf = n;
+}
+
+/* The results of g[lo..hi), whose fabric ops start at d->fops[base]. */
+static void run_finish(struct dm_store *d, struct rs_op *g, uint32_t lo, uint32_t hi,
+                       uint32_t base)
+{
+    uint32_t n = base;
     for (uint32_t i = lo; i < hi; i++) {
-        struct rs_op *o = &ops[i];
+        struct rs_op *o = &g[i];
         if (o->kind == RS_OP_READ) {
             if (o->word) *o->word = d->heads[i].word;
             if (o->head) {
@@ -815,16 +835,50 @@ static void run_group(struct dm_store *d, unsigned mn, struct rs_op *ops, uint32
     }
 }
 
-/* ops[0..n), all on memory node mn: runs of RMA and of atomics in their
- * order; each run completes (its writes placed) before the next is posted,
- * and so does the last when sync (RS_OP_SYNC). */
-static void batch_mn(struct dm_store *d, unsigned mn, struct rs_op *ops, uint32_t n, bool sync)
+/* Send d->fops[0..nf) (op j to d->fpeer[j]) and wait for all: one round
+ * trip, to however many memory nodes. */
+static void wave_run(struct dm_store *d, uint32_t nf)
 {
-    for (uint32_t lo = 0; lo < n;) {
-        uint32_t hi = lo + 1;
-        while (hi < n && is_rma(ops[hi].kind) == is_rma(ops[lo].kind)) hi++;
-        run_group(d, mn, ops, lo, hi, hi < n || sync);
-        lo = hi;
+    if (!nf) return;
+    pod_err e;
+    for (uint32_t i = 0; i < nf; i++)
+        __atomic_fetch_add(&d->ops[d->fops[i].kind], 1, __ATOMIC_RELAXED);
+    __atomic_fetch_add(&d->round_trips, 1, __ATOMIC_RELAXED);
+    if (fab_batch_to(d->f, d->fpeer, d->fops, nf, &e) != 0) {
+        unsigned mn = 0;
+        while (mn + 1 < d->nmn && d->mn[mn].peer != d->fpeer[0]) mn++;
+        fatal(d, mn, &e);
+    }
+}
+
+/* The groups g[lo[m]..hi[m]) of the memory nodes of mask (group m all on
+ * memory node m), at once: each group's ops cut into runs of RMA and of
+ * atomics in their order, the k-th runs of every group posted together as
+ * one wave, each wave complete before the next. A run is made placed when
+ * a run of its group follows, and the last ones too when sync. */
+static void groups_run(struct dm_store *d, struct rs_op *g, const uint32_t *lo,
+                       const uint32_t *hi, uint32_t mask, bool sync)
+{
+    uint32_t at[DM_MAX_MEMNODES], base[DM_MAX_MEMNODES], end[DM_MAX_MEMNODES];
+    for (unsigned m = 0; m < d->nmn; m++) at[m] = lo[m];
+    for (;;) {
+        uint32_t nf = 0, busy = 0;
+        for (unsigned m = 0; m < d->nmn; m++) {
+            if (!(mask & 1u << m) || at[m] >= hi[m]) continue;
+            uint32_t a = at[m], b = a + 1;
+            while (b < hi[m] && is_rma(g[b].kind) == is_rma(g[a].kind)) b++;
+            base[m] = nf;
+            end[m] = b;
+            run_build(d, m, g, a, b, b < hi[m] || sync, &nf);
+            busy |= 1u << m;
+        }
+        if (!busy) return;
+        wave_run(d, nf);
+        for (unsigned m = 0; m < d->nmn; m++) {
+            if (!(busy & 1u << m)) continue;
+            run_finish(d, g, at[m], end[m], base[m]);
+            at[m] = end[m];
+        }
     }
 }
 
@@ -835,36 +889,64 @@ static void oom(struct dm_store *d, uint32_t n)
     fatal(d, 0, &e);
 }
 
-/* The ops grouped by memory node, each group in the ops' order and run as
- * batch_mn does, one memory node after the other (memory node 0 first). A
- * record's word and row are on one memory node, so a release still follows
- * the row it guards; what goes to different memory nodes has no order to
- * keep. RS_OP_SYNC ops are taken out: they make every group's last run
- * placed, as sync does. */
-static void batch_plain(struct dm_store *d, struct rs_op *ops, uint32_t n, bool sync)
+/* ops[from..to) but RS_OP_SYNC grouped by memory node into d->grouped from
+ * *k on, each group in the ops' order (d->from says where each came from);
+ * lo[m], hi[m]: group m; the memory nodes met, a bit each. */
+static uint32_t group(struct dm_store *d, struct rs_op *ops, uint32_t from, uint32_t to,
+                      uint32_t *k, uint32_t *lo, uint32_t *hi)
+{
+    uint32_t mask = 0;
+    for (uint32_t i = from; i < to; i++)
+        if (ops[i].kind != RS_OP_SYNC) mask |= 1u << mn_of(d, ops[i].loc);
+    for (unsigned mn = 0; mn < d->nmn; mn++) {
+        lo[mn] = hi[mn] = *k;
+        if (!(mask & 1u << mn)) continue;
+        for (uint32_t i = from; i < to; i++)
+            if (ops[i].kind != RS_OP_SYNC && rs_dm_loc_memnode(ops[i].loc) == mn) {
+                d->from[*k] = i;
+                d->grouped[(*k)++] = ops[i];
+            }
+        hi[mn] = *k;
+    }
+    return mask;
+}
+
+/* The ops grouped by memory node, each group in the ops' order, the groups
+ * at once (groups_run): a record's word and row are on one memory node, so
+ * a release still follows the row it guards, and what goes to different
+ * memory nodes has no order to keep, but for one rule: with split, when the
+ * batch spans several memory nodes, the ops before its first release are
+ * placed on all of them before any release is posted (ford's undo log is
+ * marked done before any of its locks is released). RS_OP_SYNC ops are
+ * taken out: they make every group's last run placed, as sync does. */
+static void batch_plain(struct dm_store *d, struct rs_op *ops, uint32_t n, bool sync, bool split)
 {
     if (grow(d, n) != 0) oom(d, n);
-    uint32_t seen = 0; /* a bit per memory node */
+    uint32_t cut = n, mns = 0;
     for (uint32_t i = 0; i < n; i++) {
         if (ops[i].kind == RS_OP_SYNC) sync = true;
-        else seen |= 1u << mn_of(d, ops[i].loc);
+        else mns |= 1u << mn_of(d, ops[i].loc);
+        if (cut == n && split && is_release(&ops[i])) cut = i;
     }
-    if (!sync && !(seen & (seen - 1))) { /* one memory node (or none) */
-        if (n) batch_mn(d, mn_of(d, ops[0].loc), ops, n, false);
-        return;
-    }
-    uint32_t k = 0;
-    for (unsigned mn = 0; mn < d->nmn; mn++) {
-        if (!(seen & 1u << mn)) continue;
-        uint32_t lo = k;
-        for (uint32_t i = 0; i < n; i++)
-            if (ops[i].kind != RS_OP_SYNC && rs_dm_loc_memnode(ops[i].loc) == mn) {
-                d->from[k] = i;
-                d->grouped[k++] = ops[i];
-            }
-        batch_mn(d, mn, d->grouped + lo, k - lo, sync);
+    if (!(mns & (mns - 1)) || cut == 0) cut = n; /* one memory node: its queue keeps the order */
+    uint32_t k = 0, lo[DM_MAX_MEMNODES], hi[DM_MAX_MEMNODES];
+    uint32_t mask = group(d, ops, 0, cut, &k, lo, hi);
+    groups_run(d, d->grouped, lo, hi, mask, sync || cut < n);
+    if (cut < n) {
+        mask = group(d, ops, cut, n, &k, lo, hi);
+        groups_run(d, d->grouped, lo, hi, mask, sync);
     }
     for (uint32_t j = 0; j < k; j++) ops[d->from[j]] = d->grouped[j];
+}
+
+static void batch_locked(struct dm_store *d, struct rs_op *ops, uint32_t n);
+
+static void batch(struct record_store *s, struct rs_op *ops, uint32_t n)
+{
+    struct dm_store *d = ds(s);
+    pthread_mutex_lock(&d->mu);
+    batch_locked(d, ops, n);
+    pthread_mutex_unlock(&d->mu);
 }
 
 /* ---- backups (docs/dm.md, "Replication") ---------------------------------------- */
@@ -887,13 +969,6 @@ static rs_loc copy_loc(const struct dm_store *d, rs_loc loc, uint32_t j)
 }
 
 static bool is_change(const struct rs_op *o) { return o->kind == RS_OP_WRITE || o->kind == RS_OP_FAA; }
-
-/* A release: a WRITE of the record word alone or an FAA. With backups the
- * copies get it first, and the memory node only once they are placed. */
-static bool is_release(const struct rs_op *o)
-{
-    return (o->kind == RS_OP_WRITE && o->word) || o->kind == RS_OP_FAA;
-}
 
 static int mgrow(struct dm_store *d, uint32_t n)
 {
@@ -947,7 +1022,7 @@ static void pend_flush(struct dm_store *d, uint32_t mask)
         d->mops[i] = (struct rs_op){.kind = RS_OP_WRITE,
                                     .loc = raw_loc(d->flushing[i].mn, d->flushing[i].off),
                                     .word = &d->flushing[i].val};
-    batch_plain(d, d->mops, k, true);
+    batch_plain(d, d->mops, k, true, false);
 }
 
 /* A batch of a pod with backups, in two steps.
@@ -1001,10 +1076,10 @@ static void batch_mirrored(struct dm_store *d, struct rs_op *ops, uint32_t n)
         }
     }
     bool second = first_release < n;
-    if (k) batch_plain(d, d->mops, k, sync || second);
+    if (k) batch_plain(d, d->mops, k, sync || second, false);
     for (uint32_t j = 0; j < k; j++)
         if (d->mfrom[j] != UINT32_MAX) ops[d->mfrom[j]] = d->mops[j];
-    if (second) batch_plain(d, ops + first_release, n - first_release, sync);
+    if (second) batch_plain(d, ops + first_release, n - first_release, sync, false);
     for (uint32_t i = 0; i < n; i++)
         if (ops[i].kind == RS_OP_CAS && ops[i].ok)
             for (uint32_t j = 1; j <= d->replicas; j++) {
@@ -1016,15 +1091,7 @@ static void batch_mirrored(struct dm_store *d, struct rs_op *ops, uint32_t n)
 static void batch_locked(struct dm_store *d, struct rs_op *ops, uint32_t n)
 {
     if (d->replicas) batch_mirrored(d, ops, n);
-    else batch_plain(d, ops, n, false);
-}
-
-static void batch(struct record_store *s, struct rs_op *ops, uint32_t n)
-{
-    struct dm_store *d = ds(s);
-    pthread_mutex_lock(&d->mu);
-    batch_locked(d, ops, n);
-    pthread_mutex_unlock(&d->mu);
+    else batch_plain(d, ops, n, false, true);
 }
 
 static void row_read(struct record_store *s, rs_loc loc, struct rs_row_head *head, void *buf,
@@ -1233,6 +1300,7 @@ static void destroy(struct record_store *s)
     for (uint32_t t = 0; t < DM_MAX_TABLES; t++) free(d->t[t].e);
     pthread_mutex_destroy(&d->mu);
     free(d->fops);
+    free(d->fpeer);
     free(d->heads);
     free(d->grouped);
     free(d->from);

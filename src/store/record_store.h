@@ -170,7 +170,12 @@ struct rs_ops {
      * transaction can still reach it (the backend's reclamation). */
     void (*free)(struct record_store *s, uint32_t table, rs_loc loc);
 
-    /* ---- several operations that complete together ---- */
+    /* ---- several operations that complete together ----
+     * The ops on one record take effect in their order. A release (a WRITE
+     * of the word alone, an FAA) takes effect only once every op before
+     * the batch's first release is placed, on every memory node: a
+     * commit's last write (ford's undo log marked done) comes before any
+     * of its locks is seen free. */
     void (*batch)(struct record_store *s, struct rs_op *ops, uint32_t n);
 
     /* ---- compute nodes sharing the store (NULL: the store has one user) ---- */

@@ -16,7 +16,7 @@
  *     and placed; (c) the new rows are written (tuple, then header with the
  *     next version) and placed on every memory node; (d) the log is marked
  *     done and (e) the locks are released (WRITEs of 0 in the same batch,
- *     behind the mark). Deleted records leave the index
+ *     which the store does not release before the mark is placed). Deleted records leave the index
  *     after that and keep a word that says so for good (REMOVED).
  *  Serializable: at validation every record written is locked and every
  *  record read is unchanged since it was read, so the transaction takes
@@ -743,10 +743,10 @@ static void ford_commit(pod_txn *tx)
         else OPS(x)->row_write(x->rs, x->db->member.log, NULL, &done, 0, sizeof done);
     }
     /* A lock we hold is changed by nobody else (others' CASes fail on it),
-     * so a WRITE of 0 releases it, in the same run as the done mark: on
-     * memory node 0 (the log's) the mark is placed first, its queue keeps
-     * their order; the other memory nodes' releases are posted once memory
-     * node 0's run is placed (the SYNC below). */
+     * so a WRITE of 0 releases it, in the same batch as the done mark: the
+     * store posts no release before what precedes the first one is placed
+     * (record_store.h), on one memory node by its queue's order, on
+     * several by placing the mark first. */
     static const uint64_t unlocked = 0;
     for (uint32_t i = 0; i < x->nacc; i++) {
         struct access *a = &x->acc[i];
