@@ -500,6 +500,62 @@ static int lookup(struct record_store *s, uint32_t table, const void *key, rs_lo
     return RS_OK;
 }
 
+/* The chains of n keys walked side by side: one wave of READs (to every
+ * memory node at once) per level of the chains still searched. */
+static int lookup_many(struct record_store *s, uint32_t table, const void *keys, uint32_t n,
+                       rs_loc *locs)
+{
+    struct dm_store *d = ds(s);
+    const struct dm_table *t = table_of(d, table);
+    uint32_t ks = t->e[0].key_size, bb = t->e[0].bucket_bytes;
+    struct place *pl = malloc((size_t)n * sizeof *pl);
+    uint64_t *at = malloc((size_t)n * sizeof *at);
+    uint32_t *left = malloc((size_t)n * sizeof *left);
+    struct rs_op *ops = malloc((size_t)n * sizeof *ops);
+    unsigned char *buf = malloc((size_t)n * bb);
+    int rc = pl && at && left && ops && buf ? RS_OK : RS_NOMEM;
+    uint32_t m = 0;
+    for (uint32_t i = 0; rc == RS_OK && i < n; i++) {
+        pl[i] = place_of(d, table, (const unsigned char *)keys + (size_t)i * ks);
+        at[i] = pl[i].b;
+        locs[i] = 0;
+        left[m++] = i;
+    }
+    pthread_mutex_lock(&d->mu);
+    for (uint64_t hops = 0; rc == RS_OK && m; hops++) {
+        for (uint32_t j = 0; j < m; j++) {
+            uint32_t i = left[j];
+            chain_check(d, pl[i].mn, pl[i].e, hops, pl[i].b);
+            ops[j] = (struct rs_op){.kind = RS_OP_READ, .loc = raw_loc(pl[i].mn, at[i]),
+                                    .buf = buf + (size_t)i * bb, .len = bb};
+        }
+        batch_locked(d, ops, m);
+        uint32_t still = 0;
+        for (uint32_t j = 0; j < m; j++) {
+            uint32_t i = left[j];
+            const unsigned char *bk = buf + (size_t)i * bb, *key = (const unsigned char *)keys +
+                                                                   (size_t)i * ks;
+            for (uint32_t k = 0; k < pl[i].e->slots && !locs[i]; k++) {
+                uint64_t w = slot_word(bk, pl[i].e, k);
+                if (w && memcmp(bk + BHEAD + (size_t)k * pl[i].e->slot_bytes + 8, key, ks) == 0)
+                    locs[i] = w;
+            }
+            if (!locs[i] && next_of(bk)) {
+                at[i] = next_of(bk);
+                left[still++] = i;
+            }
+        }
+        m = still;
+    }
+    pthread_mutex_unlock(&d->mu);
+    free(pl);
+    free(at);
+    free(left);
+    free(ops);
+    free(buf);
+    return rc;
+}
+
 static int neighbour(struct record_store *s, uint32_t table, const void *key, bool inclusive,
                      bool backward, void *key_out, rs_loc *loc)
 {
@@ -1318,6 +1374,7 @@ static const struct rs_ops dm_ops = {
     .table_add = table_add,
     .sentinel = sentinel,
     .lookup = lookup,
+    .lookup_many = lookup_many,
     .neighbour = neighbour,
     .index_insert = index_insert,
     .index_remove = index_remove,

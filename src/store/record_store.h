@@ -133,6 +133,11 @@ struct rs_ops {
 
     /* ---- index: key -> location ---- */
     int (*lookup)(struct record_store *s, uint32_t table, const void *key, rs_loc *loc);
+    /* lookup of n keys (keys: n of the table's key_size bytes, one after the
+     * other) at once: locs[i] the i-th key's location, 0 when missing. NULL
+     * when the store has nothing faster than n lookups. RS_OK, or RS_NOMEM. */
+    int (*lookup_many)(struct record_store *s, uint32_t table, const void *keys, uint32_t n,
+                       rs_loc *locs);
     /* The entry after key (inclusive: at or after; key NULL: the first) or,
      * backward, before it (key NULL: the last): its key to key_out (may be
      * NULL) and location. RS_MISSING at the table's end. */

@@ -115,6 +115,13 @@ struct access {
     uint32_t valid_read;
 };
 
+/* A key's location found ahead (pod_prefetch), tried first by find. */
+struct hint {
+    const pod_table *table;
+    const unsigned char *key;
+    rs_loc loc;
+};
+
 struct ford_txn {
     struct cc_txn_head head;
     pod_db *db;
@@ -128,6 +135,8 @@ struct ford_txn {
     struct op_buf ops;
     unsigned char *log;      /* the undo log being built */
     uint32_t log_cap;
+    struct hint *hints;      /* in mem */
+    uint32_t nhints, hints_cap;
     int status;
     enum pod_abort_cause cause;
     bool touched;
@@ -369,6 +378,15 @@ static void drop_last(struct ford_txn *x)
     x->nacc--;
 }
 
+/* Where pod_prefetch found key, or 0. */
+static rs_loc hinted(const struct ford_txn *x, const pod_table *t, const void *key)
+{
+    for (uint32_t i = 0; i < x->nhints; i++)
+        if (x->hints[i].table == t && memcmp(x->hints[i].key, key, t->key_size) == 0)
+            return x->hints[i].loc;
+    return 0;
+}
+
 /* key's record, read (want A_READ) or locked (A_WRITE): *acc, or NULL when
  * the key is missing for this transaction. */
 static int find(struct ford_txn *x, pod_table *t, const void *key, uint8_t want,
@@ -376,8 +394,8 @@ static int find(struct ford_txn *x, pod_table *t, const void *key, uint8_t want,
 {
     *acc = NULL;
     for (int tries = 0; tries < OP_RESTARTS; tries++) {
-        rs_loc loc;
-        if (OPS(x)->lookup(x->rs, t->id, key, &loc) != RS_OK) return POD_OK;
+        rs_loc loc = tries ? 0 : hinted(x, t, key); /* a restart looks again */
+        if (!loc && OPS(x)->lookup(x->rs, t->id, key, &loc) != RS_OK) return POD_OK;
         struct access *a = find_access(x, loc);
         if (a) {
             if (a->flags & F_DELETED) return POD_OK;
@@ -555,10 +573,35 @@ static int ford_insert(pod_txn *tx, pod_table *t, const void *key, const void *t
     return conflict(x, POD_CAUSE_WRITE_LOCK, 0);
 }
 
+/* The keys' index entries, looked up in one go (rs_ops.lookup_many): the
+ * operations that follow on these keys start from their locations (a
+ * location found stale is looked up again, as any). A hint: keys not found
+ * are looked up when used. */
 static int ford_prefetch(pod_txn *tx, pod_table *t, const void *keys, uint32_t n)
 {
-    (void)n;
-    return check_op(X(tx), t, keys);
+    struct ford_txn *x = X(tx);
+    int rc = check_op(x, t, keys);
+    if (rc || !OPS(x)->lookup_many || n < 2) return rc;
+    rs_loc *locs = arena_alloc(&x->mem, (size_t)n * sizeof *locs);
+    unsigned char *kc = arena_alloc(&x->mem, (size_t)n * t->key_size);
+    if (!locs || !kc) return nomem(x, "a prefetch");
+    memcpy(kc, keys, (size_t)n * t->key_size);
+    if (x->nhints + n > x->hints_cap) {
+        uint32_t cap = x->hints_cap ? x->hints_cap : 16;
+        while (cap < x->nhints + n) cap *= 2;
+        struct hint *h = arena_alloc(&x->mem, (size_t)cap * sizeof *h);
+        if (!h) return nomem(x, "a prefetch");
+        if (x->nhints) memcpy(h, x->hints, x->nhints * sizeof *h);
+        x->hints = h;
+        x->hints_cap = cap;
+    }
+    if (OPS(x)->lookup_many(x->rs, t->id, kc, n, locs) != RS_OK) return POD_OK;
+    for (uint32_t i = 0; i < n; i++) {
+        const unsigned char *k = kc + (size_t)i * t->key_size;
+        if (!locs[i] || hinted(x, t, k)) continue;
+        x->hints[x->nhints++] = (struct hint){.table = t, .key = k, .loc = locs[i]};
+    }
+    return POD_OK;
 }
 
 /* ---- scans: a walk of the index, then point reads ------------------------------------ */
@@ -837,6 +880,8 @@ static void ford_begin(pod_txn *tx)
     const struct rs_member *me = &x->db->member;
     x->mine = me->slot ? owner_word(me->slot, me->incarnation) : owner_word(1, 1);
     arena_reset(&x->mem);
+    x->hints = NULL;
+    x->nhints = x->hints_cap = 0;
 }
 
 static int ford_status(const pod_txn *tx) { return CX(tx)->status; }

@@ -1,5 +1,5 @@
 /* What every record store (src/store/record_store.h) must do, as Check
- * assertions on a store given by the caller: its index (lookup, insert,
+ * assertions on a store given by the caller: its index (lookup, lookup_many, insert,
  * remove, and neighbour where it is ordered; walk; a table of far more keys
  * than its rows_hint), the record word's CAS and FAA (also from several
  * threads at once), row reads and writes of the header and of byte ranges,
@@ -169,6 +169,17 @@ static inline void rsc_many(struct record_store *s)
         want[v] = 0;
     }
     rsc_walk_check(s, t, want, RSC_MANY);
+    if (o->lookup_many) { /* the same in batches, the missing keys 0; a few never there */
+        enum { B = 97 };
+        unsigned char keys[B * 8];
+        rs_loc locs[B];
+        for (uint64_t v0 = 0; v0 < RSC_MANY + B; v0 += B) {
+            for (uint64_t i = 0; i < B; i++) rsc_key(keys + i * 8, v0 + i);
+            ck_assert_int_eq(o->lookup_many(s, t, keys, B, locs), RS_OK);
+            for (uint64_t i = 0; i < B; i++)
+                ck_assert(locs[i] == (v0 + i < RSC_MANY ? want[v0 + i] : 0));
+        }
+    }
     for (uint64_t v = 1; v < RSC_MANY; v += 2) { /* and back, elsewhere */
         rsc_key(k, v);
         ck_assert_int_eq(o->lookup(s, t, k, &loc), RS_MISSING);
