@@ -4,7 +4,8 @@
 # share of Amalgamate and SendPayment with the second account on the other
 # host (through the CXL region), and --check finds the audit total moved by
 # exactly the money the committed calls created; money appearing from
-# elsewhere makes --check fail loudly.
+# elsewhere makes --check fail loudly. After a restart of the pod, loading
+# again finds the accounts there (recovered) and the run and --check pass.
 source tests/lib.sh
 source tests/bench-pod.sh
 
@@ -31,4 +32,12 @@ damage_during_run "$conf" 1 'money created by committed calls .*: DIFFERENT' \
   test.corrupt_smallbank 9999 12345 -- --workload smallbank --remote-pct "$SMALLBANK_REMOTE_PCT"
 pass "--check reports money that no committed call created and exits 1"
 
+# After a restart the accounts are recovered from the logs: loading again
+# finds each load unit's rows there and goes on to the run.
+stop_pod
+start_pod "$conf"
+bench --conf "$conf" --workload smallbank --duration 1 --warmup 0 --check
+[ "$rc" = 0 ] || fail "smallbank after a restart: $(cat "$TMP/bench.err") $(cat "$TMP/bench.json")"
+grep -q 'balance rows: 20000 (expected 20000)' "$TMP/bench.json" || fail "rows after a restart: $(jget check_report)"
+pass "after a restart smallbank is found loaded and runs, --check passing"
 stop_pod

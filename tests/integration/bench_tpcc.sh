@@ -2,7 +2,8 @@
 # loads each host's warehouse (bench.load, idempotent), runs the mix with
 # Tigon's remote shares (10/15: cross-host NewOrder lines and Payments through
 # the CXL region) in internal and in client mode for ~2 s and a short 60/90
-# run, and --check finds consistency conditions 1-4 holding after each; a
+# run, and --check finds consistency conditions 1-4 holding after each, and
+# after a restart of the pod (loading again skips what is there); a
 # damaged D_YTD makes --check fail loudly.
 source tests/lib.sh
 source tests/bench-pod.sh
@@ -48,6 +49,14 @@ bench_progress "tpcc client mode" --conf "$conf" --workload tpcc --mode client -
   --remote "$TPCC_REMOTE" --connections 4 --depth 4
 expect_remote "tpcc client mode $TPCC_REMOTE"
 [ "$(jget connections)" = 4 ] || fail "connections $(jget connections)"
+
+# After a restart the warehouses are recovered from the logs: loading again
+# finds each load unit's rows there, and the run's --check holds.
+stop_pod
+start_pod "$conf"
+bench --conf "$conf" --workload tpcc --duration 0.5 --warmup 0 --check --remote "$TPCC_REMOTE"
+[ "$rc" = 0 ] || fail "tpcc after a restart: $(cat "$TMP/bench.err") $(cat "$TMP/bench.json")"
+pass "after a restart tpcc is found loaded and runs, --check passing"
 
 # Damage warehouse 2 (on host 1): condition 1 must fail, naming it.
 "$CLI" --conf "$conf" --host 1 call test.corrupt_tpcc 2 7 100 >/dev/null

@@ -13,7 +13,8 @@
 #     8 keys: nothing half-applied), and the 400 keys hold their values;
 #   - no stuck lock: both groups are written again through the other
 #     compute node.
-# At the end SmallBank runs on the pod with its audit (--check).
+# SmallBank is loaded before the kills; at the end it is found loaded (the
+# compute nodes are new processes) and runs with its audit (--check).
 source tests/lib.sh
 source tests/bench-pod.sh
 source tests/dm-pod.sh
@@ -103,6 +104,8 @@ if len(lines)!=400 or bad: sys.exit("%d answers, wrong: %s" % (len(lines), bad[:
     fail "round $2: the keys written before the kills are not all there"
 }
 check_keys 0 start
+bench --conf "$conf" --workload smallbank --duration 0.5 --warmup 0 --check
+[ "$rc" = 0 ] || fail "smallbank before the kills: $(cat "$TMP/bench.err") $(cat "$TMP/bench.json")"
 PREV_V=none PREV_S=none
 
 r=0
@@ -161,7 +164,8 @@ done
 
 bench --conf "$conf" --workload smallbank --duration 0.5 --warmup 0 --check
 [ "$rc" = 0 ] || fail "smallbank after the rebuilds: $(cat "$TMP/bench.err") $(cat "$TMP/bench.json")"
-pass "smallbank's audit holds on the rebuilt pod"
+grep -q 'balance rows: 2000 (expected 2000)' "$TMP/bench.json" || fail "smallbank's rows after the rebuilds: $(jget check_report)"
+pass "smallbank, loaded before the kills, is found loaded on the rebuilt pod and its audit holds"
 for h in 0 1; do kill -TERM "${CN[$h]}"; wait "${CN[$h]}" || fail "compute node $h: exit status $?"; done
 if grep -qE 'ERROR: (Address|Leak|Thread)Sanitizer|runtime error|WARNING: ThreadSanitizer' \
   "$TMP/host0.log" "$TMP/host1.log" "$TMP"/mn*.log; then

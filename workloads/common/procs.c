@@ -42,3 +42,10 @@ int wl_call_i64(pod_db *db, struct pod_worker *wk, int proc, const int64_t *args
     pod_args a = {nargs, v};
     return wl_call(db, wk, proc, &a, res, msg, msglen);
 }
+
+int wl_unit_loaded(pod_txn *tx, pod_table *t, const void *key)
+{
+    const void *tuple;
+    int rc = pod_get_ref(tx, t, key, &tuple);
+    return rc == POD_OK ? 1 : rc == POD_NOT_FOUND ? 0 : rc;
+}

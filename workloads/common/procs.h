@@ -20,6 +20,12 @@ void wl_ctx_free(pod_db *db, const char *first, const char *prefix);
 int wl_call(pod_db *db, struct pod_worker *wk, int proc, const pod_args *args, pod_result *res,
             char *msg, size_t msglen);
 
+/* A loader unit (one transaction) whose first row, key of t, is there
+ * already was committed whole before: 1 (the unit has nothing to do), 0,
+ * or a negative status. So loading a workload again (after its servers
+ * restarted on tables that kept their rows) goes on where it stopped. */
+int wl_unit_loaded(pod_txn *tx, pod_table *t, const void *key);
+
 /* wl_call with nargs (0..4) integer arguments, as the loaders' units hold them. */
 int wl_call_i64(pod_db *db, struct pod_worker *wk, int proc, const int64_t *args, int nargs,
                 pod_result *res, char *msg, size_t msglen);

@@ -274,6 +274,12 @@ static int p_load(pod_txn *tx, const pod_args *a, pod_result *res, void *ctx)
     struct smallbank *s = ctx;
     if (ARG(0) < 0 || ARG(1) < ARG(0) || (uint64_t)ARG(1) > s->cfg.accounts)
         return pod_txn_fail(tx, POD_E_INVALID, "smallbank.load: bad range");
+    if (ARG(1) > ARG(0)) {
+        unsigned char k[SB_KEY_SIZE];
+        pod_key_u64(k, (uint64_t)ARG(0));
+        int done = wl_unit_loaded(tx, s->t[SB_ACCOUNTS], k);
+        if (done) return done < 0 ? done : POD_OK;
+    }
     for (uint64_t id = (uint64_t)ARG(0); id < (uint64_t)ARG(1); id++) {
         unsigned char k[SB_KEY_SIZE];
         pod_key_u64(k, id);

@@ -14,6 +14,13 @@
 #include "workloads/common/procs.h"
 
 #define ARG(i) (a->v[(i)].u.i64)
+/* Return at once when the unit (not empty) was loaded before: key, its
+ * first row, is there (wl_unit_loaded). */
+#define UNIT_LOADED(tx, table, key, nonempty)                                                   \
+    do {                                                                                          \
+        int done_ = (nonempty) ? wl_unit_loaded((tx), (table), (key)) : 0;                        \
+        if (done_) return done_ < 0 ? done_ : POD_OK;                                             \
+    } while (0)
 
 /* L_NAMES: range_reads POINT only. */
 enum { L_ITEMS, L_STOCK, L_WAREHOUSE, L_CUSTOMERS, L_ORDERS, L_NAMES, L_COUNT };
@@ -72,6 +79,9 @@ static int p_load_items(pod_txn *tx, const pod_args *a, pod_result *res, void *c
     (void)res;
     struct tpcc *t = ctx;
     uint32_t w = (uint32_t)ARG(0);
+    unsigned char k0[TPCC_K_ITEM];
+    tpcc_k_item(k0, w, (uint32_t)ARG(1));
+    UNIT_LOADED(tx, t->t[TPCC_ITEM], k0, ARG(1) <= ARG(2));
     for (int64_t i = ARG(1); i <= ARG(2); i++) {
         uint64_t rng = row_seed(t, L_ITEMS, 0, 0, (uint64_t)i);
         struct tpcc_item it = {0};
@@ -93,6 +103,9 @@ static int p_load_stock(pod_txn *tx, const pod_args *a, pod_result *res, void *c
     (void)res;
     struct tpcc *t = ctx;
     uint32_t w = (uint32_t)ARG(0);
+    unsigned char k0[TPCC_K_STOCK];
+    tpcc_k_stock(k0, w, (uint32_t)ARG(1));
+    UNIT_LOADED(tx, t->t[TPCC_STOCK], k0, ARG(1) <= ARG(2));
     for (int64_t i = ARG(1); i <= ARG(2); i++) {
         uint64_t rng = row_seed(t, L_STOCK, w, 0, (uint64_t)i);
         struct tpcc_stock st = {0};
@@ -121,6 +134,9 @@ static int p_load_warehouse(pod_txn *tx, const pod_args *a, pod_result *res, voi
     (void)res;
     struct tpcc *t = ctx;
     uint32_t w = (uint32_t)ARG(0);
+    unsigned char k0[TPCC_K_DISTRICT];
+    tpcc_k_warehouse(k0, w);
+    UNIT_LOADED(tx, t->t[TPCC_WAREHOUSE], k0, true);
     uint64_t rng = row_seed(t, L_WAREHOUSE, w, 0, 0);
     struct tpcc_warehouse wh = {0};
     wh.w_id = w;
@@ -171,6 +187,9 @@ static int p_load_customers(pod_txn *tx, const pod_args *a, pod_result *res, voi
     (void)res;
     struct tpcc *t = ctx;
     uint32_t w = (uint32_t)ARG(0), d = (uint32_t)ARG(1);
+    unsigned char k0[TPCC_K_CUST_NAME];
+    tpcc_k_customer(k0, w, d, (uint32_t)ARG(2));
+    UNIT_LOADED(tx, t->t[TPCC_CUSTOMER], k0, ARG(2) <= ARG(3));
     for (int64_t ci = ARG(2); ci <= ARG(3); ci++) {
         uint32_t c = (uint32_t)ci;
         uint64_t rng = row_seed(t, L_CUSTOMERS, w, d, c);
@@ -233,6 +252,17 @@ static int p_load_names(pod_txn *tx, const pod_args *a, pod_result *res, void *c
     (void)res;
     struct tpcc *t = ctx;
     uint32_t w = (uint32_t)ARG(0), d = (uint32_t)ARG(1), n = t->cfg.customers_per_district;
+    /* the district's first list: that of the name of customer 1 */
+    {
+        uint64_t rng = row_seed(t, L_CUSTOMERS, w, d, 1);
+        uint32_t last_no;
+        char first[TPCC_FIRST_LEN + 1], last[TPCC_LAST_LEN + 1];
+        customer_names(t, &rng, 1, &last_no, first);
+        tpcc_last_name(last, last_no);
+        unsigned char k0[TPCC_K_NAME_LIST];
+        tpcc_k_name_list(k0, w, d, last);
+        UNIT_LOADED(tx, t->t[TPCC_NAME_LIST], k0, n > 0);
+    }
     struct named *cs = malloc(n * sizeof *cs);
     if (!cs) return pod_txn_fail(tx, POD_E_NOMEM, "tpcc load: out of memory");
     for (uint32_t c = 1; c <= n; c++) {
@@ -276,6 +306,9 @@ static int p_load_orders(pod_txn *tx, const pod_args *a, pod_result *res, void *
     uint32_t w = (uint32_t)ARG(0), d = (uint32_t)ARG(1);
     uint32_t n = t->cfg.customers_per_district;
     uint32_t first_new = first_new_order(&t->cfg);
+    unsigned char k0[TPCC_K_ORDER_LINE];
+    tpcc_k_order(k0, w, d, (uint32_t)ARG(2));
+    UNIT_LOADED(tx, t->t[TPCC_ORDER], k0, ARG(2) <= ARG(3));
     uint32_t *perm = malloc(n * sizeof *perm);
     if (!perm) return pod_txn_fail(tx, POD_E_NOMEM, "tpcc load: out of memory");
     uint64_t prng = row_seed(t, L_ORDERS + 100, w, d, 0);

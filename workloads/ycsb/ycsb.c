@@ -169,6 +169,12 @@ static int p_load(pod_txn *tx, const pod_args *a, pod_result *res, void *ctx)
     struct ycsb *y = ctx;
     if (ARG(0) < 0 || ARG(1) < ARG(0) || (uint64_t)ARG(1) > y->cfg.tuples)
         return pod_txn_fail(tx, POD_E_INVALID, "ycsb.load: bad range");
+    if (ARG(1) > ARG(0)) {
+        unsigned char k[YCSB_KEY_SIZE];
+        pod_key_u64(k, (uint64_t)ARG(0));
+        int done = wl_unit_loaded(tx, y->table, k);
+        if (done) return done < 0 ? done : POD_OK;
+    }
     struct ycsb_tuple t;
     for (uint64_t id = (uint64_t)ARG(0); id < (uint64_t)ARG(1); id++) {
         for (int c = 0; c < YCSB_COLS; c++) {
