@@ -158,9 +158,14 @@ static void memnode_gone(struct dm_store *d, unsigned mn);
 
 static void fatal(struct dm_store *d, unsigned mn, const pod_err *e)
 {
-    /* an operation that failed because its memory node died: say that */
-    struct pollfd p = {.fd = d->mn[mn].boot_fd, .events = POLLIN | POLLRDHUP};
-    if (p.fd >= 0 && poll(&p, 1, 1000) > 0) memnode_gone(d, mn);
+    /* an operation that failed because a memory node died (a wave may go
+     * to several): say which */
+    struct pollfd p[DM_MAX_MEMNODES];
+    for (unsigned i = 0; i < d->nmn; i++)
+        p[i] = (struct pollfd){.fd = d->mn[i].boot_fd, .events = POLLIN | POLLRDHUP};
+    if (poll(p, d->nmn, 1000) > 0)
+        for (unsigned i = 0; i < d->nmn; i++)
+            if (p[i].revents) memnode_gone(d, i);
     fprintf(stderr, "dm record store (memory node %u, %s): %s; this compute node cannot go on\n",
             mn, d->mn[mn].label, e->msg);
     abort();
