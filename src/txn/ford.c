@@ -10,10 +10,11 @@
  *     row read behind it in one batch. A lock that is taken fails the
  *     operation (NO_WAIT).
  *  3. Commit: (a) every record read without a lock is read again (word and
- *     header, one batch): unlocked and the same version, or the transaction
- *     fails validation; (b) the undo log, the before-images of every locked
+ *     header): unlocked and the same version, or the transaction fails
+ *     validation; (b) the undo log, the before-images of every locked
  *     record the transaction changes, is written to the compute node's log
- *     and placed; (c) the new rows are written (tuple, then header with the
+ *     and placed, in the same batch as (a) (a failed validation's abort
+ *     marks it done before releasing anything); (c) the new rows are written (tuple, then header with the
  *     next version) and placed on every memory node; (d) the log is marked
  *     done and (e) the locks are released (WRITEs of 0 in the same batch,
  *     which the store does not release before the mark is placed). Deleted records leave the index
@@ -140,6 +141,7 @@ struct ford_txn {
     int status;
     enum pod_abort_cause cause;
     bool touched;
+    bool log_active;         /* the log holds this transaction, not marked done */
     uint64_t conflict_word;
     char msg[CC_MSG_LEN];
 };
@@ -643,37 +645,44 @@ static bool changes(const struct access *a)
 }
 
 /* (a) the records read without a lock: unchanged and unlocked. */
-static bool validate(struct ford_txn *x)
+/* (a) The records read without a lock, read again: READs of word and
+ * header appended to x->ops from *k; what they bring lands in *v. */
+struct validation {
+    uint32_t n;
+    uint64_t *words;
+    struct rs_row_head *heads;
+};
+
+static int validation_ops(struct ford_txn *x, uint32_t *k, struct validation *v)
 {
-    uint32_t n = 0;
-    uint64_t *words = NULL;
+    v->n = 0;
     for (uint32_t i = 0; i < x->nacc; i++)
-        if (x->acc[i].mode == A_READ) n++;
-    if (!n) return true;
-    struct rs_row_head *heads = arena_alloc(&x->mem, n * sizeof *heads);
-    words = arena_alloc(&x->mem, n * sizeof *words);
-    if (!heads || !words) {
-        nomem(x, "validation");
-        return false;
-    }
-    uint32_t k = 0;
-    for (uint32_t i = 0; i < x->nacc; i++) {
-        struct access *a = &x->acc[i];
-        if (a->mode != A_READ) continue;
-        struct rs_op *o = op_buf_next(&x->ops, &k);
-        if (!o) {
-            nomem(x, "validation");
-            return false;
-        }
-        *o = (struct rs_op){.kind = RS_OP_READ, .loc = a->loc, .word = &words[k - 1],
-                            .head = &heads[k - 1]};
-    }
-    OPS(x)->batch(x->rs, x->ops.ops, k);
+        if (x->acc[i].mode == A_READ) v->n++;
+    if (!v->n) return POD_OK;
+    v->heads = arena_alloc(&x->mem, v->n * sizeof *v->heads);
+    v->words = arena_alloc(&x->mem, v->n * sizeof *v->words);
+    if (!v->heads || !v->words) return nomem(x, "validation");
     for (uint32_t i = 0, j = 0; i < x->nacc; i++) {
         struct access *a = &x->acc[i];
         if (a->mode != A_READ) continue;
-        if (words[j] || heads[j].epoch_version != a->ev_read || heads[j].valid != a->valid_read) {
-            conflict(x, POD_CAUSE_VALIDATION, words[j]);
+        struct rs_op *o = op_buf_next(&x->ops, k);
+        if (!o) return nomem(x, "validation");
+        *o = (struct rs_op){.kind = RS_OP_READ, .loc = a->loc, .word = &v->words[j],
+                            .head = &v->heads[j]};
+        j++;
+    }
+    return POD_OK;
+}
+
+/* Each record read without a lock is unlocked and of the version read. */
+static bool validation_holds(struct ford_txn *x, const struct validation *v)
+{
+    for (uint32_t i = 0, j = 0; j < v->n && i < x->nacc; i++) {
+        struct access *a = &x->acc[i];
+        if (a->mode != A_READ) continue;
+        if (v->words[j] || v->heads[j].epoch_version != a->ev_read ||
+            v->heads[j].valid != a->valid_read) {
+            conflict(x, POD_CAUSE_VALIDATION, v->words[j]);
             return false;
         }
         j++;
@@ -693,9 +702,10 @@ static bool log_room(struct ford_txn *x, uint32_t need)
     return true;
 }
 
-/* (b) the undo log of the changed records, written and placed. 0, or the
- * status that fails the commit. */
-static int write_log(struct ford_txn *x, uint64_t epoch)
+/* (b) the undo log of the changed records: its WRITEs, and a SYNC that
+ * places them before any row is written, appended to x->ops from *k.
+ * POD_OK, or the status that fails the commit. */
+static int log_ops(struct ford_txn *x, uint64_t epoch, uint32_t *k)
 {
     const struct rs_member *me = &x->db->member;
     uint32_t at = sizeof(struct ulog_head), n = 0;
@@ -729,29 +739,35 @@ static int write_log(struct ford_txn *x, uint64_t epoch)
                           .bytes = at - (uint32_t)sizeof h};
     h.crc = crc32c(0, x->log + sizeof h, h.bytes);
     memcpy(x->log, &h, sizeof h);
-    uint32_t k = 0;
     for (uint32_t off = 0; off < at; off += LOG_CHUNK) {
-        struct rs_op *o = op_buf_next(&x->ops, &k);
+        struct rs_op *o = op_buf_next(&x->ops, k);
         if (!o) return nomem(x, "the undo log");
         *o = (struct rs_op){.kind = RS_OP_WRITE, .loc = me->log, .buf = x->log + off, .off = off,
                             .len = at - off < LOG_CHUNK ? at - off : LOG_CHUNK};
     }
-    struct rs_op *o = op_buf_next(&x->ops, &k);
+    struct rs_op *o = op_buf_next(&x->ops, k);
     if (!o) return nomem(x, "the undo log");
     o->kind = RS_OP_SYNC; /* placed before a row is written */
-    OPS(x)->batch(x->rs, x->ops.ops, k);
     return POD_OK;
 }
 
 static void ford_commit(pod_txn *tx)
 {
     struct ford_txn *x = X(tx);
-    if (!validate(x)) return; /* the caller aborts */
     uint64_t epoch = x->db->epoch;
     bool any = false;
     for (uint32_t i = 0; i < x->nacc && !any; i++) any = changes(&x->acc[i]);
     bool logged = any && x->db->member.slot;
-    if (logged && write_log(x, epoch) != POD_OK) return;
+    /* (a) and (b) in one batch: the log written while the reads are
+     * checked. A validation that fails leaves a log to mark done before
+     * any lock is released (ford_abort). */
+    struct validation v;
+    uint32_t k = 0;
+    if (validation_ops(x, &k, &v) != POD_OK) return; /* the caller aborts */
+    if (logged && log_ops(x, epoch, &k) != POD_OK) return;
+    if (k) OPS(x)->batch(x->rs, x->ops.ops, k);
+    x->log_active = logged;
+    if (!validation_holds(x, &v)) return;
     if (logged) pod_crash_point("ford-log-written");
     /* (c) the rows, each memory node's placed by a READ behind them */
     uint32_t n = 0;
@@ -805,6 +821,7 @@ static void ford_commit(pod_txn *tx)
      * must not find this log still to be undone */
     if (logged && (o = op_buf_next(&x->ops, &n))) o->kind = RS_OP_SYNC;
     if (n) OPS(x)->batch(x->rs, x->ops.ops, n);
+    x->log_active = false;
     /* deleted records: out of the index, then REMOVED for good */
     for (uint32_t i = 0; i < x->nacc; i++) {
         struct access *a = &x->acc[i];
@@ -821,6 +838,18 @@ static void ford_abort(pod_txn *tx)
 {
     struct ford_txn *x = X(tx);
     uint32_t n = 0;
+    /* A log written for a commit whose validation failed: marked done and
+     * placed before any lock is released, or its recovery could restore
+     * before-images over what later transactions write to these records
+     * once they are free. */
+    if (x->log_active) {
+        uint64_t done = 0;
+        struct rs_op mark[2] = {{.kind = RS_OP_WRITE, .loc = x->db->member.log, .buf = &done,
+                                 .len = sizeof done},
+                                {.kind = RS_OP_SYNC}};
+        OPS(x)->batch(x->rs, mark, 2);
+        x->log_active = false;
+    }
     for (uint32_t i = 0; i < x->nacc; i++) {
         struct access *a = &x->acc[i];
         if (a->mode != A_WRITE) continue;
