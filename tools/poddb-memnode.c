@@ -233,7 +233,7 @@ static int serve(struct memnode *m, int fd)
     if (rep.status)
         fprintf(stderr, "poddb-memnode: refused a client (pid %d): %s\n", (int)peer_pid(fd),
                 rep.msg);
-    /* Before the reply: the compute node reads its connection count next. */
+    /* Before the reply: the compute node reads its connection id next. */
     if (!rep.status && req.cn_slot) slot_connected(m, req.cn_slot, fd);
     if (!write_full(fd, &rep, sizeof rep)) return -1; /* the caller closes: slot let go */
     return rep.status ? -1 : 0;
