@@ -53,3 +53,39 @@ stop_memnodes() {
   done
   MN_PIDS=()
 }
+
+# Groups of 8 keys of a table g (the kill tests): GROUP0..GROUP7, written
+# together by one kv.multi, so that a half-applied transaction shows.
+#
+# multi OP GROUP [VALUE]: one kv.multi over the group's 8 keys.
+multi() {
+  local args="" k
+  for k in 0 1 2 3 4 5 6 7; do args+=" $1 g $2$k ${3:-}"; done
+  echo "call kv.multi$args"
+}
+
+# calls FILE TAG GROUP...: 100000 numbered calls, each a kv.multi that puts
+# TAG.i into every key of the groups, one group per call in turn.
+calls() {
+  python3 - "$@" <<'PY'
+import sys
+out, tag, groups = sys.argv[1], sys.argv[2], sys.argv[3:]
+with open(out, "w") as f:
+    for i in range(1, 100001):
+        for g in groups:
+            f.write("call kv.multi" + "".join(" put g %s%d %s.%d" % (g, k, tag, i) for k in range(8)) + "\n")
+PY
+}
+
+# group_value H GROUP: the group's one value as compute node H of $conf reads it
+# (fails when its keys disagree: a half-applied transaction).
+group_value() {
+  multi get "$2" | "$CLI" --conf "$conf" --host "$1" -t 30000 --json >"$TMP/read.json" ||
+    fail "reading group $2 through compute node $1: $(cat "$TMP/read.json")"
+  python3 -c 'import json,sys
+d=json.loads(open(sys.argv[1]).read())
+if d["status"]!="ok": sys.exit("status %s: %s" % (d["status"], d))
+vals={r[1] for r in d["rows"]}
+if len(vals)!=1: sys.exit("group %s is half-applied: %s" % (sys.argv[2], d["rows"]))
+print(vals.pop())' "$TMP/read.json" "$2"
+}

@@ -47,33 +47,6 @@ cn_answers() {
   fail "compute node $1 does not answer"
 }
 
-# calls FILE TAG GROUP: 100000 numbered calls, the i-th a kv.multi that puts
-# TAG.i into the group's 8 keys.
-calls() {
-  python3 - "$@" <<'PY'
-import sys
-out, tag, g = sys.argv[1:4]
-with open(out, "w") as f:
-    for i in range(1, 100001):
-        f.write("call kv.multi" + "".join(" put g %s%d %s.%d" % (g, k, tag, i) for k in range(8)) + "\n")
-PY
-}
-
-# group_value H GROUP: the group's one value as compute node H reads it
-# (fails when its keys disagree: a half-applied transaction).
-group_value() {
-  local args="" k
-  for k in 0 1 2 3 4 5 6 7; do args+=" get g $2$k"; done
-  echo "call kv.multi$args" | "$CLI" --conf "$conf" --host "$1" -t 30000 --json >"$TMP/read.json" ||
-    fail "reading group $2 through compute node $1: $(cat "$TMP/read.json")"
-  python3 -c 'import json,sys
-d=json.loads(open(sys.argv[1]).read())
-if d["status"]!="ok": sys.exit("status %s: %s" % (d["status"], d))
-vals={r[1] for r in d["rows"]}
-if len(vals)!=1: sys.exit("group %s is half-applied: %s" % (sys.argv[2], d["rows"]))
-print(vals.pop())' "$TMP/read.json" "$2"
-}
-
 # expect_group H GROUP TAG ACKS: the group holds TAG.ACKS (the last
 # acknowledged) or TAG.(ACKS+1) (in flight when the memory node died);
 # before any acknowledgement, PREV.
@@ -153,9 +126,7 @@ for victim in $VICTIMS; do
   check_keys $((r % 2)) "$r"
   # No stuck lock: each group written through the other compute node.
   for g in v s; do
-    args=""
-    for k in 0 1 2 3 4 5 6 7; do args+=" put g $g$k after$r"; done
-    echo "call kv.multi$args" | "$CLI" --conf "$conf" --host $((r % 2)) -t 30000 >/dev/null ||
+    multi put "$g" "after$r" | "$CLI" --conf "$conf" --host $((r % 2)) -t 30000 >/dev/null ||
       fail "round $r: group $g cannot be written after the rebuild: $(tail -5 "$TMP/host$((r % 2)).log")"
   done
   PREV_V=after$r PREV_S=after$r
