@@ -298,7 +298,6 @@ static void config_json(const struct pod_config *c)
         for (int i = 0; i < c->dm.nmemnodes; i++) json_str(&w, c->dm.memnodes[i]);
         json_arr_end(&w);
         json_kv_i64(&w, "pool_size", (int64_t)c->dm.pool_size); /* bytes */
-        json_kv_i64(&w, "replicas", (int64_t)c->dm.replicas);
         json_obj_end(&w);
     }
     json_obj_end(&w);
@@ -310,8 +309,8 @@ static void memnodes_text(const struct pod_config *c)
 {
     char pool[32];
     human_bytes(c->dm.pool_size, pool, sizeof pool);
-    printf("mode    dm: pod %s, provider %s, pool %s per memory node, %d backup%s of each\n",
-           c->dm.pod, c->dm.provider, pool, c->dm.replicas, c->dm.replicas == 1 ? "" : "s");
+    printf("mode    dm: pod %s, provider %s, pool %s per memory node\n", c->dm.pod,
+           c->dm.provider, pool);
     for (int i = 0; i < c->dm.nmemnodes; i++) printf("memnode %d  %s\n", i, c->dm.memnodes[i]);
 }
 

@@ -3,8 +3,7 @@
 # host 0 is read through host 1; logs mn0; checkpoint, down --keep-region and a
 # second up are refused; down stops the compute nodes, then the memory node.
 # Afterwards no process, socket or pid file of the pod may remain. Also: a
-# memory node not started by tools/pod at the configured socket is refused,
-# and a pod of two memory nodes with a backup heals itself when one is killed.
+# memory node not started by tools/pod at the configured socket is refused.
 source tests/lib.sh
 ROOT=$(pwd)
 BIN_ABS=$(cd "$BIN" && pwd)
@@ -106,46 +105,3 @@ kill -TERM "$foreign"
 wait "$foreign" || fail "the foreign memory node did not exit cleanly: $(cat "$TMP/foreign.log")"
 no_pod_process "after the foreign memory node"
 pass "a memory node not started by tools/pod is refused"
-
-# ---- a pod with a backup heals itself ------------------------------------------------------------
-# Two memory nodes (dm.replicas: 1 by default): memory node 1 killed with
-# SIGKILL; the compute nodes stop (status 3), the supervisor starts the
-# memory node again and then the compute nodes, one of which rebuilds it;
-# every row written before is there.
-hconf=$TMP/dm-heal.yaml
-sed -e "s|^    - $mn$|    - $TMP/h-mn0.sock\n    - $TMP/h-mn1.sock|" -e "s|^  pod: $TEST_TAG$|  pod: ${TEST_TAG}h|" \
-    -e "s|$TMP/cn-{host}.sock|$TMP/hcn-{host}.sock|" "$conf" >"$hconf"
-grep -q "h-mn1.sock" "$hconf" || fail "the healing test's config has no second memory node"
-on_exit "$POD down --conf $hconf --bin $BIN_ABS --timeout 5"
-run "$POD" up --conf "$hconf" --bin "$BIN_ABS"
-expect_rc 0 "up (two memory nodes)"
-for i in $(seq 1 50); do echo "call kv.put kv key$i value$i"; done >"$TMP/puts"
-"$BIN/poddb-cli" --conf "$hconf" --host 0 <"$TMP/puts" >/dev/null || fail "writing 50 rows"
-run "$POD" status --conf "$hconf" --bin "$BIN_ABS"
-victim=$(awk '$1 == "mn1" && $2 == "running" {print $3}' "$TMP/out")
-[ -n "$victim" ] || fail "status shows no running mn1: $(cat "$TMP/out")"
-kill -KILL "$victim"
-healed=0
-for _ in $(seq 1 300); do
-  run "$POD" status --conf "$hconf" --bin "$BIN_ABS"
-  now=$(awk '$1 == "mn1" && $2 == "running" {print $3}' "$TMP/out")
-  if [ "$rc" = 0 ] && [ -n "$now" ] && [ "$now" != "$victim" ] &&
-    grep -q "running (2 of 2 hosts answering, 2 of 2 memory nodes accepting)" "$TMP/out"; then
-    healed=1
-    break
-  fi
-  sleep 0.1
-done
-[ $healed = 1 ] || fail "the pod did not heal after memory node 1 died: $(cat "$TMP/out")"
-for i in $(seq 1 50); do echo "call kv.get kv key$i"; done >"$TMP/gets"
-"$BIN/poddb-cli" --conf "$hconf" --host 1 <"$TMP/gets" >"$TMP/got" || fail "reading the rows back"
-for i in 1 25 50; do grep -qx "value$i" "$TMP/got" || fail "row key$i lost: $(head -3 "$TMP/got")"; done
-[ "$(grep -c '^value' "$TMP/got")" = 50 ] || fail "rows lost: $(grep -vc '^value' "$TMP/got") missing"
-cat "$PODDB_RUN_DIR"/*/host*.log | grep -q "rebuilt memory node 1" ||
-  fail "no compute node says it rebuilt memory node 1"
-pass "memory node 1 killed: the supervisor started it and the compute nodes again, it was rebuilt, no row lost"
-run "$POD" down --conf "$hconf" --bin "$BIN_ABS"
-expect_rc 0 "down (healed pod)"
-out_has "memory node 1 (pid $now) stopped cleanly" "down (healed pod)"
-no_pod_process "after the healed pod's down"
-pass "down stops the healed pod without starting anything again"
