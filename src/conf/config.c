@@ -512,6 +512,7 @@ enum {
     DM_PROTOCOL,
     DM_UNDO_LOG_SIZE,
     DM_REPLICAS,
+    DM_INFLIGHT,
     DM_NIC_MODEL,
     DM_NKEYS
 };
@@ -532,6 +533,9 @@ static const struct conf_key dm_keys[DM_NKEYS] = {
                                         "records on the next memory nodes, at most one fewer "
                                         "than dm.memnodes lists, ford only (default 1 under "
                                         "ford with 2 or more memory nodes, else 0)"},
+    [DM_INFLIGHT] = {"inflight", false, "an integer in 1..64: the transactions each worker "
+                                        "thread of a compute node keeps in flight (lanes; "
+                                        "workers times inflight at most 64; default 4)"},
     [DM_NIC_MODEL] = {"nic_model", false, "a mapping with enabled (required) and rtt_us, "
                                           "atomic_mops, rw_mops, gbps: a model of an RDMA NIC "
                                           "(docs/dm.md)"},
@@ -856,6 +860,10 @@ static int load_dm(const struct conf_reader *c, const struct conf_item *section,
     /* Checked against the memory nodes, or defaulted, by check_replicas. */
     if (it[DM_REPLICAS].value &&
         get_int(c, &it[DM_REPLICAS], 0, POD_MAX_DM_REPLICAS, &cfg->dm.replicas) < 0)
+        return -1;
+    cfg->dm.inflight = DM_INFLIGHT_DEFAULT;
+    if (it[DM_INFLIGHT].value &&
+        get_int(c, &it[DM_INFLIGHT], 1, POD_MAX_WORKERS, &cfg->dm.inflight) < 0)
         return -1;
     cfg->dm.nic_model.enabled = false;
     cfg->dm.nic_model.rtt_us = NIC_DEFAULT_RTT_US;

@@ -76,6 +76,7 @@ enum pod_mode {
 };
 
 #define POD_MAX_MEMNODES 16
+#define DM_INFLIGHT_DEFAULT 4 /* dm.inflight */
 #define POD_MAX_DM_REPLICAS 3 /* dm.replicas: backups of each memory node's records */
 
 /* dm.protocol: the concurrency control of the compute nodes */
@@ -110,6 +111,11 @@ struct pod_config {
          * default 1 under ford with 2 or more memory nodes, else 0. In the
          * digest: every compute node of a pod must use the same. */
         int replicas;
+        /* Transactions each worker thread keeps in flight: its workers run as
+         * lanes of the thread (src/util/lanes.h), one yielding to the next
+         * while it waits for the memory nodes. Not in the digest: how a
+         * compute node runs, not where the records are. */
+        int inflight;
         /* dm.nic_model: a model of an RDMA NIC that the compute nodes' fabric
          * operations are made to cost (docs/dm.md, "The NIC model"); off by
          * default. Not in the digest: how costs are modelled, not where the

@@ -57,7 +57,13 @@ enum pod_cc_kind {
 };
 
 struct pod_db_options {
-    int nworkers;              /* worker threads (EBR slots); 1..POD_MAX_WORKERS */
+    int nworkers;              /* workers (EBR slots); 1..POD_MAX_WORKERS */
+    /* Workers per thread, run as lanes (src/util/lanes.h): while one waits
+     * for its memory it yields the thread to the next, so that a thread
+     * keeps several transactions in flight. nworkers is a multiple of it;
+     * 0 or 1: a thread per worker. Only over a store whose handles let a
+     * lane yield in an operation (the dm store). */
+    int lanes;
     int host_id, nhosts;       /* which partitions are local: p % nhosts == host_id */
     bool phantom_protection;   /* next-key locking on scans, inserts and misses */
     bool no_locking;           /* BENCHMARK ONLY: local rows are never locked (not isolated) */
@@ -112,7 +118,8 @@ struct pod_db {
     pthread_mutex_t admin_lock;
     struct pod_worker *admin;  /* for setup code outside the workers */
     struct pod_worker **workers;
-    int nrunning;
+    pthread_t *threads;        /* the workers' threads (opt.lanes workers each) */
+    int nrunning;              /* of them */
     struct pod_host *pod;      /* in a pod of several hosts (src/pod/pod.h), else NULL */
     const struct cc_ops *cc;   /* the concurrency control (src/txn/cc.h) */
     struct record_store *store; /* rs-2pl's records (ARRAY, GIVEN), else NULL */
@@ -148,7 +155,6 @@ struct pod_txn;
 struct pod_worker {
     pod_db *db;
     int id;                 /* 0..nworkers-1, or nworkers for the admin worker */
-    pthread_t thread;
     struct pod_txn *tx;
     uint64_t rng;
     struct pod_proc_stats stats[POD_MAX_PROCS]; /* written by this worker only */

@@ -27,6 +27,7 @@
 #include <rdma/fi_rma.h>
 
 #include "dm/nic_model.h"
+#include "util/lanes.h"
 
 #define FAB_API FI_VERSION(1, 17)
 #define MAX_PEERS 16
@@ -135,7 +136,9 @@ static int mr_bind(struct fab *f, struct fid_mr *mr, const char *what, pod_err *
 /* shm names an endpoint's region /dev/shm/<pid>:<n>:<m> and leaves it
  * behind when its process is killed; a later process given the same pid
  * then cannot create its own (fi_enable fails with EBUSY). No live process
- * but this one has this pid, so such files are a dead one's. */
+ * but this one has this pid, so such files are a dead one's: removed once,
+ * before this process's first endpoint (later ones must not remove the
+ * regions of its live endpoints). */
 static void shm_remove_stale_own(void)
 {
     char prefix[32];
@@ -228,7 +231,8 @@ struct fab *fab_open(const struct fab_open_opts *o, pod_err *err)
     if ((rc = fi_ep_bind(f->ep, &f->av->fid, 0))) goto fail;
     if ((rc = fi_ep_bind(f->ep, &f->cq->fid, FI_TRANSMIT | FI_RECV))) goto fail;
     step = "fi_enable";
-    if (is_shm(prov)) shm_remove_stale_own();
+    static pthread_once_t stale_removed = PTHREAD_ONCE_INIT;
+    if (is_shm(prov)) pthread_once(&stale_removed, shm_remove_stale_own);
     if ((rc = fi_enable(f->ep))) goto fail;
     /* Atomics on 64-bit words, as the record store needs them. */
     size_t cnt = 0;
@@ -424,6 +428,10 @@ static int wave(struct fab *f, struct fab_peer *const *pp, struct fab_op *ops, u
             pod_err_set(err, "fabric %s: fi_cq_read: %s", f->prov, fstr(got));
             return -1;
         }
+        /* the thread's other lanes run while this batch is in flight
+         * (src/util/lanes.h); the CPU goes (to the memory node, on shm)
+         * once nothing came back for a while */
+        if (lanes_count() > 1) lanes_yield();
         if (++spins > 64) sched_yield();
         if ((spins & 63) == 0 && now_ns() > deadline) {
             pod_err_set(err, "fabric %s: %u of %u ops (first: %s at offset %llu) on memory node "

@@ -101,6 +101,14 @@ pod_db *pod_db_new(const struct pod_db_options *o, char *err, size_t errlen)
         snprintf(err, errlen, "nworkers %d is out of range (1..%d)", o->nworkers, POD_MAX_WORKERS);
         return refuse(o);
     }
+    if (o->lanes > 1 && (o->nworkers % o->lanes || o->store != POD_STORE_GIVEN ||
+                         !o->given_store || !o->given_store->ops->attach)) {
+        snprintf(err, errlen, "%d lanes per worker thread need %s", o->lanes,
+                 o->nworkers % o->lanes ? "a number of workers that is a multiple of them"
+                                        : "a record store whose workers have handles of their "
+                                          "own (the dm store)");
+        return refuse(o);
+    }
     if (o->nhosts < 1 || o->host_id < 0 || o->host_id >= o->nhosts) {
         snprintf(err, errlen, "host %d of %d hosts is out of range", o->host_id, o->nhosts);
         return refuse(o);
@@ -165,6 +173,7 @@ void pod_db_free(pod_db *db)
     worker_free(db->admin);
     for (uint32_t i = 0; i < db->nprocs; i++) free((char *)db->procs[i].name);
     free(db->workers);
+    free(db->threads);
     if (db->store) db->store->ops->destroy(db->store);
     pthread_mutex_destroy(&db->admin_lock);
     free(db);

@@ -1,6 +1,8 @@
 #include "engine/worker.h"
 
+#include <errno.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <sys/prctl.h>
 #include <string.h>
 #include <time.h>
@@ -11,12 +13,13 @@
 #include "pod/pod.h"
 #include "txn/cc.h"
 #include "txn/txn.h"
+#include "util/lanes.h"
 #include "util/log.h"
 #include "util/clock.h"
 
-static __thread struct pod_worker *tls_worker;
-
-struct pod_worker *pod_current_worker(void) { return tls_worker; }
+/* The worker a thread (or a lane of one) runs for: lane-local, since a
+ * thread's lanes are workers of their own. */
+struct pod_worker *pod_current_worker(void) { return lanes_local(); }
 
 /* Randomized exponential backoff after a conflict: up to 2^attempt
  * microseconds, capped at 1 ms; short waits spin (a sleep would cost more
@@ -25,12 +28,11 @@ static void backoff(struct pod_worker *w, int attempt)
 {
     uint64_t cap_us = attempt < 10 ? (1ull << attempt) : 1024;
     uint64_t us = pod_rand(&w->rng) % (cap_us + 1);
-    if (us < 20) {
+    if (us < 20 && lanes_count() < 2) {
         for (uint64_t i = 0; i < us * 100; i++) __asm__ __volatile__("" ::: "memory");
         return;
     }
-    struct timespec ts = {0, (long)(us * 1000)};
-    nanosleep(&ts, NULL);
+    lanes_sleep_ns(us * 1000); /* the thread's other lanes run meanwhile */
 }
 
 static void bump(uint64_t *c) { __atomic_store_n(c, *c + 1, __ATOMIC_RELAXED); }
@@ -113,8 +115,8 @@ int pod_call(struct pod_worker *w, int proc, const pod_args *args, pod_result *r
         bump(&st->errors);
         return rc;
     }
-    struct pod_worker *prev = tls_worker;
-    tls_worker = w;
+    struct pod_worker *prev = lanes_local();
+    lanes_set_local(w);
     struct pod_call_state *cs = &w->call;
     uint64_t started = pod_mono_ns();
     bool handed_off = false;
@@ -174,16 +176,40 @@ int pod_call(struct pod_worker *w, int proc, const pod_args *args, pod_result *r
         break;
     }
     __atomic_store_n(&cs->started_ns, 0, __ATOMIC_RELEASE);
-    tls_worker = prev;
+    lanes_set_local(prev);
     return rc;
 }
 
+/* A worker's life on its lane (or thread). */
+static void worker_run(struct pod_worker *w)
+{
+    lanes_set_local(w);
+    w->body(w, w->arg);
+    log_worker_idle_hook(w->db, w->id); /* no more commits from this worker */
+    lanes_set_local(NULL);
+}
+
+static void lane_main(void *arg, unsigned lane)
+{
+    struct pod_worker *const *ws = arg;
+    worker_run(ws[lane]);
+}
+
+/* A worker thread: workers[first .. first + lanes - 1] as its lanes. */
+struct worker_thread {
+    pod_db *db;
+    int first;
+};
+
 static void *worker_main(void *arg)
 {
-    struct pod_worker *w = arg;
-    tls_worker = w;
+    struct worker_thread t = *(struct worker_thread *)arg;
+    free(arg);
+    pod_db *db = t.db;
+    struct pod_worker *w = db->workers[t.first];
+    int lanes = db->opt.lanes > 1 ? db->opt.lanes : 1;
     char name[16];
-    snprintf(name, sizeof name, "pod-worker%d", w->id % 1000);
+    snprintf(name, sizeof name, "pod-worker%d", t.first / lanes % 1000);
     pthread_setname_np(pthread_self(), name);
     /* An idle worker may sleep POD_IDLE_POLL_NS at a time between polls of its
      * inbox; the default 50 us timer slack would let each sleep run to
@@ -193,9 +219,17 @@ static void *worker_main(void *arg)
         pod_err perr;
         if (cxl_pin_thread(&w->cpu, 1, &perr)) pod_warn("worker %d: %s; not pinned", w->id, perr.msg);
     }
-    w->body(w, w->arg);
-    log_worker_idle_hook(w->db, w->id); /* no more commits from this thread */
-    tls_worker = NULL;
+    if (lanes == 1) {
+        worker_run(w);
+        return NULL;
+    }
+    pod_err e;
+    if (lanes_run((unsigned)lanes, 0, lane_main, &db->workers[t.first], &e) != 0) {
+        /* stacks could not be mapped: its workers would never run */
+        fprintf(stderr, "worker thread %d cannot run its %d lanes: %s\n", t.first / lanes,
+                lanes, e.msg);
+        abort();
+    }
     return NULL;
 }
 
@@ -209,17 +243,27 @@ int pod_workers_start(pod_db *db, const int *cpus, int ncpus,
     }
     if (!db->cc_started && db->cc->start && db->cc->start(db, err, errlen) != 0) return -1;
     db->cc_started = true;
+    int lanes = db->opt.lanes > 1 ? db->opt.lanes : 1, nthreads = db->opt.nworkers / lanes;
     for (int i = 0; i < db->opt.nworkers; i++) {
         struct pod_worker *w = db->workers[i];
         w->body = body;
         w->arg = arg;
-        w->cpu = ncpus > 0 ? cpus[i % ncpus] : -1;
+        w->cpu = ncpus > 0 ? cpus[i / lanes % ncpus] : -1; /* a thread's lanes share its CPU */
     }
-    for (int i = 0; i < db->opt.nworkers; i++) {
-        struct pod_worker *w = db->workers[i];
-        int rc = pthread_create(&w->thread, NULL, worker_main, w);
+    if (!db->threads && !(db->threads = calloc((size_t)nthreads, sizeof *db->threads))) {
+        snprintf(err, errlen, "out of memory for %d worker threads", nthreads);
+        return -1;
+    }
+    for (int i = 0; i < nthreads; i++) {
+        struct worker_thread *t = malloc(sizeof *t);
+        int rc = t ? 0 : ENOMEM;
+        if (t) {
+            *t = (struct worker_thread){db, i * lanes};
+            rc = pthread_create(&db->threads[i], NULL, worker_main, t);
+            if (rc) free(t);
+        }
         if (rc) {
-            snprintf(err, errlen, "cannot start worker %d: %s", i, strerror(rc));
+            snprintf(err, errlen, "cannot start worker thread %d: %s", i, strerror(rc));
             db->nrunning = i;
             pod_workers_join(db);
             return -1;
@@ -231,7 +275,7 @@ int pod_workers_start(pod_db *db, const int *cpus, int ncpus,
 
 void pod_workers_join(pod_db *db)
 {
-    for (int i = 0; i < db->nrunning; i++) pthread_join(db->workers[i]->thread, NULL);
+    for (int i = 0; i < db->nrunning; i++) pthread_join(db->threads[i], NULL);
     db->nrunning = 0;
 }
 

@@ -183,6 +183,7 @@ static int sys_config(pod_txn *tx, const pod_args *a, pod_result *res, void *ctx
         if (c->dm.protocol == POD_DM_FORD)
             kv_row(res, &row, "dm.undo_log_size", "%llu", (unsigned long long)c->dm.undo_log_size);
         kv_row(res, &row, "dm.replicas", "%d", c->dm.replicas);
+        kv_row(res, &row, "dm.inflight", "%d", c->dm.inflight);
         for (int i = 0; i < c->dm.nmemnodes; i++)
             kv_row(res, &row, "dm.memnode", "%s", c->dm.memnodes[i]);
         kv_bool(res, &row, "dm.nic_model.enabled", c->dm.nic_model.enabled);

@@ -76,6 +76,7 @@
 #include "store/dm_store.h"
 #include "txn/txn.h"
 #include "storage/row_slab.h"
+#include "util/lanes.h"
 #include "util/log.h"
 #include "util/clock.h"
 #include "util/cpu.h"
@@ -168,6 +169,7 @@ struct held_queue {
     pthread_mutex_t lock;
     struct held_reply *head, *tail;
     size_t len;
+    struct running_batch *running; /* the worker's batch of calls (its own; give_back_queued) */
 } __attribute__((aligned(64)));
 
 struct pod_server {
@@ -690,9 +692,11 @@ static int dequeue_batch(struct pod_server *s, struct pod_worker *w, struct requ
     bool pod = s->db->pod != NULL;
     /* Spin briefly before sleeping: a call arriving within ~20 us is taken
      * without a futex wake-up (the common case under load). */
+    bool lanes = lanes_count() > 1; /* this thread's other workers run while this one waits */
     for (int i = 0; block && i < 2000 && !__atomic_load_n(&s->q_head, __ATOMIC_ACQUIRE); i++) {
         if (pod && (i & 63) == 0) pod_serve(w, 16);
-        pod_cpu_relax();
+        if (lanes) lanes_yield();
+        else pod_cpu_relax();
     }
     if (!block && !__atomic_load_n(&s->q_head, __ATOMIC_ACQUIRE) &&
         !__atomic_load_n(&s->q_stop, __ATOMIC_ACQUIRE))
@@ -700,6 +704,7 @@ static int dequeue_batch(struct pod_server *s, struct pod_worker *w, struct requ
     pthread_mutex_lock(&s->q_lock);
     uint64_t idle_since = 0; /* the last time this wait served a request (0: not yet asleep) */
     struct idle_wait iw = {s, w};
+    lanes_set_idle(true);
     while (block && !s->q_head && !s->q_stop && !job_has_work(s, w->id)) {
         /* About to sleep: hand the log buffer over and publish idle, or the
          * durable epoch (and the replies held for it, maybe our own) would
@@ -714,7 +719,15 @@ static int dequeue_batch(struct pod_server *s, struct pod_worker *w, struct requ
             continue;
         }
         if (!pod) {
-            pthread_cond_wait(&s->q_cond, &s->q_lock);
+            /* a lane sleeps (the whole thread) only when its thread's other
+             * lanes are idle too; else it looks again on its next turn */
+            if (lanes && lanes_others_busy()) {
+                pthread_mutex_unlock(&s->q_lock);
+                lanes_yield();
+                pthread_mutex_lock(&s->q_lock);
+            } else {
+                pthread_cond_wait(&s->q_cond, &s->q_lock);
+            }
             continue;
         }
         uint64_t now = pod_mono_ns();
@@ -728,6 +741,7 @@ static int dequeue_batch(struct pod_server *s, struct pod_worker *w, struct requ
         }
         pthread_mutex_lock(&s->q_lock);
     }
+    lanes_set_idle(false);
     if (!s->q_head && s->q_stop) {
         pthread_mutex_unlock(&s->q_lock);
         return -1;
@@ -818,7 +832,6 @@ struct running_batch {
     struct held_reply *hhead, *htail;
     size_t nheld;
 };
-static __thread struct running_batch *tls_batch;
 
 /* Hand on what calls [b->done, upto) left: held replies to the worker's
  * queue, the others to their connections (one flush per connection), and
@@ -875,7 +888,7 @@ static void batch_finish(struct pod_server *s, struct pod_worker *w, struct runn
 static void give_back_queued(struct pod_worker *w, void *arg)
 {
     struct pod_server *s = arg;
-    struct running_batch *b = tls_batch;
+    struct running_batch *b = s->held[w->id].running;
     if (!b) return;
     batch_finish(s, w, b, b->at);
     if (b->at + 1 >= b->n) return;
@@ -922,7 +935,7 @@ static void run_batch(struct pod_server *s, struct pod_worker *w, struct request
 {
     char msg[512];
     struct running_batch b = {.r = batch, .n = n};
-    tls_batch = &b;
+    s->held[w->id].running = &b;
     /* Counted as waiting before any is checked against the persisted epoch
      * (on_durable reads the count after that grows). */
     if (s->hold_replies) log_host_waiters_add(s->log, n);
@@ -990,7 +1003,7 @@ static void run_batch(struct pod_server *s, struct pod_worker *w, struct request
         conn_reply(s, r->conn, out, true, false);
     }
     batch_finish(s, w, &b, b.n);
-    tls_batch = NULL;
+    s->held[w->id].running = NULL;
 }
 
 /* Calls from the socket first; the background job's work (struct
@@ -1002,10 +1015,13 @@ static void worker_body(struct pod_worker *w, void *arg)
     pod_result *res = pod_result_new();
     struct pod_buf out = {0};
     struct request *batch[BATCH];
+    /* a thread's lanes share the queued calls between them */
+    int max = BATCH / (lanes_count() > 1 ? (int)lanes_count() : 1);
+    if (max < 1) max = 1;
     while (res) {
         bool job = job_has_work(s, w->id);
         if (job) s->job->work(s->job_state, w, worker_yield, s);
-        int n = dequeue_batch(s, w, batch, BATCH, !job);
+        int n = dequeue_batch(s, w, batch, max, !job);
         if (n < 0) break;
         if (n > 0) run_batch(s, w, batch, n, res, &out);
         /* After a large result, its buffers go back (a worker that ran one
@@ -1613,7 +1629,7 @@ static int dm_nic_model(struct record_store *st, const struct pod_config *c, pod
                                        .atomic_mops = c->dm.nic_model.atomic_mops,
                                        .rw_mops = c->dm.nic_model.rw_mops,
                                        .gbps = c->dm.nic_model.gbps};
-    if (rs_dm_nic_model(st, &p, c->dm.pod, err) != 0) return -1;
+    if (rs_dm_nic_model(st, &p, err) != 0) return -1;
     pod_info("NIC model on: fabric costs are modelled (rtt %g us; per memory node CAS/FAA %g "
              "Mops/s, READ/WRITE %g Mops/s, %g Gb/s)", p.rtt_us, p.atomic_mops, p.rw_mops,
              p.gbps);
@@ -1638,6 +1654,15 @@ static int build_db(struct pod_server *s, pod_err *err)
             mns[i] = c->dm.memnodes[i];
         bool ford = c->dm.protocol == POD_DM_FORD;
         o.cc = ford ? POD_CC_FORD : POD_CC_RS_2PL;
+        /* each worker thread runs dm.inflight workers as lanes */
+        if ((int64_t)o.nworkers * c->dm.inflight > POD_MAX_WORKERS) {
+            pod_err_set(err, "hosts[%d].workers (%d) times dm.inflight (%d) is %d: at most %d "
+                        "transactions in flight per compute node", s->host, o.nworkers,
+                        c->dm.inflight, o.nworkers * c->dm.inflight, POD_MAX_WORKERS);
+            return -1;
+        }
+        o.lanes = c->dm.inflight;
+        o.nworkers *= c->dm.inflight;
         o.undo_log_bytes = (uint32_t)c->dm.undo_log_size;
         if (!(o.given_store = rs_dm_open_cn(mns, c->dm.nmemnodes, c->dm.provider, c->dm.pod,
                                             (uint32_t)s->host + 1, ford ? "ford" : "rs-2pl",
@@ -2007,8 +2032,13 @@ int pod_server_main(const struct pod_config *c, int host, const struct pod_serve
     if (c->engine.slow_call_ms && !(s->watchdog = pod_watchdog_start(s->db, c->engine.slow_call_ms, &err)))
         pod_warn("%s; slow calls are not reported", err.msg);
     if (s->region) cxl_region_set_state(s->region, CXL_HOST_RUNNING);
-    pod_info("serving on %s%s%s with %d worker%s", hc->socket_path, hc->tcp_port ? " and tcp " : "",
-             hc->tcp_port ? "127.0.0.1" : "", hc->workers, hc->workers == 1 ? "" : "s");
+    char lanes[64] = "";
+    if (s->db->opt.lanes > 1)
+        snprintf(lanes, sizeof lanes, ", each with %d transactions in flight (dm.inflight)",
+                 s->db->opt.lanes);
+    pod_info("serving on %s%s%s with %d worker%s%s", hc->socket_path,
+             hc->tcp_port ? " and tcp " : "", hc->tcp_port ? "127.0.0.1" : "", hc->workers,
+             hc->workers == 1 ? "" : "s", lanes);
     if (hc->tcp_port)
         pod_info("tcp listener on 127.0.0.1:%d (calls need the token of %s)", hc->tcp_port,
                  hc->tcp_token_file);

@@ -51,12 +51,16 @@
 #include "dm/pool.h"
 #include "util/clock.h"
 #include "util/crashpoint.h"
+#include "util/lanes.h"
 #include "util/log.h"
 
 #define LOC_OFF_MASK (DM_POOL_MAX - 1)
 #define LOC_MN_SHIFT 40
 #define BUCKET_TARGET 256u      /* bytes: one READ resolves a key */
 #define MAX_SLOTS 15u
+#define MAX_KEY 4096u
+/* the largest bucket: BUCKET_TARGET, or one slot of the largest key */
+#define MAX_BUCKET_BYTES (BUCKET_TARGET + 8u + MAX_KEY)
 #define DEFAULT_BUCKETS (1u << 14) /* rows_hint 0 */
 #define MIN_BUCKETS 64u
 #define MAX_BUCKETS (1ull << 40)
@@ -87,6 +91,7 @@ struct dm_table {
 
 struct memnode {
     int peer;
+    struct fab_region region; /* as its bootstrap reply gave it: a handle's endpoint adds it */
     int boot_fd;             /* held open: the memory node sees this compute node leave */
     char label[160];
     uint64_t pool_size;
@@ -94,13 +99,23 @@ struct memnode {
     size_t name_len;
 };
 
+/* The store as opened (the root), or a handle of it for one user (attach):
+ * a handle has its own endpoint, scratch, pending copies and counters and
+ * shares the root's tables; its other fields are copies of the root's. */
 struct dm_store {
     struct record_store base;
     pthread_mutex_t mu;      /* the endpoint and the scratch below */
     struct fab *f;
+    struct dm_store *root;   /* itself for the root */
+    struct dm_store *handles; /* the root's: its handles (next_handle), under mu */
+    struct dm_store *next_handle;
+    struct nic_model_params nic; /* the root's NIC model, for its handles (nic_on) */
+    bool nic_on;
+    char pod[DM_POD_NAME_MAX];
     unsigned nmn;
     struct memnode mn[DM_MAX_MEMNODES];
-    struct dm_table t[DM_MAX_TABLES];
+    struct dm_table *t;      /* the root's tables[] */
+    struct dm_table tables[DM_MAX_TABLES];
     uint64_t freed;
     /* what run() sent (atomic: counters() reads them without the lock);
      * by enum fab_op_kind, and the batches waited for */
@@ -109,6 +124,8 @@ struct dm_store {
      * owner_check last learnt of each slot: alive in incarnation
      * alive_inc[s] until alive_until[s] (ms) */
     uint32_t slot, my_inc;
+    rs_loc logs_old, logs_fresh; /* logs to switch to once our previous run is recovered */
+    uint32_t logs_fresh_bytes;
     uint64_t conn_gen;       /* which connection of the slot this is (the conn word's id) */
     /* Backups (pool.h, docs/dm.md "Replication"): every memory node's area 0
      * is copied to area j of memory node (mn + j) % nmn, j = 1..replicas,
@@ -135,11 +152,18 @@ struct dm_store {
     struct rs_op *grouped;   /* a batch's ops grouped by memory node */
     uint32_t *from;          /* grouped[j] is ops[from[j]] */
     uint32_t cap;
-    unsigned char *bucket;   /* one bucket */
-    uint32_t bucket_cap;
+    unsigned char *bucket;   /* one bucket: MAX_BUCKET_BYTES */
 };
 
 static inline struct dm_store *ds(struct record_store *s) { return (struct dm_store *)s; }
+
+/* While waiting on another user: the thread's next lane (src/util/lanes.h),
+ * which may be the one to let go, or the CPU. */
+static void yield_cpu(void)
+{
+    if (lanes_count() > 1) lanes_yield();
+    else sched_yield();
+}
 static inline uint64_t loc_off(rs_loc l) { return l & LOC_OFF_MASK; }
 static inline uint32_t loc_table(rs_loc l) { return (uint32_t)(l >> 48) - 1; }
 static inline rs_loc make_loc(uint32_t table, unsigned mn, uint64_t off)
@@ -191,16 +215,23 @@ static void run(struct dm_store *d, unsigned mn, struct fab_op *ops, uint32_t n)
     if (fab_batch(d->f, d->mn[mn].peer, ops, n, &e) != 0) fatal(d, mn, &e);
 }
 
+static void counters_add(const struct dm_store *d, struct rs_counters *out)
+{
+    out->reads += __atomic_load_n(&d->ops[FAB_READ], __ATOMIC_RELAXED);
+    out->writes += __atomic_load_n(&d->ops[FAB_WRITE], __ATOMIC_RELAXED);
+    out->cas += __atomic_load_n(&d->ops[FAB_CAS], __ATOMIC_RELAXED);
+    out->faa += __atomic_load_n(&d->ops[FAB_FAA], __ATOMIC_RELAXED);
+    out->round_trips += __atomic_load_n(&d->round_trips, __ATOMIC_RELAXED);
+}
+
+/* The root's and every handle's. */
 static void counters(struct record_store *s, struct rs_counters *out)
 {
-    struct dm_store *d = ds(s);
-    *out = (struct rs_counters){
-        .reads = __atomic_load_n(&d->ops[FAB_READ], __ATOMIC_RELAXED),
-        .writes = __atomic_load_n(&d->ops[FAB_WRITE], __ATOMIC_RELAXED),
-        .cas = __atomic_load_n(&d->ops[FAB_CAS], __ATOMIC_RELAXED),
-        .faa = __atomic_load_n(&d->ops[FAB_FAA], __ATOMIC_RELAXED),
-        .round_trips = __atomic_load_n(&d->round_trips, __ATOMIC_RELAXED),
-    };
+    struct dm_store *r = ds(s)->root;
+    *out = (struct rs_counters){0};
+    counters_add(r, out);
+    for (struct dm_store *h = __atomic_load_n(&r->handles, __ATOMIC_ACQUIRE); h; h = h->next_handle)
+        counters_add(h, out);
 }
 
 /* The store's own operations on raw offsets go through batch_locked like
@@ -268,7 +299,9 @@ static uint64_t hash_key(const void *key, uint32_t len)
 
 static struct dm_table *table_of(struct dm_store *d, uint32_t id)
 {
-    return id < DM_MAX_TABLES && d->t[id].present ? &d->t[id] : NULL;
+    /* present is set after e, under the root's lock (table_add) */
+    return id < DM_MAX_TABLES && __atomic_load_n(&d->t[id].present, __ATOMIC_ACQUIRE) ? &d->t[id]
+                                                                                      : NULL;
 }
 
 /* ---- the catalog ------------------------------------------------------------- */
@@ -352,7 +385,7 @@ static int catalog_join(struct dm_store *d, unsigned mn, const struct dm_catalog
 
 static int table_add(struct record_store *s, const struct rs_table_def *def, pod_err *err)
 {
-    struct dm_store *d = ds(s);
+    struct dm_store *d = ds(s)->root;
     if (def->id >= DM_LOG_TABLE) {
         pod_err_set(err, "dm record store: table id %u is beyond the catalog's %u", def->id,
                     DM_LOG_TABLE);
@@ -362,7 +395,7 @@ static int table_add(struct record_store *s, const struct rs_table_def *def, pod
         pod_err_set(err, "dm record store: table %u added twice", def->id);
         return -1;
     }
-    if (def->tuple_size > (1u << 24) || def->key_size == 0 || def->key_size > 4096) {
+    if (def->tuple_size > (1u << 24) || def->key_size == 0 || def->key_size > MAX_KEY) {
         pod_err_set(err, "dm record store: table %u: key of %u bytes or tuple of %u bytes is out "
                     "of range", def->id, def->key_size, def->tuple_size);
         return -1;
@@ -376,7 +409,6 @@ static int table_add(struct record_store *s, const struct rs_table_def *def, pod
     want.bucket_bytes = BHEAD + want.slots * want.slot_bytes;
     uint64_t rows = def->rows_hint ? (def->rows_hint + d->nmn - 1) / d->nmn : 0;
     struct dm_catalog_entry *e = calloc(d->nmn, sizeof *e);
-    unsigned char *bucket = NULL;
     if (!e) {
         pod_err_set(err, "dm record store: out of memory");
         return -1;
@@ -386,16 +418,8 @@ static int table_add(struct record_store *s, const struct rs_table_def *def, pod
         want.nbuckets = bucket_count(rows, want.slots, want.bucket_bytes, d->mn[mn].pool_size);
         if (catalog_join(d, mn, &want, &e[mn], err) != 0) goto fail;
     }
-    if (want.bucket_bytes > d->bucket_cap) {
-        if (!(bucket = realloc(d->bucket, want.bucket_bytes))) {
-            pod_err_set(err, "dm record store: out of memory");
-            goto fail;
-        }
-        d->bucket = bucket;
-        d->bucket_cap = want.bucket_bytes;
-    }
     d->t[def->id].e = e;
-    d->t[def->id].present = true;
+    __atomic_store_n(&d->t[def->id].present, true, __ATOMIC_RELEASE);
     pthread_mutex_unlock(&d->mu);
     return 0;
 fail:
@@ -608,7 +632,7 @@ static void bucket_lock(struct dm_store *d, unsigned mn, uint64_t b)
                         "compute node died holding it?)", (unsigned long long)b, LOCK_WAIT_MS);
             fatal(d, mn, &e);
         }
-        if (tries > 4) sched_yield();
+        if (tries > 4) yield_cpu();
     }
 }
 
@@ -1212,36 +1236,73 @@ static bool slot_connected(struct dm_store *d, uint32_t slot)
     return conn & DM_CN_CONNECTED;
 }
 
-static void member_of(struct dm_store *d, uint32_t slot, uint32_t inc, struct rs_member *m)
+/* The undo logs that slot's record holds: the record's header keeps their
+ * layout (epoch_version = nlogs << 32 | bytes of each; 0 in a pool written
+ * before there were several: one log of the slot's log_bytes). */
+static void logs_of(struct dm_store *d, uint32_t slot, struct rs_member *m)
 {
     struct dm_cn_slot e;
     rd(d, 0, SLOT_OFF(slot), &e, sizeof e);
-    *m = (struct rs_member){.slot = slot, .incarnation = inc, .log = e.log,
-                            .log_bytes = (uint32_t)e.log_bytes};
+    m->log = e.log;
+    m->log_bytes = (uint32_t)e.log_bytes;
+    m->nlogs = e.log ? 1 : 0;
+    if (!e.log) return;
+    struct dm_rechead h;
+    rd(d, 0, loc_off(e.log), &h, sizeof h);
+    if (h.h.epoch_version) {
+        m->nlogs = (uint32_t)(h.h.epoch_version >> 32);
+        m->log_bytes = (uint32_t)h.h.epoch_version;
+    }
 }
 
-/* Under d->mu: the slot's undo log, allocated on memory node 0 by its first
- * compute node (a record of table DM_LOG_TABLE whose tuple is the log). */
-static int slot_log(struct dm_store *d, uint32_t log_bytes, pod_err *err)
+static void member_of(struct dm_store *d, uint32_t slot, uint32_t inc, struct rs_member *m)
 {
-    struct dm_cn_slot e;
-    rd(d, 0, SLOT_OFF(d->slot), &e, sizeof e);
-    if (e.log) return 0;
-    uint64_t bytes = round8(sizeof(struct dm_rechead) + log_bytes);
+    logs_of(d, slot, m);
+    m->slot = slot;
+    m->incarnation = inc;
+}
+
+/* Under d->mu: a new record for nlogs undo logs of log_bytes on memory
+ * node 0 (table DM_LOG_TABLE; its header says the layout): *loc. */
+static int logs_new(struct dm_store *d, uint32_t log_bytes, uint32_t nlogs, rs_loc *loc,
+                    pod_err *err)
+{
+    uint64_t tuple = (uint64_t)log_bytes * nlogs;
+    if (tuple > UINT32_MAX) {
+        pod_err_set(err, "dm record store: %u undo logs of %u bytes (one per worker; "
+                    "dm.undo_log_size) exceed the 4 GiB a record can hold", nlogs, log_bytes);
+        return -1;
+    }
+    uint64_t bytes = round8(sizeof(struct dm_rechead) + tuple);
     uint64_t at = faa(d, 0, offsetof(struct dm_pool_header, cursor), bytes);
     if (at + bytes > d->mn[0].pool_size) {
         pod_err_set(err, "dm record store: the pool of memory node 0 (%s) is full: no room for "
-                    "this compute node's undo log of %u bytes", d->mn[0].label, log_bytes);
+                    "this compute node's %u undo logs of %u bytes (one per worker; "
+                    "dm.undo_log_size)", d->mn[0].label, nlogs, log_bytes);
         return -1;
     }
-    uint64_t lb = log_bytes;
-    write_placed(d, 0, SLOT_OFF(d->slot) + offsetof(struct dm_cn_slot, log_bytes), &lb, sizeof lb);
-    cas(d, 0, SLOT_OFF(d->slot) + offsetof(struct dm_cn_slot, log), 0,
-        make_loc(DM_LOG_TABLE, 0, at));
+    struct dm_rowhead h = {.valid = 1, .tuple_size = (uint32_t)tuple,
+                           .epoch_version = (uint64_t)nlogs << 32 | log_bytes};
+    write_placed(d, 0, at + offsetof(struct dm_rechead, h), &h, sizeof h);
+    *loc = make_loc(DM_LOG_TABLE, 0, at);
     return 0;
 }
 
-static int member_join(struct record_store *s, uint32_t slot, uint32_t log_bytes,
+/* Under d->mu: the slot's undo logs are now those at loc (a later
+ * incarnation's, none of them active). */
+static void logs_switch(struct dm_store *d, rs_loc old, rs_loc loc, uint32_t log_bytes)
+{
+    uint64_t lb = log_bytes;
+    write_placed(d, 0, SLOT_OFF(d->slot) + offsetof(struct dm_cn_slot, log_bytes), &lb, sizeof lb);
+    if (cas(d, 0, SLOT_OFF(d->slot) + offsetof(struct dm_cn_slot, log), old, loc) != old) {
+        pod_err e;
+        pod_err_set(&e, "the undo log of compute-node slot %u changed while this compute node "
+                    "joined", d->slot);
+        fatal(d, 0, &e);
+    }
+}
+
+static int member_join(struct record_store *s, uint32_t slot, uint32_t log_bytes, uint32_t nlogs,
                        struct rs_member *me, struct rs_member *prev, pod_err *err)
 {
     struct dm_store *d = ds(s);
@@ -1251,8 +1312,21 @@ static int member_join(struct record_store *s, uint32_t slot, uint32_t log_bytes
         return -1;
     }
     prev->slot = 0;
+    if (!nlogs || !log_bytes) {
+        pod_err_set(err, "dm record store: a compute node needs at least one undo log of at "
+                    "least one byte");
+        return -1;
+    }
     pthread_mutex_lock(&d->mu);
-    int rc = slot_log(d, log_bytes, err);
+    /* The slot's logs, or new ones when they are fewer or smaller than asked
+     * (the slot then switches to them once its previous run, which may need
+     * the old ones, is recovered). */
+    struct rs_member cur;
+    logs_of(d, slot, &cur);
+    rs_loc fresh = 0;
+    int rc = 0;
+    if (!cur.log || cur.nlogs < nlogs || cur.log_bytes < log_bytes)
+        rc = logs_new(d, log_bytes, nlogs, &fresh, err);
     uint64_t until = ms_now() + RECOVER_WAIT_MS;
     while (rc == 0) {
         uint64_t st, next;
@@ -1283,11 +1357,18 @@ static int member_join(struct record_store *s, uint32_t slot, uint32_t log_bytes
         if (cas(d, 0, SLOT_OFF(slot), st, next) != st) continue;
         if (DM_CN_KIND(next) == DM_CN_LIVE) {
             d->my_inc = DM_CN_INC(next);
+            if (fresh) logs_switch(d, cur.log, fresh, log_bytes);
         } else {
             d->my_inc = inc + 1;
             member_of(d, slot, inc, prev);
+            d->logs_old = cur.log;
+            d->logs_fresh = fresh;
+            d->logs_fresh_bytes = log_bytes;
         }
-        member_of(d, slot, d->my_inc, me);
+        *me = fresh ? (struct rs_member){.log = fresh, .log_bytes = log_bytes, .nlogs = nlogs}
+                    : cur;
+        me->slot = slot;
+        me->incarnation = d->my_inc;
         break;
     }
     pthread_mutex_unlock(&d->mu);
@@ -1337,6 +1418,10 @@ static void owner_recovered(struct record_store *s, const struct rs_member *dead
     uint64_t now = dead->slot == d->slot ? DM_CN_STATE(DM_CN_LIVE, 0, d->my_inc)
                                          : DM_CN_STATE(DM_CN_CLEAN, 0, dead->incarnation + 1);
     uint64_t old = cas(d, 0, SLOT_OFF(dead->slot), was, now);
+    if (old == was && dead->slot == d->slot && d->logs_fresh) { /* member_join's new logs */
+        logs_switch(d, d->logs_old, d->logs_fresh, d->logs_fresh_bytes);
+        d->logs_fresh = 0;
+    }
     pthread_mutex_unlock(&d->mu);
     if (old != was) {
         pod_err e;
@@ -1346,19 +1431,10 @@ static void owner_recovered(struct record_store *s, const struct rs_member *dead
     }
 }
 
-static void destroy(struct record_store *s)
+/* A handle's own parts. */
+static void handle_free(struct dm_store *d)
 {
-    struct dm_store *d = ds(s);
-    if (!d) return;
-    if (d->watch_stop >= 0) {
-        eventfd_write(d->watch_stop, 1);
-        pthread_join(d->watcher, NULL);
-        close(d->watch_stop);
-    }
     fab_close(d->f);
-    for (unsigned mn = 0; mn < DM_MAX_MEMNODES; mn++)
-        if (d->mn[mn].boot_fd >= 0) close(d->mn[mn].boot_fd);
-    for (uint32_t t = 0; t < DM_MAX_TABLES; t++) free(d->t[t].e);
     pthread_mutex_destroy(&d->mu);
     free(d->fops);
     free(d->fpeer);
@@ -1371,6 +1447,92 @@ static void destroy(struct record_store *s)
     free(d->mops);
     free(d->mfrom);
     free(d);
+}
+
+/* The root frees its handles with it; a handle alone is not destroyed. */
+static void destroy(struct record_store *s)
+{
+    struct dm_store *d = ds(s);
+    if (!d || d->root != d) return;
+    for (struct dm_store *h = d->handles, *next; h; h = next) {
+        next = h->next_handle;
+        handle_free(h);
+    }
+    if (d->watch_stop >= 0) {
+        eventfd_write(d->watch_stop, 1);
+        pthread_join(d->watcher, NULL);
+        close(d->watch_stop);
+    }
+    for (unsigned mn = 0; mn < DM_MAX_MEMNODES; mn++)
+        if (d->mn[mn].boot_fd >= 0) close(d->mn[mn].boot_fd);
+    for (uint32_t t = 0; t < DM_MAX_TABLES; t++) free(d->tables[t].e);
+    handle_free(d);
+}
+
+/* The NIC model of the root's, on f (peer i: memory node i). */
+static int nic_model_on(struct dm_store *d, struct fab *f, pod_err *err)
+{
+    struct nic_model *m = nic_model_new(&d->nic, err);
+    for (unsigned i = 0; m && i < d->nmn; i++)
+        if (nic_model_attach(m, d->mn[i].peer, d->pod, d->mn[i].label, err) != 0) {
+            nic_model_free(m);
+            m = NULL;
+        }
+    if (!m) return -1;
+    fab_set_nic_model(f, m);
+    return 0;
+}
+
+static struct record_store *attach(struct record_store *s, pod_err *err)
+{
+    struct dm_store *r = ds(s)->root;
+    struct dm_store *h = malloc(sizeof *h);
+    if (!h) {
+        pod_err_set(err, "dm record store: out of memory");
+        return NULL;
+    }
+    pthread_mutex_lock(&r->mu);
+    *h = *r;
+    pthread_mutex_unlock(&r->mu);
+    /* its own from here on */
+    pthread_mutex_init(&h->mu, NULL);
+    h->handles = h->next_handle = NULL;
+    memset(h->ops, 0, sizeof h->ops);
+    h->round_trips = 0;
+    h->watch_stop = -1;
+    h->pend = h->flushing = NULL;
+    h->npend = h->pend_cap = 0;
+    h->mops = NULL;
+    h->mfrom = NULL;
+    h->mcap = 0;
+    h->fops = NULL;
+    h->fpeer = NULL;
+    h->heads = NULL;
+    h->grouped = NULL;
+    h->from = NULL;
+    h->cap = 0;
+    memset(h->alive_inc, 0, sizeof h->alive_inc);
+    h->f = NULL;
+    if (!(h->bucket = malloc(MAX_BUCKET_BYTES))) {
+        pod_err_set(err, "dm record store: out of memory");
+        goto fail;
+    }
+    if (!(h->f = fab_open(&(struct fab_open_opts){.provider = fab_provider(r->f)}, err)))
+        goto fail;
+    for (unsigned i = 0; i < h->nmn; i++) {
+        struct memnode *m = &h->mn[i];
+        m->peer = fab_peer_add(h->f, m->name, m->name_len, &m->region, m->label, err);
+        if (m->peer < 0) goto fail;
+    }
+    if (h->nic_on && nic_model_on(h, h->f, err) != 0) goto fail;
+    pthread_mutex_lock(&r->mu);
+    h->next_handle = r->handles;
+    __atomic_store_n(&r->handles, h, __ATOMIC_RELEASE);
+    pthread_mutex_unlock(&r->mu);
+    return &h->base;
+fail:
+    handle_free(h);
+    return NULL;
 }
 
 static const struct rs_ops dm_ops = {
@@ -1392,6 +1554,7 @@ static const struct rs_ops dm_ops = {
     .alloc = alloc,
     .free = free_rec,
     .batch = batch,
+    .attach = attach,
     .member_join = member_join,
     .owner_check = owner_check,
     .owner_recovered = owner_recovered,
@@ -1458,6 +1621,7 @@ static int memnode_join(struct dm_store *d, unsigned i, unsigned n, const char *
                         "memory node: each must be listed once", j, d->mn[j].label, i, sock);
             return -1;
         }
+    m->region = rep.region;
     m->peer = fab_peer_add(d->f, rep.name, rep.name_len, &rep.region, sock, err);
     if (m->peer < 0) return -1;
     m->pool_size = rep.region.size;
@@ -1952,10 +2116,17 @@ struct record_store *rs_dm_open_cn(const char *const *sockets, int n, const char
         return NULL;
     }
     d->base.ops = &dm_ops;
+    d->root = d;
+    d->t = d->tables;
     d->nmn = (unsigned)n;
     d->watch_stop = -1;
+    snprintf(d->pod, sizeof d->pod, "%s", pod);
     for (unsigned i = 0; i < DM_MAX_MEMNODES; i++) d->mn[i].boot_fd = -1;
     pthread_mutex_init(&d->mu, NULL);
+    if (!(d->bucket = malloc(MAX_BUCKET_BYTES))) {
+        pod_err_set(err, "dm record store: out of memory");
+        goto fail;
+    }
     d->f = fab_open(&(struct fab_open_opts){.provider = provider}, err);
     if (!d->f) goto fail;
     struct dm_boot_req req = {.magic = DM_BOOT_MAGIC, .version = DM_BOOT_VERSION};
@@ -1997,19 +2168,13 @@ struct record_store *rs_dm_open(const char *memnode_socket, const char *provider
     return rs_dm_open_many(&memnode_socket, 1, provider, pod, err);
 }
 
-int rs_dm_nic_model(struct record_store *s, const struct nic_model_params *p, const char *pod,
-                    pod_err *err)
+int rs_dm_nic_model(struct record_store *s, const struct nic_model_params *p, pod_err *err)
 {
-    struct dm_store *d = ds(s);
-    struct nic_model *m = nic_model_new(p, err);
-    for (unsigned i = 0; m && i < d->nmn; i++)
-        if (nic_model_attach(m, d->mn[i].peer, pod, d->mn[i].label, err) != 0) {
-            nic_model_free(m);
-            m = NULL;
-        }
-    if (!m) return -1;
+    struct dm_store *d = ds(s)->root;
     pthread_mutex_lock(&d->mu);
-    fab_set_nic_model(d->f, m);
+    d->nic = *p;
+    int rc = nic_model_on(d, d->f, err);
+    d->nic_on = rc == 0;
     pthread_mutex_unlock(&d->mu);
-    return 0;
+    return rc;
 }

@@ -50,13 +50,13 @@ struct record_store *rs_dm_open(const char *memnode_socket, const char *provider
                                 pod_err *err);
 
 /* Model an RDMA NIC from now on (src/dm/nic_model.h, docs/dm.md "The NIC
- * model"): every fabric batch of s completes no earlier than such a NIC
- * would let it, with each memory node's caps shared, through a file in
- * /dev/shm named after pod and the memory node, by the compute nodes of
- * this machine. 0, or -1 with err (the store is then unchanged). */
+ * model"): every fabric batch of s and of its handles (attach, also those
+ * made later) completes no earlier than such a NIC would let it, with each
+ * memory node's caps shared, through a file in /dev/shm named after the
+ * pod and the memory node, by the compute nodes of this machine. 0, or -1
+ * with err (the store is then unchanged). */
 struct nic_model_params;
-int rs_dm_nic_model(struct record_store *s, const struct nic_model_params *p, const char *pod,
-                    pod_err *err);
+int rs_dm_nic_model(struct record_store *s, const struct nic_model_params *p, pod_err *err);
 
 /* The memory node (0..15) a location of a dm store names. */
 unsigned rs_dm_loc_memnode(rs_loc loc);

@@ -60,14 +60,17 @@ struct rs_counters {
 
 /* A user of a store shared by several processes (a compute node): its
  * slot and incarnation, which a protocol writes into the lock words it
- * takes, and its undo log, a record of its own (named by location, read
- * and written with row_read / row_write as raw bytes: head NULL, off and
- * len within log_bytes) that only it writes while it lives. */
+ * takes, and its undo logs, nlogs of log_bytes each in one record of its
+ * own (named by location, read and written with row_read / row_write as
+ * raw bytes: head NULL; log i is the tuple's bytes i * log_bytes ..
+ * (i + 1) * log_bytes - 1), one per worker so that its transactions in
+ * flight side by side each have one; only it writes them while it lives. */
 struct rs_member {
     uint32_t slot;            /* 1..RS_MAX_MEMBERS-1 */
     uint32_t incarnation;     /* > 0; a later start of the slot has a later one */
     rs_loc log;
-    uint32_t log_bytes;
+    uint32_t log_bytes;       /* of each log */
+    uint32_t nlogs;
 };
 #define RS_MAX_MEMBERS 64u
 
@@ -183,12 +186,22 @@ struct rs_ops {
      * of its locks is seen free. */
     void (*batch)(struct record_store *s, struct rs_op *ops, uint32_t n);
 
+    /* A handle of the store for one user (a worker), which it uses alone:
+     * the same records, its own connection to the memory and its own
+     * scratch, so that its operations never wait for another user's (and
+     * one in flight may leave the thread to another user: lanes). The
+     * store's other operations work on it as on the store; it lives until
+     * the store is destroyed. NULL when the store serves every user as
+     * well by itself. */
+    struct record_store *(*attach)(struct record_store *s, pod_err *err);
+
     /* ---- compute nodes sharing the store (NULL: the store has one user) ---- */
-    /* Join as slot (1..RS_MAX_MEMBERS-1), with an undo log of log_bytes:
-     * *me. When the slot's previous incarnation died without being
-     * recovered, *prev is it (prev->slot 0 otherwise) and the caller must
-     * recover it and call owner_recovered(prev) before it takes a lock. */
-    int (*member_join)(struct record_store *s, uint32_t slot, uint32_t log_bytes,
+    /* Join as slot (1..RS_MAX_MEMBERS-1), with nlogs undo logs of
+     * log_bytes: *me. When the slot's previous incarnation died without
+     * being recovered, *prev is it (prev->slot 0 otherwise; its logs may be
+     * fewer or smaller) and the caller must recover it and call
+     * owner_recovered(prev) before it takes a lock. */
+    int (*member_join)(struct record_store *s, uint32_t slot, uint32_t log_bytes, uint32_t nlogs,
                        struct rs_member *me, struct rs_member *prev, pod_err *err);
     /* The owner (slot, incarnation) of a lock: see enum rs_owner; on
      * RS_OWNER_RECOVER, *dead is it, claimed by this caller. */

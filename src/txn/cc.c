@@ -8,9 +8,23 @@
 #include <string.h>
 
 #include "storage/table.h"
+#include "store/record_store.h"
 #include "txn/txn.h"
+#include "util/log.h"
 
 struct pod_txn *txn_new(pod_db *db, struct pod_worker *w) { return db->cc->txn_new(db, w); }
+
+struct record_store *cc_store_handle(pod_db *db, struct pod_worker *w)
+{
+    struct record_store *s = db->store;
+    if (!s || !s->ops->attach) return s;
+    pod_err e;
+    struct record_store *h = s->ops->attach(s, &e);
+    if (h) return h;
+    pod_warn("worker %d shares the %s store's connection with the other workers: %s", w->id,
+             s->ops->name, e.msg);
+    return s;
+}
 
 void txn_free(struct pod_txn *tx)
 {

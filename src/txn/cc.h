@@ -84,6 +84,12 @@ int cc_check_range(pod_txn *tx, const pod_table *t, uint32_t off, uint32_t len);
 int cc_check_scan(pod_txn *tx, const pod_db *db, const pod_table *t, const void *lo,
                   const void *hi, uint32_t *part);
 
+/* The record store a worker's transactions use: a handle of its own when
+ * the store makes them (record_store.h, attach), so that workers do not
+ * take turns on the store; the database's store otherwise (or when the
+ * handle cannot be made: said in the log). */
+struct record_store *cc_store_handle(pod_db *db, struct pod_worker *w);
+
 /* The epoch-version of a tuple written in epoch (SiloR: the same epoch
  * again is version + 1, a new epoch version 0). */
 uint64_t txn_next_epoch_version(uint64_t ev, uint64_t epoch);

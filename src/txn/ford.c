@@ -152,6 +152,12 @@ static inline const struct ford_txn *CX(const pod_txn *tx)
     return (const struct ford_txn *)(const void *)tx;
 }
 static inline const struct rs_ops *OPS(const struct ford_txn *x) { return x->rs->ops; }
+/* Where this worker's undo log starts in the compute node's log record:
+ * each worker has its own (the admin worker the last). */
+static inline uint32_t log_base(const struct ford_txn *x)
+{
+    return (uint32_t)x->w->id * x->db->member.log_bytes;
+}
 
 static int conflict(struct ford_txn *x, enum pod_abort_cause cause, uint64_t word)
 {
@@ -218,11 +224,12 @@ static pod_table *table_by_id(pod_db *db, uint32_t id)
  * records it names are still locked by dead (rows are written only after
  * the log is placed, and the log is marked done before any lock is
  * released). Then mark the log done. */
-static void undo_log(pod_db *db, struct record_store *rs, const struct rs_member *dead)
+static void undo_log(pod_db *db, struct record_store *rs, const struct rs_member *dead,
+                     uint32_t base)
 {
     const struct rs_ops *o = rs->ops;
     struct ulog_head h;
-    o->row_read(rs, dead->log, NULL, &h, 0, sizeof h);
+    o->row_read(rs, dead->log, NULL, &h, base, sizeof h);
     if (h.state != (ULOG_ACTIVE << 32 | dead->incarnation)) return; /* done, or another run's */
     unsigned char *buf = h.bytes <= dead->log_bytes - sizeof h ? malloc(h.bytes ? h.bytes : 1)
                                                                  : NULL;
@@ -233,7 +240,7 @@ static void undo_log(pod_db *db, struct record_store *rs, const struct rs_member
     }
     for (uint32_t off = 0; off < h.bytes; off += LOG_CHUNK) {
         uint32_t len = h.bytes - off < LOG_CHUNK ? h.bytes - off : LOG_CHUNK;
-        o->row_read(rs, dead->log, NULL, buf + off, (uint32_t)sizeof h + off, len);
+        o->row_read(rs, dead->log, NULL, buf + off, base + (uint32_t)sizeof h + off, len);
     }
     if (crc32c(0, buf, h.bytes) != h.crc) { /* torn: it died writing it, before any row */
         free(buf);
@@ -274,15 +281,17 @@ static void undo_log(pod_db *db, struct record_store *rs, const struct rs_member
     }
     free(buf);
     uint64_t done = 0;
-    o->row_write(rs, dead->log, NULL, &done, 0, sizeof done);
-    pod_info("ford: rolled back the transaction compute node slot %u (incarnation %u) was "
+    o->row_write(rs, dead->log, NULL, &done, base, sizeof done);
+    pod_info("ford: rolled back a transaction compute node slot %u (incarnation %u) was "
              "committing when it died: %u record%s restored", dead->slot, dead->incarnation,
              undone, undone == 1 ? "" : "s");
 }
 
+/* Every worker's log of dead: the transactions it had in flight lock
+ * disjoint records, so they are undone in any order. */
 static void recover(pod_db *db, struct record_store *rs, const struct rs_member *dead)
 {
-    undo_log(db, rs, dead);
+    for (uint32_t i = 0; i < dead->nlogs; i++) undo_log(db, rs, dead, i * dead->log_bytes);
     rs->ops->owner_recovered(rs, dead);
     pod_info("ford: compute node slot %u (host %u, incarnation %u) recovered: its locks are "
              "stale", dead->slot, dead->slot - 1, dead->incarnation);
@@ -742,7 +751,8 @@ static int log_ops(struct ford_txn *x, uint64_t epoch, uint32_t *k)
     for (uint32_t off = 0; off < at; off += LOG_CHUNK) {
         struct rs_op *o = op_buf_next(&x->ops, k);
         if (!o) return nomem(x, "the undo log");
-        *o = (struct rs_op){.kind = RS_OP_WRITE, .loc = me->log, .buf = x->log + off, .off = off,
+        *o = (struct rs_op){.kind = RS_OP_WRITE, .loc = me->log, .buf = x->log + off,
+                            .off = log_base(x) + off,
                             .len = at - off < LOG_CHUNK ? at - off : LOG_CHUNK};
     }
     struct rs_op *o = op_buf_next(&x->ops, k);
@@ -798,8 +808,8 @@ static void ford_commit(pod_txn *tx)
     if (logged) {
         struct rs_op *o = op_buf_next(&x->ops, &n);
         if (o) *o = (struct rs_op){.kind = RS_OP_WRITE, .loc = x->db->member.log, .buf = &done,
-                                   .len = sizeof done};
-        else OPS(x)->row_write(x->rs, x->db->member.log, NULL, &done, 0, sizeof done);
+                                   .off = log_base(x), .len = sizeof done};
+        else OPS(x)->row_write(x->rs, x->db->member.log, NULL, &done, log_base(x), sizeof done);
     }
     /* A lock we hold is changed by nobody else (others' CASes fail on it),
      * so a WRITE of 0 releases it, in the same batch as the done mark: the
@@ -845,7 +855,7 @@ static void ford_abort(pod_txn *tx)
     if (x->log_active) {
         uint64_t done = 0;
         struct rs_op mark[2] = {{.kind = RS_OP_WRITE, .loc = x->db->member.log, .buf = &done,
-                                 .len = sizeof done},
+                                 .off = log_base(x), .len = sizeof done},
                                 {.kind = RS_OP_SYNC}};
         OPS(x)->batch(x->rs, mark, 2);
         x->log_active = false;
@@ -880,7 +890,7 @@ static pod_txn *ford_txn_new(pod_db *db, struct pod_worker *w)
     x->head.cc = &cc_ford;
     x->db = db;
     x->w = w;
-    x->rs = db->store;
+    x->rs = cc_store_handle(db, w);
     return (pod_txn *)(void *)x;
 }
 
@@ -940,14 +950,16 @@ static int ford_start(pod_db *db, char *err, size_t errlen)
     struct rs_member prev;
     pod_err e;
     uint32_t bytes = db->opt.undo_log_bytes ? db->opt.undo_log_bytes : DEFAULT_LOG_BYTES;
-    if (rs->ops->member_join(rs, (uint32_t)db->opt.host_id + 1, bytes, &db->member, &prev,
+    /* a log per worker and one for the admin worker (loaders, tests) */
+    uint32_t nlogs = (uint32_t)db->opt.nworkers + 1;
+    if (rs->ops->member_join(rs, (uint32_t)db->opt.host_id + 1, bytes, nlogs, &db->member, &prev,
                              &e) != 0) {
         snprintf(err, errlen, "%s", e.msg);
         return -1;
     }
     if (prev.slot) recover(db, rs, &prev);
-    pod_info("ford: compute node slot %u (incarnation %u), undo log of %u bytes",
-             db->member.slot, db->member.incarnation, db->member.log_bytes);
+    pod_info("ford: compute node slot %u (incarnation %u), %u undo logs of %u bytes",
+             db->member.slot, db->member.incarnation, db->member.nlogs, db->member.log_bytes);
     return 0;
 }
 

@@ -752,7 +752,7 @@ static pod_txn *rs_txn_new(pod_db *db, struct pod_worker *w)
     x->head.cc = &cc_rs_2pl;
     x->db = db;
     x->w = w;
-    x->rs = db->store;
+    x->rs = cc_store_handle(db, w);
     return (pod_txn *)(void *)x;
 }
 

@@ -51,10 +51,12 @@ sed -i 's/^engine:$/engine:\n  retry_timeout_ms: 30000/' "$conf"
 start_memnodes dmkill "$PROVIDER" 2
 
 # start_cn H [CRASH]: compute node H, answering sys.ping; its pid in CN[H].
-# CRASH: it kills itself at that crash point (PODDB_CRASH_POINT).
+# CRASH: it kills itself at that crash point (PODDB_CRASH_POINT). It runs
+# with $CN_CONF when set (the same pod, other dm.inflight).
 CN=()
 start_cn() {
-  PODDB_CRASH_POINT=${2:-} "$BIN/poddb-server" --conf "$conf" --host "$1" >>"$TMP/host$1.log" 2>&1 &
+  PODDB_CRASH_POINT=${2:-} "$BIN/poddb-server" --conf "${CN_CONF:-$conf}" --host "$1" \
+    >>"$TMP/host$1.log" 2>&1 &
   CN[$1]=$!
   # shm leaves a killed process's region (/dev/shm/PID:*) behind
   on_exit "kill -KILL $!; rm -f /dev/shm/$!:*"
@@ -160,10 +162,16 @@ wait "${CN[1]}" 2>/dev/null || true
 grep -q 'took over the lock of index bucket' "$TMP/host0.log" ||
   fail "compute node 0 did not take the dead compute node's bucket lock over: $(tail -5 "$TMP/host0.log")"
 pass "an index bucket locked by a compute node that died is taken over"
-start_cn 1
+# Its next start keeps twice as many transactions in flight: 9 undo logs
+# instead of 5, new ones, which it switches to once its previous run is
+# recovered.
+sed 's/^dm:$/dm:\n  inflight: 8/' "$conf" >"$TMP/more.yaml"
+CN_CONF="$TMP/more.yaml" start_cn 1
+grep -q 'incarnation [0-9]*), 9 undo logs of' "$TMP/host1.log" ||
+  fail "compute node 1 restarted with 8 transactions in flight: $(grep 'undo logs' "$TMP/host1.log" | tail -2)"
 
 recovered=$(cat "$TMP/host0.log" "$TMP/host1.log" | grep -c 'recovered: its locks are stale' || true)
-rolled=$(cat "$TMP/host0.log" "$TMP/host1.log" | grep -c 'rolled back the transaction' || true)
+rolled=$(cat "$TMP/host0.log" "$TMP/host1.log" | grep -c 'rolled back a transaction' || true)
 crashes=$(grep -c 'crash point ford-[a-z-]* reached' "$TMP/host1.log" || true)
 undo=$(grep -cE 'crash point ford-(rows|log)-written reached' "$TMP/host1.log" || true)
 [ "$recovered" -ge "$ROUNDS" ] && [ "$crashes" -ge $((ROUNDS / 3)) ] && [ "$rolled" -ge "$undo" ] ||

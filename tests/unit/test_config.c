@@ -927,6 +927,17 @@ START_TEST(test_dm_every_field)
     c = parse_ok("mode: dm\ndm: {pod: p, memnodes: [/0, /1, /2, /3], replicas: 3}\n"
                  DM_HOSTS_OK DM_ENGINE_OK);
     ck_assert_int_eq(c->dm.replicas, 3);
+    /* dm.inflight: 4 transactions per worker thread unless the file says otherwise; not in
+     * the digest (how a compute node runs its workers) */
+    ck_assert_int_eq(d.dm.inflight, 4);
+    c = parse_ok("mode: dm\ndm: {pod: p, memnodes: [/a.sock, /b.sock], inflight: 1}\n"
+                 DM_HOSTS_OK DM_ENGINE_OK);
+    ck_assert_int_eq(c->dm.inflight, 1);
+    uint64_t one_in_flight = pod_config_digest(c);
+    c = parse_ok("mode: dm\ndm: {pod: p, memnodes: [/a.sock, /b.sock], inflight: 64}\n"
+                 DM_HOSTS_OK DM_ENGINE_OK);
+    ck_assert_int_eq(c->dm.inflight, 64);
+    ck_assert(pod_config_digest(c) == one_in_flight);
     /* dm.nic_model: off, with the papers' figures, unless the file says otherwise. */
     ck_assert(!d.dm.nic_model.enabled);
     ck_assert(d.dm.nic_model.rtt_us == 2.5 && d.dm.nic_model.atomic_mops == 2.5 &&
@@ -1246,10 +1257,10 @@ static const struct bad_case {
     {"no region with mode: cxl", "mode: cxl\n" HOSTS_OK, "1:1: region: missing required key"},
     {"dm is a scalar", "mode: dm\ndm: yes\n" DM_HOSTS_OK DM_ENGINE_OK,
      "2:5: dm: is a scalar (expected a mapping with keys: pod, provider, memnodes, pool_size, "
-     "protocol, undo_log_size, replicas, nic_model)"},
+     "protocol, undo_log_size, replicas, inflight, nic_model)"},
     {"misspelt dm key", "mode: dm\ndm:\n  pod: p\n  memnode: [/m.sock]\n" DM_HOSTS_OK,
      "4:3: dm.memnode: unknown key (expected one of: pod, provider, memnodes, pool_size, "
-     "protocol, undo_log_size, replicas, nic_model)"},
+     "protocol, undo_log_size, replicas, inflight, nic_model)"},
     {"unknown dm protocol", "mode: dm\ndm:\n  pod: p\n  memnodes: [/m.sock]\n  protocol: occ\n"
      DM_HOSTS_OK DM_ENGINE_OK,
      "5:13: dm.protocol: unknown value 'occ' (expected ford (the default: optimistic reads, "
@@ -1282,6 +1293,12 @@ static const struct bad_case {
      DM_ENGINE_OK,
      "5:13: dm.replicas: 'one' is not an integer (expected an integer in 0..3: the backups of "
      "each memory node's records on the next memory nodes"},
+    {"no transaction in flight",
+     "mode: dm\ndm:\n  pod: p\n  memnodes: [/m.sock]\n  inflight: 0\n" DM_HOSTS_OK DM_ENGINE_OK,
+     "5:13: dm.inflight: 0 is out of range (1..64)"},
+    {"65 transactions in flight",
+     "mode: dm\ndm:\n  pod: p\n  memnodes: [/m.sock]\n  inflight: 65\n" DM_HOSTS_OK DM_ENGINE_OK,
+     "5:13: dm.inflight: 65 is out of range (1..64)"},
     {"fractional backups",
      "mode: dm\ndm:\n  pod: p\n  memnodes: [/a.sock, /b.sock]\n  replicas: 1.5\n" DM_HOSTS_OK
      DM_ENGINE_OK,
