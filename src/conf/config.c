@@ -535,7 +535,7 @@ static const struct conf_key dm_keys[DM_NKEYS] = {
                                         "ford with 2 or more memory nodes, else 0)"},
     [DM_INFLIGHT] = {"inflight", false, "an integer in 1..64: the transactions each worker "
                                         "thread of a compute node keeps in flight (lanes; "
-                                        "workers times inflight at most 64; default 4)"},
+                                        "workers times inflight at most 64; default 1)"},
     [DM_NIC_MODEL] = {"nic_model", false, "a mapping with enabled (required) and rtt_us, "
                                           "atomic_mops, rw_mops, gbps: a model of an RDMA NIC "
                                           "(docs/dm.md)"},

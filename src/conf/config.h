@@ -76,7 +76,7 @@ enum pod_mode {
 };
 
 #define POD_MAX_MEMNODES 16
-#define DM_INFLIGHT_DEFAULT 4 /* dm.inflight */
+#define DM_INFLIGHT_DEFAULT 1 /* dm.inflight */
 #define POD_MAX_DM_REPLICAS 3 /* dm.replicas: backups of each memory node's records */
 
 /* dm.protocol: the concurrency control of the compute nodes */

@@ -41,7 +41,7 @@ crash_for() {
   esac
 }
 
-conf=$(dm_conf dmkill "$PROVIDER" 2 "" "tables:
+conf=$(dm_conf dmkill "$PROVIDER" 2 "  inflight: 4" "tables:
   - name: g
     key_size: 16
     value_size: 32
@@ -165,7 +165,7 @@ pass "an index bucket locked by a compute node that died is taken over"
 # Its next start keeps twice as many transactions in flight: 9 undo logs
 # instead of 5, new ones, which it switches to once its previous run is
 # recovered.
-sed 's/^dm:$/dm:\n  inflight: 8/' "$conf" >"$TMP/more.yaml"
+sed 's/^  inflight: 4$/  inflight: 8/' "$conf" >"$TMP/more.yaml"
 CN_CONF="$TMP/more.yaml" start_cn 1
 grep -q 'incarnation [0-9]*), 9 undo logs of' "$TMP/host1.log" ||
   fail "compute node 1 restarted with 8 transactions in flight: $(grep 'undo logs' "$TMP/host1.log" | tail -2)"

@@ -13,7 +13,8 @@ RTT_US=20
 on_exit "rm -f /dev/shm/poddb-nic1-$POD-*"
 
 conf=$(dm_conf "$POD" shm 1 \
-  "  nic_model: {enabled: true, rtt_us: $RTT_US, atomic_mops: 2.5, rw_mops: 35, gbps: 100}" \
+  "  nic_model: {enabled: true, rtt_us: $RTT_US, atomic_mops: 2.5, rw_mops: 35, gbps: 100}
+  inflight: 2" \
   "workloads:
   smallbank: {accounts: 1000}")
 start_memnodes "$POD" shm 1

@@ -20,9 +20,11 @@ source tests/bench-pod.sh
 source tests/dm-pod.sh
 
 # pod_conf PROVIDER POD [PROTOCOL]: the config of this test on memory nodes
-# mn0 and mn1 (dm.protocol: ford, the default, unless given).
+# mn0 and mn1 (dm.protocol: ford, the default, unless given), each worker
+# thread with 4 transactions in flight.
 pod_conf() {
-  dm_conf "$2" "$1" 2 "  protocol: ${3:-ford}" "tables:
+  dm_conf "$2" "$1" 2 "  protocol: ${3:-ford}
+  inflight: 4" "tables:
   - name: kv
     key_size: 16
     value_size: 64

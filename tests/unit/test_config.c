@@ -927,12 +927,12 @@ START_TEST(test_dm_every_field)
     c = parse_ok("mode: dm\ndm: {pod: p, memnodes: [/0, /1, /2, /3], replicas: 3}\n"
                  DM_HOSTS_OK DM_ENGINE_OK);
     ck_assert_int_eq(c->dm.replicas, 3);
-    /* dm.inflight: 4 transactions per worker thread unless the file says otherwise; not in
+    /* dm.inflight: 1 transaction per worker thread unless the file says otherwise; not in
      * the digest (how a compute node runs its workers) */
-    ck_assert_int_eq(d.dm.inflight, 4);
-    c = parse_ok("mode: dm\ndm: {pod: p, memnodes: [/a.sock, /b.sock], inflight: 1}\n"
+    ck_assert_int_eq(d.dm.inflight, 1);
+    c = parse_ok("mode: dm\ndm: {pod: p, memnodes: [/a.sock, /b.sock], inflight: 4}\n"
                  DM_HOSTS_OK DM_ENGINE_OK);
-    ck_assert_int_eq(c->dm.inflight, 1);
+    ck_assert_int_eq(c->dm.inflight, 4);
     uint64_t one_in_flight = pod_config_digest(c);
     c = parse_ok("mode: dm\ndm: {pod: p, memnodes: [/a.sock, /b.sock], inflight: 64}\n"
                  DM_HOSTS_OK DM_ENGINE_OK);
