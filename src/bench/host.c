@@ -96,6 +96,7 @@ struct pod_bench {
         bool enabled;
         int state;            /* atomic: enum load_state */
         uint64_t rows, total; /* rows: atomic */
+        uint64_t kept;        /* atomic: of rows, those an earlier load left (WL_UNIT_SKIPPED) */
         char msg[256];        /* why loading failed */
     } wl[BENCH_NWL];
     void (*wake)(void *);
@@ -306,6 +307,7 @@ static int start_load(struct pod_bench *b, const bool want[BENCH_NWL], char *err
     for (int w = 0; w < BENCH_NWL; w++) {
         if (!j->loads[w]) continue;
         __atomic_store_n(&b->wl[w].rows, 0, __ATOMIC_RELAXED);
+        __atomic_store_n(&b->wl[w].kept, 0, __ATOMIC_RELAXED);
         __atomic_store_n(&b->wl[w].state, LS_LOADING, __ATOMIC_RELEASE);
         uint32_t n = owned_parts(b, (enum bench_wl)w);
         pod_info("bench: loading %s on host %d: %" PRIu64 " rows in %u partition%s",
@@ -325,6 +327,10 @@ static void finish_load(struct pod_bench *b, struct job *j)
         if (failed)
             pod_error("bench: loading %s on host %d failed: %s", bench_wl_name((enum bench_wl)w),
                       b->host, j->msg);
+        else if (b->wl[w].kept)
+            pod_info("bench: loaded %s on host %d: %" PRIu64 " rows in %.1f s, %" PRIu64
+                     " of them there before (an earlier load's, kept)",
+                     bench_wl_name((enum bench_wl)w), b->host, b->wl[w].rows, s, b->wl[w].kept);
         else
             pod_info("bench: loaded %s on host %d: %" PRIu64 " rows in %.1f s",
                      bench_wl_name((enum bench_wl)w), b->host, b->wl[w].rows, s);
@@ -343,6 +349,7 @@ static void load_unit(struct pod_bench *b, struct job *j, struct pod_worker *w, 
     }
     __atomic_fetch_add(&j->rows_done, u->rows, __ATOMIC_RELAXED);
     __atomic_fetch_add(&b->wl[u->wl].rows, u->rows, __ATOMIC_RELAXED);
+    if (rc == WL_UNIT_SKIPPED) __atomic_fetch_add(&b->wl[u->wl].kept, u->rows, __ATOMIC_RELAXED);
 }
 
 /* ---- check ------------------------------------------------------------------------------- */

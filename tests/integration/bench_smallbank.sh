@@ -39,5 +39,7 @@ start_pod "$conf"
 bench --conf "$conf" --workload smallbank --duration 1 --warmup 0 --check
 [ "$rc" = 0 ] || fail "smallbank after a restart: $(cat "$TMP/bench.err") $(cat "$TMP/bench.json")"
 grep -q 'balance rows: 20000 (expected 20000)' "$TMP/bench.json" || fail "rows after a restart: $(jget check_report)"
+grep -q 'bench: loaded smallbank on host 0: .* of them there before' "$TMP/host0.log" ||
+  fail "the load after a restart does not say it found rows there: $(grep 'bench: load' "$TMP/host0.log")"
 pass "after a restart smallbank is found loaded and runs, --check passing"
 stop_pod

@@ -33,9 +33,16 @@ json=$($BIN/poddb-region config --conf conf/dm.yaml --json)
 [ "$(json_get "$json" dm.provider)" = shm ] || fail "config: dm.provider in $json"
 [ "$(json_get "$json" dm.memnodes.0)" = /tmp/poddb-dm-mn0.sock ] || fail "config: dm.memnodes"
 [ "$(json_get "$json" dm.pool_size)" = $((256 * 1024 * 1024)) ] || fail "config: dm.pool_size"
+[ "$(json_get "$json" dm.protocol)" = ford ] || fail "config: dm.protocol in $json"
+[ "$(json_get "$json" dm.replicas)" = 0 ] || fail "config: dm.replicas in $json"
+[ "$(json_get "$json" dm.inflight)" = 1 ] || fail "config: dm.inflight in $json"
+[ "$(json_get "$json" dm.undo_log_size)" = $((1024 * 1024)) ] || fail "config: dm.undo_log_size"
 [ "$(json_get "$json" hosts.1.loggers)" = 0 ] || fail "config: a dm host's loggers"
 $BIN/poddb-region config --conf conf/dm.yaml | grep -q "^mode    dm: pod dmpod, provider shm, pool 256.00 MiB" \
   || fail "config (text) of a dm config"
+$BIN/poddb-region config --conf conf/dm.yaml |
+  grep -q "^dm      protocol ford, 0 backups of each memory node, 1 transaction in flight per worker thread, NIC model off" \
+  || fail "config (text) of a dm config: $($BIN/poddb-region config --conf conf/dm.yaml)"
 run $BIN/poddb-region format --conf conf/dm.yaml
 [ $rc = 1 ] && grep -q "has mode: dm: its records live on the memory nodes" "$TMP/err" \
   || fail "format of a dm config (rc $rc)"

@@ -25,6 +25,10 @@ int wl_call(pod_db *db, struct pod_worker *wk, int proc, const pod_args *args, p
  * or a negative status. So loading a workload again (after its servers
  * restarted on tables that kept their rows) goes on where it stopped. */
 int wl_unit_loaded(pod_txn *tx, pod_table *t, const void *key);
+/* What a loader unit returns when wl_unit_loaded found it done: an outcome
+ * (it commits, having written nothing), so that the loader can say how much
+ * of a load was there before. */
+#define WL_UNIT_SKIPPED 1
 
 /* wl_call with nargs (0..4) integer arguments, as the loaders' units hold them. */
 int wl_call_i64(pod_db *db, struct pod_worker *wk, int proc, const int64_t *args, int nargs,

@@ -278,7 +278,7 @@ static int p_load(pod_txn *tx, const pod_args *a, pod_result *res, void *ctx)
         unsigned char k[SB_KEY_SIZE];
         pod_key_u64(k, (uint64_t)ARG(0));
         int done = wl_unit_loaded(tx, s->t[SB_ACCOUNTS], k);
-        if (done) return done < 0 ? done : POD_OK;
+        if (done) return done < 0 ? done : WL_UNIT_SKIPPED;
     }
     for (uint64_t id = (uint64_t)ARG(0); id < (uint64_t)ARG(1); id++) {
         unsigned char k[SB_KEY_SIZE];

@@ -19,7 +19,7 @@
 #define UNIT_LOADED(tx, table, key, nonempty)                                                   \
     do {                                                                                          \
         int done_ = (nonempty) ? wl_unit_loaded((tx), (table), (key)) : 0;                        \
-        if (done_) return done_ < 0 ? done_ : POD_OK;                                             \
+        if (done_) return done_ < 0 ? done_ : WL_UNIT_SKIPPED;                                    \
     } while (0)
 
 /* L_NAMES: range_reads POINT only. */
