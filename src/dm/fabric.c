@@ -103,6 +103,9 @@ const char *fab_provider(const struct fab *f) { return f->prov; }
 uint64_t fab_mr_mode(const struct fab *f) { return (uint64_t)f->info->domain_attr->mr_mode; }
 
 static bool is_shm(const char *p) { return strcmp(p, "shm") == 0; }
+/* shm's peers per endpoint (SMR_MAX_PEERS in libfabric 1.17): an endpoint
+ * past them gets no answer, its operations time out. */
+#define SHM_MAX_PEERS_TEXT "256"
 
 void fab_close(struct fab *f)
 {
@@ -435,9 +438,13 @@ static int wave(struct fab *f, struct fab_peer *const *pp, struct fab_op *ops, u
         if (++spins > 64) sched_yield();
         if ((spins & 63) == 0 && now_ns() > deadline) {
             pod_err_set(err, "fabric %s: %u of %u ops (first: %s at offset %llu) on memory node "
-                        "%s%s did not complete within %d ms: is the memory node running?",
+                        "%s%s did not complete within %d ms: is the memory node running?%s",
                         f->prov, n - done, n, op_name(ops[0].kind), (unsigned long long)ops[0].off,
-                        pp[0]->label, pp[n - 1] != pp[0] ? " and others" : "", f->timeout_ms);
+                        pp[0]->label, pp[n - 1] != pp[0] ? " and others" : "", f->timeout_ms,
+                        is_shm(f->prov) ? " On shm, are its peers all taken? It serves at most "
+                                          SHM_MAX_PEERS_TEXT " endpoints, and every worker of "
+                                          "every compute node has one (workers x dm.inflight, "
+                                          "and 2 more, per compute node)" : "");
             return -1;
         }
     }
