@@ -5,7 +5,6 @@
 #include <stdlib.h>
 #include <sys/prctl.h>
 #include <string.h>
-#include <time.h>
 
 #include "cxl/numa.h"
 #include "engine/watchdog.h"
@@ -23,16 +22,12 @@ struct pod_worker *pod_current_worker(void) { return lanes_local(); }
 
 /* Randomized exponential backoff after a conflict: up to 2^attempt
  * microseconds, capped at 1 ms; short waits spin (a sleep would cost more
- * than the wait), long ones sleep so the other core's work goes on. */
+ * than the wait), long ones sleep so the other core's work goes on, and the
+ * thread's other lanes run meanwhile (lanes_sleep_ns does all three). */
 static void backoff(struct pod_worker *w, int attempt)
 {
     uint64_t cap_us = attempt < 10 ? (1ull << attempt) : 1024;
-    uint64_t us = pod_rand(&w->rng) % (cap_us + 1);
-    if (us < 20 && lanes_count() < 2) {
-        for (uint64_t i = 0; i < us * 100; i++) __asm__ __volatile__("" ::: "memory");
-        return;
-    }
-    lanes_sleep_ns(us * 1000); /* the thread's other lanes run meanwhile */
+    lanes_sleep_ns(pod_rand(&w->rng) % (cap_us + 1) * 1000);
 }
 
 static void bump(uint64_t *c) { __atomic_store_n(c, *c + 1, __ATOMIC_RELAXED); }

@@ -157,13 +157,6 @@ struct dm_store {
 
 static inline struct dm_store *ds(struct record_store *s) { return (struct dm_store *)s; }
 
-/* While waiting on another user: the thread's next lane (src/util/lanes.h),
- * which may be the one to let go, or the CPU. */
-static void yield_cpu(void)
-{
-    if (lanes_count() > 1) lanes_yield();
-    else sched_yield();
-}
 static inline uint64_t loc_off(rs_loc l) { return l & LOC_OFF_MASK; }
 static inline uint32_t loc_table(rs_loc l) { return (uint32_t)(l >> 48) - 1; }
 static inline rs_loc make_loc(uint32_t table, unsigned mn, uint64_t off)
@@ -177,6 +170,14 @@ static inline uint64_t round8(uint64_t v) { return (v + 7) & ~7ull; }
 static inline rs_loc raw_loc(unsigned mn, uint64_t off) { return (uint64_t)mn << LOC_MN_SHIFT | off; }
 
 unsigned rs_dm_loc_memnode(rs_loc loc) { return (unsigned)(loc >> LOC_MN_SHIFT) & 0xff; }
+
+/* While waiting on another user: the thread's next lane (src/util/lanes.h),
+ * which may be the one to let go, or the CPU. */
+static void yield_cpu(void)
+{
+    if (lanes_count() > 1) lanes_yield();
+    else sched_yield();
+}
 
 static void memnode_gone(struct dm_store *d, unsigned mn);
 

@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include "util/clock.h"
+#include "util/cpu.h"
 
 #if !defined(__x86_64__)
 #include <ucontext.h>
@@ -338,9 +339,17 @@ bool lanes_others_busy(void)
     return r->busy > (r->lane[r->cur].idle ? 0u : 1u);
 }
 
+/* A wait shorter than this is spun: a nanosleep that short oversleeps it
+ * several times over (a wake-up costs tens of microseconds). */
+#define SPIN_BELOW_NS 20000ull
+
 static void sleep_until(uint64_t until, uint64_t now)
 {
     uint64_t ns = until - now;
+    if (ns < SPIN_BELOW_NS) {
+        pod_cpu_relax(); /* the caller looks at the clock again */
+        return;
+    }
     struct timespec ts = {.tv_sec = (time_t)(ns / 1000000000ull),
                           .tv_nsec = (long)(ns % 1000000000ull)};
     nanosleep(&ts, NULL); /* cut short by a signal: the caller looks at the clock again */

@@ -62,7 +62,8 @@ bool lanes_others_busy(void);
  * run meanwhile: yields while another lane is busy and not sleeping itself;
  * when none is, the thread sleeps until the earliest end of the sleeping
  * lanes' waits (this one's included), so that lanes all waiting do not spin.
- * Outside lanes, or alone: nanosleep. */
+ * Outside lanes, or alone: nanosleep. What is left of a wait below 20 us is
+ * spun instead of slept (a nanosleep that short oversleeps it). */
 void lanes_sleep_ns(uint64_t ns);
 
 /* A pointer of the calling lane's own (e.g. the worker it runs for): what a
