@@ -145,7 +145,8 @@ test: deps
 # test_dm_store_mp and dm_pod.sh: the memory node and compute nodes' workers on the dm store.
 TSAN_SERVER_TESTS := test_server test_pod_mp test_liveness_mp test_server_limits test_dm_store_mp
 TSAN_SCRIPTS := $(wildcard tests/integration/bench_*.sh) tests/integration/dm_pod.sh tests/integration/dm_nic.sh \
-                tests/integration/dm_cn_kill.sh tests/integration/dm_mn_kill.sh
+                tests/integration/dm_cn_kill.sh tests/integration/dm_cn_kill_motor.sh \
+                tests/integration/dm_mn_kill.sh
 TSAN_BINS := $(patsubst tools/%.c,build/tsan/bin/%,$(BIN_SRCS))
 tsan: deps
 	@$(MAKE) --no-print-directory $(patsubst %,build/test/tsan/%,$(TSAN_TESTS) $(TSAN_SERVER_TESTS)) $(TSAN_BINS) $(TEST_MODULES)

@@ -298,7 +298,8 @@ static void config_json(const struct pod_config *c)
         for (int i = 0; i < c->dm.nmemnodes; i++) json_str(&w, c->dm.memnodes[i]);
         json_arr_end(&w);
         json_kv_i64(&w, "pool_size", (int64_t)c->dm.pool_size); /* bytes */
-        json_kv_str(&w, "protocol", c->dm.protocol == POD_DM_FORD ? "ford" : "rs-2pl");
+        json_kv_str(&w, "protocol", pod_dm_protocol_name(c->dm.protocol));
+        if (c->dm.protocol == POD_DM_MOTOR) json_kv_i64(&w, "versions", c->dm.versions);
         json_kv_i64(&w, "undo_log_size", (int64_t)c->dm.undo_log_size); /* bytes */
         json_kv_i64(&w, "replicas", c->dm.replicas);
         json_kv_i64(&w, "inflight", c->dm.inflight);
@@ -316,9 +317,12 @@ static void memnodes_text(const struct pod_config *c)
     human_bytes(c->dm.pool_size, pool, sizeof pool);
     printf("mode    dm: pod %s, provider %s, pool %s per memory node\n", c->dm.pod,
            c->dm.provider, pool);
-    printf("dm      protocol %s, %d backup%s of each memory node, %d transaction%s in flight "
+    char versions[32] = "";
+    if (c->dm.protocol == POD_DM_MOTOR)
+        snprintf(versions, sizeof versions, " (%d versions a record)", c->dm.versions);
+    printf("dm      protocol %s%s, %d backup%s of each memory node, %d transaction%s in flight "
            "per worker thread, NIC model %s\n",
-           c->dm.protocol == POD_DM_FORD ? "ford" : "rs-2pl", c->dm.replicas,
+           pod_dm_protocol_name(c->dm.protocol), versions, c->dm.replicas,
            c->dm.replicas == 1 ? "" : "s", c->dm.inflight, c->dm.inflight == 1 ? "" : "s",
            c->dm.nic_model.enabled ? "on" : "off");
     for (int i = 0; i < c->dm.nmemnodes; i++) printf("memnode %d  %s\n", i, c->dm.memnodes[i]);

@@ -514,6 +514,7 @@ enum {
     DM_REPLICAS,
     DM_INFLIGHT,
     DM_NIC_MODEL,
+    DM_VERSIONS,
     DM_NKEYS
 };
 static const struct conf_key dm_keys[DM_NKEYS] = {
@@ -526,9 +527,11 @@ static const struct conf_key dm_keys[DM_NKEYS] = {
     [DM_POOL_SIZE] = {"pool_size", false, "a byte size in 1MiB..128TiB: each memory node's pool "
                                           "(poddb-memnode --pool-size; default 256MiB)"},
     [DM_PROTOCOL] = {"protocol", false, "ford (the default: optimistic reads, undo logs, a dead "
-                                        "compute node recovered) or rs-2pl"},
+                                        "compute node recovered), rs-2pl or motor (ford over "
+                                        "records of several versions, snapshot reads)"},
     [DM_UNDO_LOG_SIZE] = {"undo_log_size", false, "a byte size in 64KiB..1GiB: each compute "
-                                                  "node's undo log under ford (default 1MiB)"},
+                                                  "node's undo log under ford and motor (default "
+                                                  "1MiB)"},
     [DM_REPLICAS] = {"replicas", false, "an integer in 0..3: the backups of each memory node's "
                                         "records on the next memory nodes, at most one fewer "
                                         "than dm.memnodes lists, ford only (default 1 under "
@@ -539,9 +542,16 @@ static const struct conf_key dm_keys[DM_NKEYS] = {
     [DM_NIC_MODEL] = {"nic_model", false, "a mapping with enabled (required) and rtt_us, "
                                           "atomic_mops, rw_mops, gbps: a model of an RDMA NIC "
                                           "(docs/dm.md)"},
+    [DM_VERSIONS] = {"versions", false, "an integer in 2..16: the versions each record keeps "
+                                        "under motor (default 2)"},
 };
-static const char *const dm_protocol_names[] = {[POD_DM_FORD] = "ford",
-                                                [POD_DM_RS_2PL] = "rs-2pl"};
+static const char *const dm_protocol_names[] = {
+    [POD_DM_FORD] = "ford", [POD_DM_RS_2PL] = "rs-2pl", [POD_DM_MOTOR] = "motor"};
+
+const char *pod_dm_protocol_name(enum pod_dm_protocol p)
+{
+    return (unsigned)p < POD_DM_NPROTOCOLS ? dm_protocol_names[p] : "?";
+}
 
 /* dm.nic_model: the defaults are the DM papers' RNICs (docs/dm.md). */
 enum { NIC_ENABLED, NIC_RTT_US, NIC_ATOMIC_MOPS, NIC_RW_MOPS, NIC_GBPS, NIC_NKEYS };
@@ -806,7 +816,9 @@ static int load_nic_model(const struct conf_reader *c, const struct conf_item *s
 /* dm.replicas: backups of a memory node's records go to the next memory
  * nodes of the list, so there must be that many others; only ford rebuilds
  * them (its undo logs), rs-2pl cannot recover the compute nodes that a lost
- * memory node stops. Absent: 1 under ford with 2 or more memory nodes, else 0. */
+ * memory node stops, and motor's snapshot readers may see a version that
+ * reached a memory node but not its backup (docs/dm.md). Absent: 1 under
+ * ford with 2 or more memory nodes, else 0. */
 static int check_replicas(const struct conf_reader *c, const struct conf_item *it,
                           struct pod_config *cfg)
 {
@@ -818,9 +830,12 @@ static int check_replicas(const struct conf_reader *c, const struct conf_item *i
     int n = cfg->dm.replicas;
     if (n > 0 && !ford)
         return fail_node(c, it->value, it->path,
-                         "%d needs dm.protocol: ford (rs-2pl cannot recover the compute nodes "
-                         "that a lost memory node stops)",
-                         n);
+                         "%d needs dm.protocol: ford (%s)", n,
+                         cfg->dm.protocol == POD_DM_MOTOR
+                             ? "motor's snapshot reads may see a version that reached a memory "
+                               "node and not its backup"
+                             : "rs-2pl cannot recover the compute nodes that a lost memory node "
+                               "stops");
     if (n > cfg->dm.nmemnodes - 1)
         return fail_node(c, it->value, it->path,
                          "%d backup%s need%s at least %d memory nodes (dm.memnodes lists %d)", n,
@@ -850,7 +865,7 @@ static int load_dm(const struct conf_reader *c, const struct conf_item *section,
         return -1;
     int protocol = POD_DM_FORD;
     if (it[DM_PROTOCOL].value &&
-        get_enum(c, &it[DM_PROTOCOL], dm_protocol_names, 2, &protocol) < 0)
+        get_enum(c, &it[DM_PROTOCOL], dm_protocol_names, POD_DM_NPROTOCOLS, &protocol) < 0)
         return -1;
     cfg->dm.protocol = (enum pod_dm_protocol)protocol;
     cfg->dm.undo_log_size = 1 * MIB;
@@ -861,6 +876,14 @@ static int load_dm(const struct conf_reader *c, const struct conf_item *section,
     if (it[DM_REPLICAS].value &&
         get_int(c, &it[DM_REPLICAS], 0, POD_MAX_DM_REPLICAS, &cfg->dm.replicas) < 0)
         return -1;
+    cfg->dm.versions = DM_VERSIONS_DEFAULT;
+    if (it[DM_VERSIONS].value) {
+        if (cfg->dm.protocol != POD_DM_MOTOR)
+            return fail_node(c, it[DM_VERSIONS].value, it[DM_VERSIONS].path,
+                             "only with dm.protocol: motor (%s keeps one version of a record)",
+                             dm_protocol_names[cfg->dm.protocol]);
+        if (get_int(c, &it[DM_VERSIONS], 2, DM_VERSIONS_MAX, &cfg->dm.versions) < 0) return -1;
+    }
     cfg->dm.inflight = DM_INFLIGHT_DEFAULT;
     if (it[DM_INFLIGHT].value &&
         get_int(c, &it[DM_INFLIGHT], 1, POD_MAX_WORKERS, &cfg->dm.inflight) < 0)

@@ -83,7 +83,11 @@ enum pod_mode {
 enum pod_dm_protocol {
     POD_DM_FORD = 0, /* FORD-style: optimistic reads, undo logs (src/txn/ford.c) */
     POD_DM_RS_2PL,   /* 2PL NO_WAIT (src/txn/rs2pl.c): no recovery of a dead compute node */
+    POD_DM_MOTOR,    /* Motor-style MVCC: ford over multi-versioned records (src/txn/ford.c) */
+    POD_DM_NPROTOCOLS
 };
+#define DM_VERSIONS_DEFAULT 2 /* dm.versions */
+#define DM_VERSIONS_MAX 16
 #define POD_PROVIDER_MAX 32
 
 struct pod_config {
@@ -105,7 +109,10 @@ struct pod_config {
          * node finds its size in the pool header. */
         uint64_t pool_size;
         enum pod_dm_protocol protocol;
-        uint64_t undo_log_size;    /* ford: each compute node's undo log (64 KiB..1 GiB) */
+        uint64_t undo_log_size;    /* ford, motor: each compute node's undo log (64 KiB..1 GiB) */
+        /* motor: the versions each record keeps (2..DM_VERSIONS_MAX); in
+         * the digest (the records' layout) under motor */
+        int versions;
         /* Backups of each memory node's records, on the next memory nodes of
          * the list (0..nmemnodes-1, at most POD_MAX_DM_REPLICAS; ford only);
          * default 1 under ford with 2 or more memory nodes, else 0. In the
@@ -228,6 +235,8 @@ const char *pod_region_kind_name(enum pod_region_kind k);
 const char *pod_coherence_name(enum pod_coherence c);
 const char *pod_eviction_name(enum pod_eviction e);
 const char *pod_mode_name(enum pod_mode m);
+/* "ford", "rs-2pl", "motor" */
+const char *pod_dm_protocol_name(enum pod_dm_protocol p);
 
 /* Parse a byte size: an integer, or a number with a unit: B, K/KiB, M/MiB,
  * G/GiB, T/TiB (binary) or KB, MB, GB, TB (decimal). Returns 0 or -1. */

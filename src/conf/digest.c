@@ -133,6 +133,10 @@ static void put_dm(uint64_t *h, const struct pod_config *c)
     put_i64(h, (int64_t)c->dm.protocol);
     put_field(h, "dm.replicas");
     put_i64(h, c->dm.replicas);
+    if (c->dm.protocol == POD_DM_MOTOR) { /* the records' layout */
+        put_field(h, "dm.versions");
+        put_i64(h, c->dm.versions);
+    }
 }
 
 uint64_t pod_config_digest(const struct pod_config *c)

@@ -54,6 +54,7 @@ enum pod_store_kind {
 enum pod_cc_kind {
     POD_CC_RS_2PL = 0,    /* 2PL NO_WAIT (src/txn/rs2pl.c) */
     POD_CC_FORD,          /* FORD-style optimistic reads, undo logs (src/txn/ford.c) */
+    POD_CC_MOTOR,         /* ford over multi-versioned records, snapshot reads (src/txn/ford.c) */
 };
 
 struct pod_db_options {
@@ -75,6 +76,7 @@ struct pod_db_options {
     struct record_store *given_store;
     enum pod_cc_kind cc;       /* ARRAY, GIVEN: the protocol over the store */
     uint32_t undo_log_bytes;   /* ford on a shared store: each compute node's undo log */
+    uint32_t versions;         /* motor: the versions a record keeps (2..) */
 };
 
 struct pod_worker;
@@ -126,6 +128,7 @@ struct pod_db {
     /* this database's place among the users of a shared store (slot 0: it
      * has none), set when its workers first start (cc_ops.start) */
     struct rs_member member;
+    rs_loc clock;              /* motor: the pod's clock record (commit timestamps) */
     bool cc_started;
     struct pod_db_hooks hooks;
 };

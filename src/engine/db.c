@@ -143,6 +143,7 @@ pod_db *pod_db_new(const struct pod_db_options *o, char *err, size_t errlen)
         db->cc = &cc_rs_2pl;
     }
     if (db->store && o->cc == POD_CC_FORD) db->cc = &cc_ford;
+    if (db->store && o->cc == POD_CC_MOTOR) db->cc = &cc_motor;
     /* What pod/ and log/, below this layer, call up into (db/types.h). */
     db->hooks = (struct pod_db_hooks){
         .row_removed = log_row_removed,

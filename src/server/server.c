@@ -1652,8 +1652,10 @@ static int build_db(struct pod_server *s, pod_err *err)
         const char *mns[POD_MAX_MEMNODES];
         for (int i = 0; i < c->dm.nmemnodes && i < POD_MAX_MEMNODES; i++)
             mns[i] = c->dm.memnodes[i];
-        bool ford = c->dm.protocol == POD_DM_FORD;
-        o.cc = ford ? POD_CC_FORD : POD_CC_RS_2PL;
+        o.cc = c->dm.protocol == POD_DM_FORD    ? POD_CC_FORD
+               : c->dm.protocol == POD_DM_MOTOR ? POD_CC_MOTOR
+                                                : POD_CC_RS_2PL;
+        o.versions = (uint32_t)c->dm.versions;
         /* each worker thread runs dm.inflight workers as lanes */
         if ((int64_t)o.nworkers * c->dm.inflight > POD_MAX_WORKERS) {
             pod_err_set(err, "hosts[%d].workers (%d) times dm.inflight (%d) is %d: at most %d "
@@ -1665,7 +1667,7 @@ static int build_db(struct pod_server *s, pod_err *err)
         o.nworkers *= c->dm.inflight;
         o.undo_log_bytes = (uint32_t)c->dm.undo_log_size;
         if (!(o.given_store = rs_dm_open_cn(mns, c->dm.nmemnodes, c->dm.provider, c->dm.pod,
-                                            (uint32_t)s->host + 1, ford ? "ford" : "rs-2pl",
+                                            (uint32_t)s->host + 1, pod_dm_protocol_name(c->dm.protocol),
                                             (uint32_t)c->dm.replicas, err)))
             return -1;
         char backups[48] = "";

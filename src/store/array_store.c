@@ -156,25 +156,57 @@ static uint64_t word_faa(struct record_store *s, rs_loc loc, uint64_t add)
     return __atomic_fetch_add(word_at(as_of(s), loc), add, __ATOMIC_ACQ_REL);
 }
 
+/* A row's bytes are read by protocols that take no lock to read (ford,
+ * motor) while their writer changes them: copied with relaxed atomics, 8
+ * bytes at once where both sides are aligned, so that such a read is a
+ * torn read (which those protocols detect) and not a data race. */
+static void copy_out(void *dst, const unsigned char *shared, uint32_t len)
+{
+    unsigned char *d = dst;
+    uint32_t i = 0;
+    if ((((uintptr_t)d | (uintptr_t)shared) & 7) == 0)
+        for (; i + 8 <= len; i += 8) {
+            uint64_t w = __atomic_load_n((const uint64_t *)(const void *)(shared + i),
+                                         __ATOMIC_RELAXED);
+            memcpy(d + i, &w, 8);
+        }
+    for (; i < len; i++) d[i] = __atomic_load_n(shared + i, __ATOMIC_RELAXED);
+}
+
+static void copy_in(unsigned char *shared, const void *src, uint32_t len)
+{
+    const unsigned char *b = src;
+    uint32_t i = 0;
+    if ((((uintptr_t)b | (uintptr_t)shared) & 7) == 0)
+        for (; i + 8 <= len; i += 8) {
+            uint64_t w;
+            memcpy(&w, b + i, 8);
+            __atomic_store_n((uint64_t *)(void *)(shared + i), w, __ATOMIC_RELAXED);
+        }
+    for (; i < len; i++) __atomic_store_n(shared + i, b[i], __ATOMIC_RELAXED);
+}
+
+/* The header is read before the tuple and written after it (acquire,
+ * release): record_store.h's order. */
 static void row_read(struct record_store *s, rs_loc loc, struct rs_row_head *head, void *buf,
                      uint32_t off, uint32_t len)
 {
-    const struct cxl_swcc_row *r = row_at(as_of(s), loc);
+    struct cxl_swcc_row *r = row_at(as_of(s), loc);
     if (head) {
-        head->valid = r->valid;
-        head->epoch_version = r->epoch_version;
+        head->epoch_version = __atomic_load_n(&r->epoch_version, __ATOMIC_ACQUIRE);
+        head->valid = __atomic_load_n(&r->valid, __ATOMIC_ACQUIRE);
     }
-    if (len) memcpy(buf, r->tuple + off, len);
+    if (len) copy_out(buf, r->tuple + off, len);
 }
 
 static void row_write(struct record_store *s, rs_loc loc, const struct rs_row_head *head,
                       const void *buf, uint32_t off, uint32_t len)
 {
     struct cxl_swcc_row *r = row_at(as_of(s), loc);
-    if (len) memcpy(r->tuple + off, buf, len);
+    if (len) copy_in(r->tuple + off, buf, len);
     if (head) {
-        r->epoch_version = head->epoch_version;
-        r->valid = head->valid;
+        __atomic_store_n(&r->epoch_version, head->epoch_version, __ATOMIC_RELEASE);
+        __atomic_store_n(&r->valid, head->valid, __ATOMIC_RELEASE);
     }
 }
 

@@ -11,6 +11,8 @@
  *   ford       FORD-style over a record store (ford.c): writes locked,
  *              reads validated at commit, an undo log per compute node so
  *              that one that dies leaves nothing locked or half-applied
+ *   motor      Motor-style MVCC (ford.c): ford over records that keep
+ *              several versions, read from a snapshot without validation
  *
  * Every protocol's transaction starts with a pointer to its ops (struct
  * cc_txn_head): that is how cc.c finds the protocol of a pod_txn. */
@@ -97,5 +99,6 @@ uint64_t txn_next_epoch_version(uint64_t ev, uint64_t epoch);
 extern const struct cc_ops cc_tigon_2pl; /* txn.c */
 extern const struct cc_ops cc_rs_2pl;    /* rs2pl.c */
 extern const struct cc_ops cc_ford;      /* ford.c */
+extern const struct cc_ops cc_motor;     /* ford.c: ford over multi-versioned records */
 
 #endif

@@ -40,6 +40,34 @@
  * index. A compute node that restarts recovers its own previous run before
  * its workers start.
  *
+ * motor (Motor, Zhang et al., OSDI '24, as the DM papers describe it) is the
+ * same protocol over multi-versioned records, in this file as a mode of it
+ * (struct ford_txn.nver): a record's tuple in the store is a consecutive
+ * version table (CVT) of nver cells, each a header (commit timestamp,
+ * valid, a checksum) and a whole tuple; the record's header holds the
+ * newest committed cell's timestamp and valid. Timestamps come from a clock
+ * record of the pod (its word; FAA takes a commit timestamp, a READ a start
+ * timestamp). What changes from ford:
+ *  - A read without a lock is a snapshot read: the cell with the largest
+ *    timestamp at or before the transaction's start timestamp, whatever
+ *    the lock word says. A cell marked INVISIBLE (a commit in progress) is
+ *    waited for; a checksum that does not match (a torn read: the fabric
+ *    does not place or read a record's bytes in any order) is read again.
+ *  - A transaction that locked nothing and found every key it looked for
+ *    commits without validation: its reads are one snapshot.
+ *  - Commit: (a) validation as ford's and (b) a log of metadata only (which
+ *    cell of which record; the older versions are the undo) and the new
+ *    cells, written INVISIBLE into the oldest cell (never the newest
+ *    committed one), all placed; (c) a commit timestamp (FAA); (d) each new
+ *    cell's timestamp and the record's header, placed; (e) the log done and
+ *    the locks released, as ford.
+ *  Snapshot reads are consistent: a writer whose commit timestamp is at or
+ *  before a reader's start placed its INVISIBLE cells before it took the
+ *  timestamp, so before the reader took its own and read the record: the
+ *  reader sees the cell, INVISIBLE (and waits) or visible. Recovery of a
+ *  dead compute node's log rolls forward (a cell of it is visible, so it
+ *  may have been read) or back (its cells marked GONE: lost to snapshots).
+ *
  * The lock word (cxl/record.h's record word):
  *   0                                free
  *   W | owner slot << 55 | inc       locked by that compute node's incarnation (bits 0-31)
@@ -59,6 +87,7 @@
 #include "txn/walk_scan.h"
 #include "util/arena.h"
 #include "util/crashpoint.h"
+#include "util/lanes.h"
 #include "util/log.h"
 
 #define OP_RESTARTS 1000
@@ -101,6 +130,23 @@ enum {
     F_INSERTED = 1 << 0,
     F_UPDATED = 1 << 1,
     F_DELETED = 1 << 2,
+    F_ABSENT = 1 << 3,       /* motor: read, and not in the snapshot */
+};
+
+/* ---- motor's records: a CVT of nver cells, each a header and a tuple ----
+ * A cell's ts: EMPTY (never written), GONE (its version is lost: a commit
+ * that was rolled back wrote it), INVISIBLE (a commit in progress), or the
+ * commit timestamp (>= MV_TS_FIRST) of the version it holds. The checksum
+ * covers ts, valid and the tuple: a cell read while it changes fails it. */
+#define MV_EMPTY 0ull
+#define MV_GONE 1ull
+#define MV_TS_FIRST 2ull
+#define MV_INVISIBLE UINT64_MAX
+#define MV_CLOCK_TABLE POD_MAX_TABLES /* the clock record's table: no table of the database's */
+#define MV_READ_WAITS 200             /* re-reads of a cell INVISIBLE or torn, then the lock asked */
+struct mv_cell {
+    uint64_t ts;
+    uint32_t valid, crc;
 };
 
 struct access {
@@ -112,8 +158,9 @@ struct access {
     unsigned char *before;   /* A_WRITE, not inserted: the tuple as locked (the undo log's) */
     unsigned char *key;
     struct rs_row_head head; /* as read, or as locked */
-    uint64_t ev_read;        /* the version first read (validation, upgrade) */
+    uint64_t ev_read;        /* the version first read (validation, upgrade); motor: its ts */
     uint32_t valid_read;
+    uint32_t wcell;          /* motor, A_WRITE: the cell the commit writes */
 };
 
 /* A key's location found ahead (pod_prefetch), tried first by find. */
@@ -142,6 +189,14 @@ struct ford_txn {
     enum pod_abort_cause cause;
     bool touched;
     bool log_active;         /* the log holds this transaction, not marked done */
+    /* motor (nver > 0: the versions of a record; 0 under ford) */
+    uint32_t nver;
+    uint64_t t_start;        /* the snapshot's timestamp; 0 until the first read */
+    bool missed;             /* a key looked for was not there: commit validates */
+    bool cells_written;      /* the commit's INVISIBLE cells are out: abort marks them GONE */
+    bool too_old;            /* the conflict: the snapshot's version was overwritten */
+    unsigned char *cvt;      /* a record's CVT as read */
+    uint32_t cvt_cap;
     uint64_t conflict_word;
     char msg[CC_MSG_LEN];
 };
@@ -213,11 +268,199 @@ static struct access *add_access(struct ford_txn *x, rs_loc loc, pod_table *t, u
     return a;
 }
 
+/* ---- motor's versions --------------------------------------------------------------- */
+
+static inline uint32_t mv_cell_bytes(const pod_table *t)
+{
+    return (uint32_t)sizeof(struct mv_cell) + ((t->tuple_size + 7) & ~7u);
+}
+
+static uint32_t mv_crc(uint64_t ts, uint32_t valid, const void *tuple, uint32_t n)
+{
+    unsigned char h[12];
+    memcpy(h, &ts, 8);
+    memcpy(h + 8, &valid, 4);
+    return crc32c(crc32c(0, h, sizeof h), tuple, n);
+}
+
+static inline struct mv_cell mv_header(uint64_t ts, uint32_t valid, const void *tuple, uint32_t n)
+{
+    return (struct mv_cell){.ts = ts, .valid = valid, .crc = mv_crc(ts, valid, tuple, n)};
+}
+
+/* What a CVT holds: cells by kind (-1: none). */
+struct mv_view {
+    int newest, oldest;  /* the committed cells of the largest and smallest ts */
+    int snap;            /* the committed cell of the largest ts at or before the snapshot's */
+    int empty, gone, invisible;
+    bool torn;           /* a cell's checksum failed */
+};
+
+static void mv_view(const unsigned char *cvt, uint32_t nver, const pod_table *t, uint64_t at,
+                    struct mv_view *v)
+{
+    uint32_t cell = mv_cell_bytes(t);
+    *v = (struct mv_view){-1, -1, -1, -1, -1, -1, false};
+    uint64_t newest = 0, oldest = UINT64_MAX, snap = 0;
+    for (uint32_t i = 0; i < nver; i++) {
+        const unsigned char *c = cvt + (size_t)i * cell;
+        struct mv_cell h;
+        memcpy(&h, c, sizeof h);
+        int *first = h.ts == MV_EMPTY ? &v->empty : h.ts == MV_GONE ? &v->gone
+                     : h.ts == MV_INVISIBLE ? &v->invisible : NULL;
+        if (first) {
+            if (*first < 0) *first = (int)i;
+            continue;
+        }
+        if (mv_crc(h.ts, h.valid, c + sizeof h, t->tuple_size) != h.crc) {
+            v->torn = true;
+            continue;
+        }
+        if (h.ts > newest) newest = h.ts, v->newest = (int)i;
+        if (h.ts < oldest) oldest = h.ts, v->oldest = (int)i;
+        if (h.ts <= at && h.ts > snap) snap = h.ts, v->snap = (int)i;
+    }
+}
+
+/* The cell a commit writes, its lock held: an unused one, else the oldest
+ * version (never the newest: a snapshot may need it). */
+static int mv_write_cell(const struct mv_view *v)
+{
+    if (v->empty >= 0) return v->empty;
+    if (v->gone >= 0) return v->gone;
+    if (v->invisible >= 0) return v->invisible; /* left by a commit that never finished */
+    return v->oldest != v->newest ? v->oldest : -1;
+}
+
+static bool mv_room(struct ford_txn *x, uint32_t bytes)
+{
+    if (bytes <= x->cvt_cap) return true;
+    unsigned char *b = realloc(x->cvt, bytes);
+    if (!b) return false;
+    x->cvt = b;
+    x->cvt_cap = bytes;
+    return true;
+}
+
+/* a's record as read (x->cvt) by its lock holder: the newest version to the
+ * copy, the cell to write. False when the CVT has no cell to write. */
+static bool mv_locked(struct ford_txn *x, struct access *a)
+{
+    struct mv_view v;
+    mv_view(x->cvt, x->nver, a->table, UINT64_MAX, &v);
+    int w = mv_write_cell(&v);
+    if (w < 0) return false;
+    a->wcell = (uint32_t)w;
+    if (v.newest >= 0)
+        memcpy(a->copy, x->cvt + (size_t)v.newest * mv_cell_bytes(a->table) + sizeof(struct mv_cell),
+               a->table->tuple_size);
+    return true;
+}
+
+/* Mark GONE the cells of key's record that a commit left INVISIBLE (its lock
+ * is held by the caller): what snapshots cannot read any more. */
+static void mv_clear_invisible(struct record_store *rs, uint32_t nver, const pod_table *t,
+                               rs_loc loc)
+{
+    uint32_t cell = mv_cell_bytes(t);
+    for (uint32_t i = 0; i < nver; i++) {
+        struct mv_cell h;
+        rs->ops->row_read(rs, loc, NULL, &h, i * cell, sizeof h);
+        if (h.ts != MV_INVISIBLE) continue;
+        struct mv_cell gone = {.ts = MV_GONE};
+        rs->ops->row_write(rs, loc, NULL, &gone, i * cell, sizeof gone);
+    }
+}
+
 /* ---- recovery of a compute node that died ------------------------------------------ */
 
 static pod_table *table_by_id(pod_db *db, uint32_t id)
 {
     return id < db->ntables ? db->tables[id] : NULL;
+}
+
+/* The versions of a record under db's protocol: 0 under ford. */
+static uint32_t db_versions(const pod_db *db)
+{
+    return db->cc == &cc_motor ? db->opt.versions : 0;
+}
+
+/* The log entry at *at of buf: *e, its key and before-image; *at moves past it. */
+static void log_entry(const unsigned char *buf, uint32_t *at, struct ulog_entry *e,
+                      const unsigned char **key, const unsigned char **before)
+{
+    memcpy(e, buf + *at, sizeof *e);
+    *at += sizeof *e;
+    *key = buf + *at;
+    *at += (e->key_size + 7) & ~7u;
+    *before = buf + *at;
+    *at += (e->hi - e->lo + 7) & ~7u;
+}
+
+/* motor: the n entries of a dead compute node's log (still locked by it,
+ * theirs, or done with) rolled forward when one of its new cells is visible
+ * (a reader may have seen the commit: its timestamp is in every cell then),
+ * else back (the new cells GONE, the inserts out of the index). */
+static uint32_t mv_undo(pod_db *db, struct record_store *rs, const unsigned char *buf, uint32_t n,
+                        uint64_t theirs, uint64_t *forward)
+{
+    const struct rs_ops *o = rs->ops;
+    uint32_t nver = db_versions(db);
+    uint64_t ts = 0;
+    for (uint32_t i = 0, at = 0; i < n && !ts; i++) {
+        struct ulog_entry e;
+        const unsigned char *key, *before;
+        log_entry(buf, &at, &e, &key, &before);
+        pod_table *t = table_by_id(db, e.table);
+        if (!t || o->word_read(rs, e.loc) != theirs) continue;
+        struct mv_cell h;
+        struct rs_row_head rh;
+        o->row_read(rs, e.loc, &rh, &h, e.lo * mv_cell_bytes(t), sizeof h);
+        /* its own new cell, made visible: the ts of no older version is at
+         * or past the record's newest */
+        if (h.ts >= MV_TS_FIRST && h.ts != MV_INVISIBLE && h.ts >= rh.epoch_version) ts = h.ts;
+    }
+    uint32_t done = 0;
+    unsigned char *cell = NULL;
+    for (uint32_t i = 0, at = 0; i < n; i++) {
+        struct ulog_entry e;
+        const unsigned char *key, *before;
+        log_entry(buf, &at, &e, &key, &before);
+        pod_table *t = table_by_id(db, e.table);
+        if (!t || o->word_read(rs, e.loc) != theirs) continue;
+        uint32_t cb = mv_cell_bytes(t), off = e.lo * cb;
+        if (ts) { /* forward: every new cell gets the commit's timestamp */
+            unsigned char *c = realloc(cell, cb);
+            if (!c) {
+                pod_warn("motor: out of memory rolling a commit forward; that record stays "
+                         "locked");
+                continue;
+            }
+            cell = c;
+            o->row_read(rs, e.loc, NULL, cell, off, cb);
+            struct mv_cell h;
+            memcpy(&h, cell, sizeof h);
+            h = mv_header(ts, h.valid, cell + sizeof h, t->tuple_size);
+            struct rs_row_head rh = {.valid = h.valid, .epoch_version = ts};
+            o->row_write(rs, e.loc, &rh, &h, off, sizeof h);
+            if (e.flags & F_DELETED) {
+                o->index_remove(rs, t->id, key);
+                o->word_faa(rs, e.loc, FW_REMOVED - theirs);
+            } else {
+                o->word_faa(rs, e.loc, (uint64_t)0 - theirs);
+            }
+        } else if (e.flags & F_INSERTED) { /* never existed */
+            o->index_remove(rs, t->id, key);
+            o->word_faa(rs, e.loc, FW_REMOVED - theirs);
+        } else {
+            mv_clear_invisible(rs, nver, t, e.loc);
+            o->word_faa(rs, e.loc, (uint64_t)0 - theirs);
+        }
+        done++;
+    }
+    free(cell);
+    *forward = ts;
+    return done;
 }
 
 /* Write back the before-images of dead's log, when it is to be undone: the
@@ -248,15 +491,28 @@ static void undo_log(pod_db *db, struct record_store *rs, const struct rs_member
     }
     uint64_t theirs = owner_word(dead->slot, dead->incarnation);
     uint32_t undone = 0;
+    if (db_versions(db)) {
+        uint64_t ts;
+        undone = mv_undo(db, rs, buf, h.n, theirs, &ts);
+        free(buf);
+        uint64_t done = 0;
+        o->row_write(rs, dead->log, NULL, &done, base, sizeof done);
+        if (ts)
+            pod_info("motor: rolled forward a commit compute node slot %u (incarnation %u) was "
+                     "making when it died (a version of it was visible, timestamp %" PRIu64
+                     "): %u record%s", dead->slot, dead->incarnation, ts, undone,
+                     undone == 1 ? "" : "s");
+        else
+            pod_info("motor: rolled back a commit compute node slot %u (incarnation %u) was "
+                     "making when it died: %u record%s", dead->slot, dead->incarnation, undone,
+                     undone == 1 ? "" : "s");
+        return;
+    }
     for (uint32_t i = 0, at = 0; i < h.n; i++) {
         struct ulog_entry e;
-        memcpy(&e, buf + at, sizeof e);
-        at += sizeof e;
+        const unsigned char *key, *before;
+        log_entry(buf, &at, &e, &key, &before);
         pod_table *t = table_by_id(db, e.table);
-        const unsigned char *key = buf + at;
-        at += (e.key_size + 7) & ~7u;
-        const unsigned char *before = buf + at;
-        at += (e.hi - e.lo + 7) & ~7u;
         if (!t) {
             pod_warn("ford: undo log of slot %u names table %u, which this compute node does "
                      "not have; that record stays locked", dead->slot, e.table);
@@ -325,6 +581,8 @@ static void take_over(struct ford_txn *x, pod_table *t, rs_loc loc, const void *
 {
     uint64_t seen = w;
     if (!OPS(x)->word_cas(x->rs, loc, &seen, x->mine)) return; /* someone was first */
+    /* motor: a commit whose log was never whole left its cells INVISIBLE */
+    if (x->nver) mv_clear_invisible(x->rs, x->nver, t, loc);
     struct rs_row_head h;
     OPS(x)->row_read(x->rs, loc, &h, NULL, 0, 0);
     if (h.valid) {
@@ -360,9 +618,76 @@ static enum got lock_and_read(struct ford_txn *x, struct access *a, const void *
     *c = (struct rs_op){.kind = RS_OP_CAS, .loc = a->loc, .expected = 0, .desired = x->mine};
     *r = (struct rs_op){.kind = RS_OP_READ, .loc = a->loc, .head = &a->head, .buf = a->copy,
                         .len = a->table->tuple_size};
+    if (x->nver) { /* the whole CVT */
+        uint32_t bytes = x->nver * mv_cell_bytes(a->table);
+        if (!mv_room(x, bytes)) {
+            nomem(x, "a record's versions");
+            return GOT_CONFLICT;
+        }
+        r->buf = x->cvt;
+        r->len = bytes;
+    }
     OPS(x)->batch(x->rs, x->ops.ops, 2);
-    if (x->ops.ops[0].ok) return GOT_OK;
-    return met(x, a->table, a->loc, key, x->ops.ops[0].old, POD_CAUSE_WRITE_LOCK);
+    if (!x->ops.ops[0].ok)
+        return met(x, a->table, a->loc, key, x->ops.ops[0].old, POD_CAUSE_WRITE_LOCK);
+    if (x->nver && !mv_locked(x, a)) {
+        OPS(x)->word_faa(x->rs, a->loc, (uint64_t)0 - x->mine);
+        pod_txn_fail((pod_txn *)(void *)x, POD_E_INVALID, "%s: a record without a cell to write",
+                     a->table->name);
+        x->status = POD_E_INVALID;
+        return GOT_CONFLICT;
+    }
+    return GOT_OK;
+}
+
+/* A snapshot read of a's record (motor): the version at the transaction's
+ * start timestamp to the copy, or F_ABSENT when the record had none then
+ * (inserted later, or deleted). A cell INVISIBLE or torn is read again;
+ * after MV_READ_WAITS the lock's owner is asked (it may have died). */
+static enum got mv_read(struct ford_txn *x, struct access *a, const void *key)
+{
+    pod_table *t = a->table;
+    uint32_t cell = mv_cell_bytes(t), bytes = x->nver * cell;
+    if (!mv_room(x, bytes)) {
+        nomem(x, "a record's versions");
+        return GOT_CONFLICT;
+    }
+    if (!x->t_start) x->t_start = OPS(x)->word_read(x->rs, x->db->clock);
+    for (int i = 0;; i++) {
+        uint64_t w;
+        struct rs_op r = {.kind = RS_OP_READ, .loc = a->loc, .word = &w, .head = &a->head,
+                          .buf = x->cvt, .len = bytes};
+        OPS(x)->batch(x->rs, &r, 1);
+        if (w & FW_DEAD) return GOT_RESTART;
+        struct mv_view v;
+        mv_view(x->cvt, x->nver, t, x->t_start, &v);
+        if (v.invisible >= 0 || v.torn) {
+            if (i < MV_READ_WAITS) {
+                lanes_sleep_ns(20000);
+                continue;
+            }
+            if (w) return met(x, t, a->loc, key, w, POD_CAUSE_READ_LOCK);
+            conflict(x, POD_CAUSE_READ_LOCK, 0);
+            return GOT_CONFLICT;
+        }
+        if (v.snap >= 0) {
+            struct mv_cell h;
+            memcpy(&h, x->cvt + (size_t)v.snap * cell, sizeof h);
+            memcpy(a->copy, x->cvt + (size_t)v.snap * cell + sizeof h, t->tuple_size);
+            a->ev_read = h.ts;
+            a->valid_read = h.valid;
+            if (!h.valid) a->flags |= F_ABSENT;
+        } else if (v.empty >= 0 && v.gone < 0) { /* no version was ever overwritten */
+            a->ev_read = 0;
+            a->valid_read = 0;
+            a->flags |= F_ABSENT;
+        } else {
+            x->too_old = true;
+            conflict(x, POD_CAUSE_VALIDATION, 0);
+            return GOT_CONFLICT;
+        }
+        return GOT_OK;
+    }
 }
 
 /* ---- point operations --------------------------------------------------------- */
@@ -406,10 +731,13 @@ static int find(struct ford_txn *x, pod_table *t, const void *key, uint8_t want,
     *acc = NULL;
     for (int tries = 0; tries < OP_RESTARTS; tries++) {
         rs_loc loc = tries ? 0 : hinted(x, t, key); /* a restart looks again */
-        if (!loc && OPS(x)->lookup(x->rs, t->id, key, &loc) != RS_OK) return POD_OK;
+        if (!loc && OPS(x)->lookup(x->rs, t->id, key, &loc) != RS_OK) {
+            x->missed = true;
+            return POD_OK;
+        }
         struct access *a = find_access(x, loc);
         if (a) {
-            if (a->flags & F_DELETED) return POD_OK;
+            if (a->flags & (F_DELETED | F_ABSENT)) return POD_OK;
             if (want == A_WRITE && a->mode == A_READ) {
                 /* Lock it now; what was read must still be what is there. */
                 enum got g = lock_and_read(x, a, key);
@@ -418,7 +746,7 @@ static int find(struct ford_txn *x, pod_table *t, const void *key, uint8_t want,
                 a->mode = A_WRITE;
                 if (a->head.epoch_version != a->ev_read || a->head.valid != a->valid_read)
                     return conflict(x, POD_CAUSE_VALIDATION, 0);
-                if (!keep_before(x, a)) return nomem(x, "a before-image");
+                if (!x->nver && !keep_before(x, a)) return nomem(x, "a before-image");
             }
             *acc = a;
             return POD_OK;
@@ -427,6 +755,12 @@ static int find(struct ford_txn *x, pod_table *t, const void *key, uint8_t want,
         enum got g;
         if (want == A_WRITE) {
             g = lock_and_read(x, a, key);
+        } else if (x->nver) {
+            g = mv_read(x, a, key);
+            if (g == GOT_OK) {
+                *acc = (a->flags & F_ABSENT) ? NULL : a; /* kept: commit may validate it */
+                return POD_OK;
+            }
         } else {
             uint64_t w;
             struct rs_op r = {.kind = RS_OP_READ, .loc = loc, .word = &w, .head = &a->head,
@@ -447,7 +781,7 @@ static int find(struct ford_txn *x, pod_table *t, const void *key, uint8_t want,
         a->ev_read = a->head.epoch_version;
         a->valid_read = a->head.valid;
         if (want == A_WRITE) pod_crash_point("ford-locked");
-        if (want == A_WRITE && !keep_before(x, a)) {
+        if (want == A_WRITE && !x->nver && !keep_before(x, a)) {
             OPS(x)->word_faa(x->rs, loc, (uint64_t)0 - x->mine);
             drop_last(x);
             return nomem(x, "a before-image");
@@ -556,6 +890,10 @@ static int ford_insert(pod_txn *tx, pod_table *t, const void *key, const void *t
             /* Present: read it, so that validation makes "exists" hold. */
             if ((rc = find(x, t, key, A_READ, &a))) return rc;
             if (a) return POD_EXISTS;
+            /* motor: not in the snapshot, but its record is (being inserted, or
+             * removed): not ours to insert now */
+            if (x->nver && (a = find_access(x, loc)) && (a->flags & F_ABSENT))
+                return conflict(x, POD_CAUSE_WRITE_LOCK, 0);
             continue;
         }
         int st = OPS(x)->alloc(x->rs, t->id, key, &loc);
@@ -563,7 +901,7 @@ static int ford_insert(pod_txn *tx, pod_table *t, const void *key, const void *t
         uint64_t zero = 0;
         OPS(x)->word_cas(x->rs, loc, &zero, x->mine); /* nobody knows it yet */
         struct rs_row_head h = {0, 0};
-        OPS(x)->row_write(x->rs, loc, &h, tuple, 0, t->tuple_size);
+        if (!x->nver) OPS(x)->row_write(x->rs, loc, &h, tuple, 0, t->tuple_size);
         st = OPS(x)->index_insert(x->rs, t->id, key, loc);
         if (st != RS_OK) {
             OPS(x)->word_faa(x->rs, loc, FW_REMOVED - x->mine);
@@ -579,6 +917,7 @@ static int ford_insert(pod_txn *tx, pod_table *t, const void *key, const void *t
         }
         memcpy(a->copy, tuple, t->tuple_size);
         a->flags = F_INSERTED;
+        a->wcell = 0; /* motor: its cells are EMPTY */
         return POD_OK;
     }
     return conflict(x, POD_CAUSE_WRITE_LOCK, 0);
@@ -724,6 +1063,7 @@ static int log_ops(struct ford_txn *x, uint64_t epoch, uint32_t *k)
         uint32_t lo = (a->flags & F_UPDATED) ? a->ulo : 0;
         uint32_t hi = (a->flags & F_UPDATED) ? a->uhi : 0;
         if (a->flags & (F_INSERTED | F_DELETED)) lo = hi = 0; /* only the header counts */
+        if (x->nver) lo = hi = a->wcell; /* motor: the cell written, no before-image */
         uint32_t ks = (a->table->key_size + 7) & ~7u, bs = (hi - lo + 7) & ~7u;
         uint64_t need = (uint64_t)at + sizeof(struct ulog_entry) + ks + bs;
         if (need > me->log_bytes) {
@@ -761,25 +1101,59 @@ static int log_ops(struct ford_txn *x, uint64_t epoch, uint32_t *k)
     return POD_OK;
 }
 
-static void ford_commit(pod_txn *tx)
+/* motor (b): each changed record's new cell, INVISIBLE, appended to x->ops
+ * from *k. */
+static int mv_cell_ops(struct ford_txn *x, uint32_t *k)
 {
-    struct ford_txn *x = X(tx);
-    uint64_t epoch = x->db->epoch;
-    bool any = false;
-    for (uint32_t i = 0; i < x->nacc && !any; i++) any = changes(&x->acc[i]);
-    bool logged = any && x->db->member.slot;
-    /* (a) and (b) in one batch: the log written while the reads are
-     * checked. A validation that fails leaves a log to mark done before
-     * any lock is released (ford_abort). */
-    struct validation v;
-    uint32_t k = 0;
-    if (validation_ops(x, &k, &v) != POD_OK) return; /* the caller aborts */
-    if (logged && log_ops(x, epoch, &k) != POD_OK) return;
-    if (k) OPS(x)->batch(x->rs, x->ops.ops, k);
-    x->log_active = logged;
-    if (!validation_holds(x, &v)) return;
-    if (logged) pod_crash_point("ford-log-written");
-    /* (c) the rows, each memory node's placed by a READ behind them */
+    for (uint32_t i = 0; i < x->nacc; i++) {
+        struct access *a = &x->acc[i];
+        if (!changes(a)) continue;
+        uint32_t cb = mv_cell_bytes(a->table), tsz = a->table->tuple_size;
+        unsigned char *c = arena_alloc(&x->mem, cb);
+        struct rs_op *o = op_buf_next(&x->ops, k);
+        if (!c || !o) return nomem(x, "a new version");
+        uint32_t valid = !(a->flags & F_DELETED);
+        struct mv_cell h = mv_header(MV_INVISIBLE, valid, a->copy, tsz);
+        memcpy(c, &h, sizeof h);
+        memcpy(c + sizeof h, a->copy, tsz);
+        memset(c + sizeof h + tsz, 0, cb - sizeof h - tsz);
+        *o = (struct rs_op){.kind = RS_OP_WRITE, .loc = a->loc, .buf = c,
+                            .off = a->wcell * cb, .len = cb};
+    }
+    return POD_OK;
+}
+
+/* motor (c), (d): the commit timestamp, then every new cell made visible
+ * with it and each record's header saying it is the newest, placed. */
+static void mv_publish(struct ford_txn *x)
+{
+    uint64_t ts = OPS(x)->word_faa(x->rs, x->db->clock, 1) + 1;
+    uint32_t n = 0;
+    for (uint32_t i = 0; i < x->nacc; i++) {
+        struct access *a = &x->acc[i];
+        if (!changes(a)) continue;
+        uint32_t cb = mv_cell_bytes(a->table);
+        a->head.valid = !(a->flags & F_DELETED);
+        a->head.epoch_version = ts;
+        struct mv_cell *h = arena_alloc(&x->mem, sizeof *h);
+        struct rs_op *o = h ? op_buf_next(&x->ops, &n) : NULL;
+        if (!o) { /* out of memory: one at a time */
+            struct mv_cell hh = mv_header(ts, a->head.valid, a->copy, a->table->tuple_size);
+            OPS(x)->row_write(x->rs, a->loc, &a->head, &hh, a->wcell * cb, sizeof hh);
+            continue;
+        }
+        *h = mv_header(ts, a->head.valid, a->copy, a->table->tuple_size);
+        *o = (struct rs_op){.kind = RS_OP_WRITE, .loc = a->loc, .head = &a->head, .buf = h,
+                            .off = a->wcell * cb, .len = sizeof *h};
+    }
+    struct rs_op *o = n ? op_buf_next(&x->ops, &n) : NULL;
+    if (o) o->kind = RS_OP_SYNC; /* every cell visible before the log is done */
+    if (n) OPS(x)->batch(x->rs, x->ops.ops, n);
+}
+
+/* (c) ford: the rows written in place, placed. */
+static void ford_rows(struct ford_txn *x, uint64_t epoch)
+{
     uint32_t n = 0;
     for (uint32_t i = 0; i < x->nacc; i++) {
         struct access *a = &x->acc[i];
@@ -801,9 +1175,58 @@ static void ford_commit(pod_txn *tx)
     struct rs_op *o = n ? op_buf_next(&x->ops, &n) : NULL;
     if (o) o->kind = RS_OP_SYNC; /* every row placed before the log is done */
     if (n) OPS(x)->batch(x->rs, x->ops.ops, n);
+}
+
+/* Nothing locked and every key looked for found: a snapshot (motor) needs
+ * no validation. */
+static bool snapshot_only(const struct ford_txn *x)
+{
+    if (!x->nver || x->missed) return false;
+    for (uint32_t i = 0; i < x->nacc; i++)
+        if (x->acc[i].mode == A_WRITE) return false;
+    return true;
+}
+
+static void ford_commit(pod_txn *tx)
+{
+    struct ford_txn *x = X(tx);
+    uint64_t epoch = x->db->epoch;
+    if (snapshot_only(x)) {
+        x->nacc = 0;
+        access_map_clear(&x->map);
+        return;
+    }
+    bool any = false;
+    for (uint32_t i = 0; i < x->nacc && !any; i++) any = changes(&x->acc[i]);
+    bool logged = any && x->db->member.slot;
+    /* (a) and (b) in one batch: the log written while the reads are
+     * checked. A validation that fails leaves a log to mark done before
+     * any lock is released (ford_abort). */
+    struct validation v = {0};
+    uint32_t k = 0;
+    if (validation_ops(x, &k, &v) != POD_OK) return; /* the caller aborts */
+    if (any && x->nver && mv_cell_ops(x, &k) != POD_OK) return;
+    if (logged && log_ops(x, epoch, &k) != POD_OK) return;
+    if (any && x->nver && !logged) { /* the new cells placed before the timestamp */
+        struct rs_op *o = op_buf_next(&x->ops, &k);
+        if (!o) {
+            nomem(x, "a batch");
+            return;
+        }
+        o->kind = RS_OP_SYNC;
+    }
+    if (k) OPS(x)->batch(x->rs, x->ops.ops, k);
+    x->log_active = logged;
+    x->cells_written = any && x->nver;
+    if (!validation_holds(x, &v)) return;
+    if (logged) pod_crash_point("ford-log-written");
+    /* (c) the rows (motor: the timestamp, the cells made visible), placed */
+    if (any && x->nver) mv_publish(x);
+    else if (any) ford_rows(x, epoch);
     if (logged) pod_crash_point("ford-rows-written");
     /* (d) the log done, (e) the locks released */
-    n = 0;
+    uint32_t n = 0;
+    struct rs_op *o;
     uint64_t done = 0;
     if (logged) {
         struct rs_op *o = op_buf_next(&x->ops, &n);
@@ -852,14 +1275,32 @@ static void ford_abort(pod_txn *tx)
      * placed before any lock is released, or its recovery could restore
      * before-images over what later transactions write to these records
      * once they are free. */
-    if (x->log_active) {
-        uint64_t done = 0;
-        struct rs_op mark[2] = {{.kind = RS_OP_WRITE, .loc = x->db->member.log, .buf = &done,
-                                 .off = log_base(x), .len = sizeof done},
-                                {.kind = RS_OP_SYNC}};
-        OPS(x)->batch(x->rs, mark, 2);
-        x->log_active = false;
+    /* motor: the new cells it wrote INVISIBLE are GONE, placed with the
+     * mark, before any lock is released */
+    static const struct mv_cell gone = {.ts = MV_GONE};
+    for (uint32_t i = 0; x->cells_written && i < x->nacc; i++) {
+        struct access *a = &x->acc[i];
+        if (!changes(a)) continue;
+        struct rs_op *o = op_buf_next(&x->ops, &n);
+        uint32_t off = a->wcell * mv_cell_bytes(a->table);
+        if (o)
+            *o = (struct rs_op){.kind = RS_OP_WRITE, .loc = a->loc, .buf = (void *)&gone,
+                                .off = off, .len = sizeof gone};
+        else
+            OPS(x)->row_write(x->rs, a->loc, NULL, &gone, off, sizeof gone);
     }
+    uint64_t done = 0;
+    struct rs_op *o = x->log_active ? op_buf_next(&x->ops, &n) : NULL;
+    if (o)
+        *o = (struct rs_op){.kind = RS_OP_WRITE, .loc = x->db->member.log, .buf = &done,
+                            .off = log_base(x), .len = sizeof done};
+    else if (x->log_active)
+        OPS(x)->row_write(x->rs, x->db->member.log, NULL, &done, log_base(x), sizeof done);
+    if (n && (o = op_buf_next(&x->ops, &n))) o->kind = RS_OP_SYNC;
+    if (n) OPS(x)->batch(x->rs, x->ops.ops, n);
+    n = 0;
+    x->log_active = false;
+    x->cells_written = false;
     for (uint32_t i = 0; i < x->nacc; i++) {
         struct access *a = &x->acc[i];
         if (a->mode != A_WRITE) continue;
@@ -891,6 +1332,8 @@ static pod_txn *ford_txn_new(pod_db *db, struct pod_worker *w)
     x->db = db;
     x->w = w;
     x->rs = cc_store_handle(db, w);
+    x->nver = db_versions(db);
+    if (x->nver) x->head.cc = &cc_motor;
     return (pod_txn *)(void *)x;
 }
 
@@ -902,6 +1345,7 @@ static void ford_txn_free(pod_txn *tx)
     free(x->acc);
     op_buf_free(&x->ops);
     free(x->log);
+    free(x->cvt);
     free(x);
 }
 
@@ -918,6 +1362,8 @@ static void ford_begin(pod_txn *tx)
      * incarnation 1 on a store of one user). */
     const struct rs_member *me = &x->db->member;
     x->mine = me->slot ? owner_word(me->slot, me->incarnation) : owner_word(1, 1);
+    x->t_start = 0;
+    x->missed = x->cells_written = x->too_old = false;
     arena_reset(&x->mem);
     x->hints = NULL;
     x->nhints = x->hints_cap = 0;
@@ -932,7 +1378,10 @@ static pod_db *ford_db(pod_txn *tx) { return X(tx)->db; }
 static void ford_describe_conflict(const pod_txn *tx, char *out, size_t n)
 {
     uint64_t w = CX(tx)->conflict_word;
-    if (w & FW_LOCK)
+    if (CX(tx)->too_old)
+        snprintf(out, n, "the version of a record at the transaction's snapshot was overwritten "
+                         "(dm.versions: %u)", CX(tx)->nver);
+    else if (w & FW_LOCK)
         snprintf(out, n, "a record locked by compute node slot %u (host %u, incarnation %u)",
                  word_slot(w), word_slot(w) - 1, word_inc(w));
     else
@@ -958,25 +1407,70 @@ static int ford_start(pod_db *db, char *err, size_t errlen)
         return -1;
     }
     if (prev.slot) recover(db, rs, &prev);
-    pod_info("ford: compute node slot %u (incarnation %u), %u undo logs of %u bytes",
+    pod_info("%s: compute node slot %u (incarnation %u), %u undo logs of %u bytes", db->cc->name,
              db->member.slot, db->member.incarnation, db->member.nlogs, db->member.log_bytes);
     return 0;
 }
+
+/* motor: the pod's clock, a record of a table of its own whose word counts
+ * commit timestamps (the first compute node makes it, the others find it). */
+static int mv_clock(pod_db *db, char *err, size_t errlen)
+{
+    struct record_store *rs = db->store;
+    const struct rs_ops *o = rs->ops;
+    pod_err e;
+    struct rs_table_def def = {.id = MV_CLOCK_TABLE, .key_size = 8, .tuple_size = 8,
+                               .rows_hint = 1};
+    if (o->table_add(rs, &def, &e) != 0) {
+        snprintf(err, errlen, "motor's clock: %s", e.msg);
+        return -1;
+    }
+    static const uint64_t key = 0;
+    for (int tries = 0; tries < 100; tries++) {
+        if (o->lookup(rs, MV_CLOCK_TABLE, &key, &db->clock) == RS_OK) return 0;
+        rs_loc loc;
+        if (o->alloc(rs, MV_CLOCK_TABLE, &key, &loc) != RS_OK) break;
+        o->word_faa(rs, loc, MV_TS_FIRST); /* timestamps start past EMPTY and GONE */
+        int st = o->index_insert(rs, MV_CLOCK_TABLE, &key, loc);
+        if (st == RS_OK) {
+            db->clock = loc;
+            return 0;
+        }
+        o->free(rs, MV_CLOCK_TABLE, loc);
+        if (st != RS_EXISTS) break;
+    }
+    snprintf(err, errlen, "motor: the pod's clock record cannot be made (the memory is full)");
+    return -1;
+}
+
+
 
 static int ford_table_added(pod_db *db, pod_table *t, char *err, size_t errlen)
 {
     struct record_store *rs = db->store;
     if (db->log) {
-        snprintf(err, errlen, "ford does not log: a logging database runs tigon-2pl");
+        snprintf(err, errlen, "%s does not log: a logging database runs tigon-2pl", db->cc->name);
         return -1;
     }
     if (db->opt.phantom_protection) {
-        snprintf(err, errlen, "ford does not lock gaps: phantom_protection cannot run with it");
+        snprintf(err, errlen, "%s does not lock gaps: phantom_protection cannot run with it",
+                 db->cc->name);
         return -1;
     }
     pod_err e;
     struct rs_table_def def = {.id = t->id, .key_size = t->key_size, .tuple_size = t->tuple_size,
                                .rows_hint = t->expected_rows};
+    uint32_t nver = db_versions(db);
+    if (nver) { /* motor: the store's tuple is the record's CVT */
+        uint64_t bytes = (uint64_t)nver * mv_cell_bytes(t);
+        if (bytes > (1u << 24)) {
+            snprintf(err, errlen, "%s: %u versions of %u-byte tuples are %llu bytes, more than "
+                     "a record holds (16 MiB)", t->name, nver, t->tuple_size,
+                     (unsigned long long)bytes);
+            return -1;
+        }
+        def.tuple_size = (uint32_t)bytes;
+    }
     if (rs->ops->table_add(rs, &def, &e) != 0) {
         snprintf(err, errlen, "%s", e.msg);
         return -1;
@@ -984,27 +1478,51 @@ static int ford_table_added(pod_db *db, pod_table *t, char *err, size_t errlen)
     return 0;
 }
 
+/* motor: the clock is found (or made) with the first table, before any
+ * transaction runs. */
+static int motor_table_added(pod_db *db, pod_table *t, char *err, size_t errlen)
+{
+    if (db->opt.versions < 2 || db->opt.versions > 255) {
+        snprintf(err, errlen, "motor keeps 2..255 versions of a record, not %u",
+                 db->opt.versions);
+        return -1;
+    }
+    if (!db->clock && mv_clock(db, err, errlen) != 0) return -1;
+    return ford_table_added(db, t, err, errlen);
+}
+
+/* The operations ford and motor share. */
+#define FORD_FAMILY_OPS \
+    .txn_new = ford_txn_new, \
+    .txn_free = ford_txn_free, \
+    .begin = ford_begin, \
+    .commit = ford_commit, \
+    .abort = ford_abort, \
+    .status = ford_status, \
+    .abort_cause = ford_abort_cause, \
+    .message = ford_message, \
+    .describe_conflict = ford_describe_conflict, \
+    .touched_tables = ford_touched_tables, \
+    .db = ford_db, \
+    .start = ford_start, \
+    .get = ford_get, \
+    .get_ref = ford_get_ref, \
+    .update_range = ford_update_range, \
+    .put = ford_put, \
+    .insert = ford_insert, \
+    .remove = ford_remove, \
+    .prefetch = ford_prefetch, \
+    .scan = ford_scan
+
 const struct cc_ops cc_ford = {
     .name = "ford",
-    .txn_new = ford_txn_new,
-    .txn_free = ford_txn_free,
-    .begin = ford_begin,
-    .commit = ford_commit,
-    .abort = ford_abort,
-    .status = ford_status,
-    .abort_cause = ford_abort_cause,
-    .message = ford_message,
-    .describe_conflict = ford_describe_conflict,
-    .touched_tables = ford_touched_tables,
-    .db = ford_db,
-    .start = ford_start,
     .table_added = ford_table_added,
-    .get = ford_get,
-    .get_ref = ford_get_ref,
-    .update_range = ford_update_range,
-    .put = ford_put,
-    .insert = ford_insert,
-    .remove = ford_remove,
-    .prefetch = ford_prefetch,
-    .scan = ford_scan,
+    FORD_FAMILY_OPS,
+};
+
+/* motor: the same operations over multi-versioned records (struct ford_txn.nver). */
+const struct cc_ops cc_motor = {
+    .name = "motor",
+    .table_added = motor_table_added,
+    FORD_FAMILY_OPS,
 };

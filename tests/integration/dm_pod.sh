@@ -44,10 +44,23 @@ expect_dm_run() {
 }
 
 for provider in shm "tcp;ofi_rxm"; do
-  conf=$(pod_conf "$provider" dmtest)
-  start_memnodes dmtest "$provider" 2
+for protocol in ford motor; do
+  if [ $protocol = ford ]; then
+    conf=$(pod_conf "$provider" dmtest)
+  else # motor keeps no backups (docs/dm.md)
+    conf=$(pod_conf "$provider" dmtest "motor
+  replicas: 0
+  versions: 3")
+  fi
+  provider="$provider/$protocol"
+  start_memnodes dmtest "${provider%/*}" 2
   start_pod "$conf"
-  grep -q 'mode: dm keeps each record on 2 memory nodes' "$TMP/host0.log" || fail "host 0 did not say that each record is kept twice"
+  if [ $protocol = ford ]; then
+    grep -q 'mode: dm keeps each record on 2 memory nodes' "$TMP/host0.log" || fail "host 0 did not say that each record is kept twice"
+  else
+    "$CLI" --conf "$conf" --host 0 call sys.config | grep -q "^dm.versions	3$" ||
+      fail "sys.config: dm.versions: $("$CLI" --conf "$conf" --host 0 call sys.config)"
+  fi
   "$CLI" --conf "$conf" --host 0 call sys.config | grep -q "^mode	dm$" || fail "sys.config: mode"
 
   # One row, written through host 0, read through host 1.
@@ -87,13 +100,15 @@ PY
       fail "$provider: tpcc: a type of transaction never committed in $tpcc_runs runs: $(cat "$TMP/tpcc-commits.json")"
   done
   pass "$provider: tpcc on 2 compute nodes, $(jget committed_per_s) committed/s, every type committed in $tpcc_runs run(s), check passed"
-  if [ "$provider" = shm ]; then
+  if [ "${provider%/*}" = shm ]; then
     bench --conf "$conf" --workload ycsb --duration 2 --warmup 0.3 --check --read-pct 50
     expect_dm_run "$provider: ycsb"
     pass "$provider: ycsb 50/50 on 2 compute nodes, $(jget committed_per_s) committed/s, check passed"
   fi
   stop_pod
   stop_memnodes
+  provider="${provider%/*}"
+done
 done
 
 # expect_refused CONF PATTERN WHAT: host 0 of CONF does not start, says

@@ -904,6 +904,18 @@ START_TEST(test_dm_every_field)
     c = parse_ok("mode: dm\ndm: {pod: p, memnodes: [/m.sock], protocol: ford, "
                  "undo_log_size: 64KiB}\n" DM_HOSTS_OK DM_ENGINE_OK);
     ck_assert(pod_config_digest(c) != rs2pl_digest);
+    /* motor: 2 versions a record unless the file says otherwise (in the digest); no backups */
+    c = parse_ok("mode: dm\ndm: {pod: p, memnodes: [/a.sock, /b.sock], protocol: motor}\n"
+                 DM_HOSTS_OK DM_ENGINE_OK);
+    ck_assert_int_eq(c->dm.protocol, POD_DM_MOTOR);
+    ck_assert_int_eq(c->dm.versions, 2);
+    ck_assert_int_eq(c->dm.replicas, 0);
+    ck_assert_str_eq(pod_dm_protocol_name(c->dm.protocol), "motor");
+    uint64_t motor2_digest = pod_config_digest(c);
+    c = parse_ok("mode: dm\ndm: {pod: p, memnodes: [/a.sock, /b.sock], protocol: motor, "
+                 "versions: 3}\n" DM_HOSTS_OK DM_ENGINE_OK);
+    ck_assert_int_eq(c->dm.versions, 3);
+    ck_assert(pod_config_digest(c) != motor2_digest);
     /* dm.replicas: 1 under ford with 2 or more memory nodes, else 0; 0..n-1 when written. */
     ck_assert_int_eq(d.dm.replicas, 1);
     ck_assert_int_eq(parse_ok(DM_OK)->dm.replicas, 0);
@@ -1257,14 +1269,27 @@ static const struct bad_case {
     {"no region with mode: cxl", "mode: cxl\n" HOSTS_OK, "1:1: region: missing required key"},
     {"dm is a scalar", "mode: dm\ndm: yes\n" DM_HOSTS_OK DM_ENGINE_OK,
      "2:5: dm: is a scalar (expected a mapping with keys: pod, provider, memnodes, pool_size, "
-     "protocol, undo_log_size, replicas, inflight, nic_model)"},
+     "protocol, undo_log_size, replicas, inflight, nic_model, versions)"},
     {"misspelt dm key", "mode: dm\ndm:\n  pod: p\n  memnode: [/m.sock]\n" DM_HOSTS_OK,
      "4:3: dm.memnode: unknown key (expected one of: pod, provider, memnodes, pool_size, "
-     "protocol, undo_log_size, replicas, inflight, nic_model)"},
+     "protocol, undo_log_size, replicas, inflight, nic_model, versions)"},
     {"unknown dm protocol", "mode: dm\ndm:\n  pod: p\n  memnodes: [/m.sock]\n  protocol: occ\n"
      DM_HOSTS_OK DM_ENGINE_OK,
      "5:13: dm.protocol: unknown value 'occ' (expected ford (the default: optimistic reads, "
-     "undo logs, a dead compute node recovered) or rs-2pl)"},
+     "undo logs, a dead compute node recovered), rs-2pl or motor (ford over records of several "
+     "versions, snapshot reads))"},
+    {"versions under ford",
+     "mode: dm\ndm:\n  pod: p\n  memnodes: [/m.sock]\n  versions: 3\n" DM_HOSTS_OK DM_ENGINE_OK,
+     "5:13: dm.versions: only with dm.protocol: motor (ford keeps one version of a record)"},
+    {"one version under motor",
+     "mode: dm\ndm:\n  pod: p\n  memnodes: [/m.sock]\n  protocol: motor\n  versions: 1\n"
+     DM_HOSTS_OK DM_ENGINE_OK,
+     "6:13: dm.versions: 1 is out of range (2..16)"},
+    {"backups under motor",
+     "mode: dm\ndm:\n  pod: p\n  memnodes: [/a.sock, /b.sock]\n  protocol: motor\n"
+     "  replicas: 1\n" DM_HOSTS_OK DM_ENGINE_OK,
+     "6:13: dm.replicas: 1 needs dm.protocol: ford (motor's snapshot reads may see a version "
+     "that reached a memory node and not its backup)"},
     {"undo log smaller than 64KiB",
      "mode: dm\ndm:\n  pod: p\n  memnodes: [/m.sock]\n  undo_log_size: 4KiB\n" DM_HOSTS_OK,
      "5:18: dm.undo_log_size: 4KiB (4096 bytes) is out of range (64KiB..1GiB)"},
