@@ -53,8 +53,10 @@
  *    the lock word says. A cell marked INVISIBLE (a commit in progress) is
  *    waited for; a checksum that does not match (a torn read: the fabric
  *    does not place or read a record's bytes in any order) is read again.
- *  - A transaction that locked nothing and found every key it looked for
- *    commits without validation: its reads are one snapshot.
+ *  - A transaction that locked nothing, found every key it looked for and
+ *    scanned nothing commits without validation: its reads are one
+ *    snapshot. (A missing key or a scan is validated as under ford: a key
+ *    deleted after the snapshot has left the index.)
  *  - Commit: (a) validation as ford's and (b) a log of metadata only (which
  *    cell of which record; the older versions are the undo) and the new
  *    cells, written INVISIBLE into the oldest cell (never the newest
@@ -192,7 +194,10 @@ struct ford_txn {
     /* motor (nver > 0: the versions of a record; 0 under ford) */
     uint32_t nver;
     uint64_t t_start;        /* the snapshot's timestamp; 0 until the first read */
-    bool missed;             /* a key looked for was not there: commit validates */
+    /* a key looked for was not there, or a scan walked the index as it is
+     * now (a key deleted since the snapshot is gone from it): what it read
+     * is no snapshot, commit validates */
+    bool missed;
     bool cells_written;      /* the commit's INVISIBLE cells are out: abort marks them GONE */
     bool too_old;            /* the conflict: the snapshot's version was overwritten */
     unsigned char *cvt;      /* a record's CVT as read */
@@ -965,6 +970,7 @@ static int ford_scan(pod_txn *tx, pod_table *t, const void *lo, const void *hi, 
     uint32_t part;
     int rc = cc_check_scan(tx, x->db, t, lo, hi, &part);
     if (rc) return rc < 0 ? rc : POD_OK;
+    x->missed = true;
     unsigned char *keys;
     size_t nkeys;
     if (walk_scan_keys(x->rs, t->id, t->key_size, lo, hi, &keys, &nkeys) != RS_OK)
@@ -1177,8 +1183,8 @@ static void ford_rows(struct ford_txn *x, uint64_t epoch)
     if (n) OPS(x)->batch(x->rs, x->ops.ops, n);
 }
 
-/* Nothing locked and every key looked for found: a snapshot (motor) needs
- * no validation. */
+/* Nothing locked, every key looked for found, no scan: a snapshot (motor)
+ * needs no validation. */
 static bool snapshot_only(const struct ford_txn *x)
 {
     if (!x->nver || x->missed) return false;

@@ -161,6 +161,27 @@ static int p_own(pod_txn *tx, const pod_args *a, pod_result *res, void *ctx)
     return POD_USER_ABORT;
 }
 
+/* sum(): every row the audits expect, read by key: rows, sum, 1 */
+static int p_sum(pod_txn *tx, const pod_args *a, pod_result *res, void *ctx)
+{
+    (void)a;
+    int64_t rows = 0, sum = 0, v;
+    unsigned char k[8];
+    for (uint64_t i = 0; i < 2 * NKEYS; i++) { /* no miss: a miss is validated */
+        if (i % 2 && i != 7) continue;
+        rsc_key(k, i);
+        int rc = pod_get(tx, ctx, k, &v);
+        if (rc == POD_NOT_FOUND) continue;
+        POD_TRY(rc);
+        rows++;
+        sum += v;
+    }
+    pod_result_i64(res, rows);
+    pod_result_i64(res, sum);
+    pod_result_i64(res, 1);
+    return POD_OK;
+}
+
 /* move(from, to, amount): between two keys */
 static int p_move(pod_txn *tx, const pod_args *a, pod_result *res, void *ctx)
 {
@@ -179,9 +200,9 @@ static int p_move(pod_txn *tx, const pod_args *a, pod_result *res, void *ctx)
 }
 
 struct unordered_run {
-    int scan, move;
+    int scan, sum, move;
     uint64_t deadline_ns, seed;
-    uint64_t audits[2], moves;
+    uint64_t audits[3], moves; /* audits: by scan, by reverse scan, by key */
 };
 
 static void scan_call(struct pod_worker *w, int proc, int64_t lo, int64_t hi, int64_t limit,
@@ -225,14 +246,17 @@ static void unordered_body(struct pod_worker *w, void *arg)
             continue;
         }
         int64_t out[3];
-        bool reverse = x & 1;
-        scan_call(w, r->scan, 0, 2 * NKEYS, 0, reverse, out);
+        bool by_key = x & 2, reverse = !by_key && (x & 1);
+        if (by_key) /* what motor reads as a snapshot, without validation */
+            scan_call(w, r->sum, 0, 0, 0, 0, out);
+        else
+            scan_call(w, r->scan, 0, 2 * NKEYS, 0, reverse, out);
         if (out[0] < 0) break;
         /* the even keys and point's key 7 (42) */
         if (out[0] != NKEYS + 1 || out[1] != NKEYS * INITIAL + 42 || !out[2])
             tu_fail("audit: %lld rows, total %lld, in order %lld", (long long)out[0],
                     (long long)out[1], (long long)out[2]);
-        __atomic_fetch_add(&r->audits[reverse], 1, __ATOMIC_RELAXED);
+        __atomic_fetch_add(&r->audits[by_key ? 2 : reverse], 1, __ATOMIC_RELAXED);
     }
     pod_result_free(res);
 }
@@ -260,7 +284,10 @@ static void scans_and_audits(enum pod_cc_kind cc, const char *name)
     int move = pod_proc_register(db, &(pod_proc_def){.name = "move", .fn = p_move, .ctx = t,
                                                      .nargs = 3, .arg_types = i4},
                                  err, sizeof err);
-    ck_assert(point >= 0 && scan >= 0 && load >= 0 && own >= 0 && move >= 0);
+    int sum = pod_proc_register(db, &(pod_proc_def){.name = "sum", .fn = p_sum, .ctx = t,
+                                                    .nargs = 4, .arg_types = i4},
+                                err, sizeof err);
+    ck_assert(point >= 0 && scan >= 0 && load >= 0 && own >= 0 && move >= 0 && sum >= 0);
     pod_result *res = pod_result_new();
     struct pod_worker *w = pod_admin_begin(db);
     char msg[512];
@@ -291,15 +318,19 @@ static void scans_and_audits(enum pod_cc_kind cc, const char *name)
 
     /* Concurrent: moves and audits. */
     tu_fail_reset();
-    struct unordered_run r = {.scan = scan, .move = move, .seed = tu_env_seed("RS_MT_SEED")};
+    struct unordered_run r = {.scan = scan, .sum = sum, .move = move,
+                              .seed = tu_env_seed("RS_MT_SEED")};
     int ms = tu_env_ms("RS_MT_MS", TU_TSAN_OR(800, 1500));
     r.deadline_ns = pod_mono_ns() + (uint64_t)ms * 1000000ull;
     tu_run_workers(db, unordered_body, &r, r.seed);
-    fprintf(stderr, "%s: unordered scans: %d ms, %llu audits forward, %llu reverse, %llu moves\n",
+    fprintf(stderr,
+            "%s: unordered scans: %d ms, %llu audits forward, %llu reverse, %llu by key, "
+            "%llu moves\n",
             name, ms, (unsigned long long)r.audits[0], (unsigned long long)r.audits[1],
-            (unsigned long long)r.moves);
+            (unsigned long long)r.audits[2], (unsigned long long)r.moves);
     ck_assert_msg(!tu_failed(), "%s: %s", name, tu_failure());
     ck_assert_uint_gt(r.audits[0] + r.audits[1], 0);
+    ck_assert_uint_gt(r.audits[2], 0);
     ck_assert_uint_gt(r.moves, 0);
     pod_db_free(db);
 }
