@@ -142,6 +142,9 @@ def yaml_block(d, indent=0):
         elif isinstance(v, list):
             out.append(f"{pad}{k}:")
             for item in v:
+                if not isinstance(item, dict):  # a scalar item
+                    out.append(f"{pad}  - {yaml_scalar(item)}")
+                    continue
                 lines = yaml_block(item, indent + 4)
                 lines[0] = pad + "  - " + lines[0].lstrip()
                 out.extend(lines)
