@@ -52,7 +52,7 @@ struct dm_pool_header {
     uint64_t complete;        /* 112, memory node 0's only: 1 once every memory node of
                                  the pod was claimed with the incarnation */
     char protocol[8];         /* 120, memory node 0's only: the compute nodes' protocol
-                                 ("ford", "rs-2pl", NUL-padded), CASed in by the first */
+                                 ("ford", "rs-2pl", "motor", NUL-padded), CASed in by the first */
     uint64_t replicas;        /* 128: 0 until the first compute node CASes in the pod's
                                  backups + 1 (the same on every memory node) */
 };

@@ -35,7 +35,7 @@ struct record_store *rs_dm_open_many(const char *const *sockets, int n, const ch
                                      const char *pod, pod_err *err);
 
 /* rs_dm_open_many for a compute node of slot (1..63: host + 1) running
- * protocol ("ford", "rs-2pl"; every compute node of the pod must run the
+ * protocol ("ford", "rs-2pl", "motor"; every compute node of the pod must run the
  * same: refused otherwise) with replicas (0..n-1) backups of every memory
  * node's records (every compute node must say the same; docs/dm.md,
  * "Replication"). The store offers member_join, owner_check and

@@ -1300,10 +1300,11 @@ static void ford_abort(pod_txn *tx)
     if (o)
         *o = (struct rs_op){.kind = RS_OP_WRITE, .loc = x->db->member.log, .buf = &done,
                             .off = log_base(x), .len = sizeof done};
-    else if (x->log_active)
-        OPS(x)->row_write(x->rs, x->db->member.log, NULL, &done, log_base(x), sizeof done);
-    if (n && (o = op_buf_next(&x->ops, &n))) o->kind = RS_OP_SYNC;
+    struct rs_op *sync = n ? op_buf_next(&x->ops, &n) : NULL;
+    if (sync) sync->kind = RS_OP_SYNC;
     if (n) OPS(x)->batch(x->rs, x->ops.ops, n);
+    if (x->log_active && !o) /* out of memory for the batch: the mark after the cells */
+        OPS(x)->row_write(x->rs, x->db->member.log, NULL, &done, log_base(x), sizeof done);
     n = 0;
     x->log_active = false;
     x->cells_written = false;
@@ -1334,12 +1335,11 @@ static pod_txn *ford_txn_new(pod_db *db, struct pod_worker *w)
 {
     struct ford_txn *x = calloc(1, sizeof *x);
     if (!x) return NULL;
-    x->head.cc = &cc_ford;
     x->db = db;
     x->w = w;
     x->rs = cc_store_handle(db, w);
+    x->head.cc = db->cc; /* ford or motor */
     x->nver = db_versions(db);
-    if (x->nver) x->head.cc = &cc_motor;
     return (pod_txn *)(void *)x;
 }
 
@@ -1448,8 +1448,6 @@ static int mv_clock(pod_db *db, char *err, size_t errlen)
     snprintf(err, errlen, "motor: the pod's clock record cannot be made (the memory is full)");
     return -1;
 }
-
-
 
 static int ford_table_added(pod_db *db, pod_table *t, char *err, size_t errlen)
 {
