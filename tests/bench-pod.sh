@@ -25,13 +25,7 @@ start_pod() {
     on_exit "kill -KILL $!"
   done
   for h in 0 1; do
-    local up=0
-    for _ in $(seq 1 300); do
-      if "$CLI" --conf "$conf" --host $h -t 2000 call sys.ping >/dev/null 2>&1; then up=1; break; fi
-      kill -0 "${POD_PIDS[$h]}" 2>/dev/null || { cat "$TMP/host$h.log" >&2; fail "host $h exited at start"; }
-      sleep 0.1
-    done
-    [ $up = 1 ] || { cat "$TMP/host$h.log" >&2; fail "host $h does not answer"; }
+    wait_answering "${POD_PIDS[$h]}" "$TMP/host$h.log" "host $h" --conf "$conf" --host $h
   done
   pass "2-host pod up ($conf)"
 }

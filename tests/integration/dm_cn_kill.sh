@@ -73,13 +73,7 @@ start_cn() {
   CN[$1]=$!
   # shm leaves a killed process's region (/dev/shm/PID:*) behind
   on_exit "kill -KILL $!; rm -f /dev/shm/$!:*"
-  for _ in $(seq 1 300); do
-    "$CLI" --conf "$conf" --host "$1" -t 2000 call sys.ping >/dev/null 2>&1 && return 0
-    kill -0 "${CN[$1]}" 2>/dev/null || { cat "$TMP/host$1.log" >&2; fail "compute node $1 exited at start"; }
-    sleep 0.1
-  done
-  cat "$TMP/host$1.log" >&2
-  fail "compute node $1 does not answer"
+  wait_answering "${CN[$1]}" "$TMP/host$1.log" "compute node $1" --conf "$conf" --host "$1"
 }
 
 # victim_dies R CRASH: compute node 1 runs $TMP/victim.calls (each

@@ -37,15 +37,7 @@ start_cn() {
   CN[$1]=$!
   on_exit "kill -KILL $!; rm -f /dev/shm/$!:*"
 }
-cn_answers() {
-  for _ in $(seq 1 600); do
-    "$CLI" --conf "$conf" --host "$1" -t 2000 call sys.ping >/dev/null 2>&1 && return 0
-    kill -0 "${CN[$1]}" 2>/dev/null || { tail -20 "$TMP/host$1.log" >&2; fail "compute node $1 exited at start"; }
-    sleep 0.1
-  done
-  tail -20 "$TMP/host$1.log" >&2
-  fail "compute node $1 does not answer"
-}
+cn_answers() { wait_answering "${CN[$1]}" "$TMP/host$1.log" "compute node $1" --conf "$conf" --host "$1"; }
 
 # expect_group H GROUP TAG ACKS: the group holds TAG.ACKS (the last
 # acknowledged) or TAG.(ACKS+1) (in flight when the memory node died);
