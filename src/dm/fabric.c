@@ -31,6 +31,7 @@
 
 #define FAB_API FI_VERSION(1, 17)
 #define MAX_PEERS 16
+#define MAX_MSG_PEERS 4096 /* message peers: endpoints of other compute nodes */
 #define WAVE 128 /* ops posted before their completions are reaped */
 
 /* ---- libfabric, loaded on first use ---------------------------------------- */
@@ -97,6 +98,16 @@ struct fab {
     int npeers;
     struct nic_model *nic;   /* NULL: the provider's own costs only */
     struct fi_context2 ctx[WAVE];
+    /* messages (fab_open_opts.msg_slots > 0): receive buffers of msg_bytes
+     * each, always posted but while one is copied out; completions on rcq,
+     * so that the ops' CQ counts only the ops' */
+    struct fid_cq *rcq;
+    struct fid_mr *rmr;
+    unsigned char *rbuf;
+    uint32_t msg_bytes, msg_slots;
+    struct fi_context2 *rctx;
+    fi_addr_t *mpeer;
+    int nmpeers;
 };
 
 const char *fab_provider(const struct fab *f) { return f->prov; }
@@ -111,6 +122,8 @@ void fab_close(struct fab *f)
 {
     if (!f) return;
     if (f->ep) fi_close(&f->ep->fid);
+    if (f->rmr) fi_close(&f->rmr->fid);
+    if (f->rcq) fi_close(&f->rcq->fid);
     if (f->mr) fi_close(&f->mr->fid);
     if (f->lmr) fi_close(&f->lmr->fid);
     if (f->av) fi_close(&f->av->fid);
@@ -119,6 +132,9 @@ void fab_close(struct fab *f)
     if (f->fabric) fi_close(&f->fabric->fid);
     if (f->info) lf.freeinfo(f->info);
     if (f->stage) munmap(f->stage, f->stage_len);
+    if (f->rbuf) munmap(f->rbuf, (size_t)f->msg_bytes * f->msg_slots);
+    free(f->rctx);
+    free(f->mpeer);
     nic_model_free(f->nic);
     free(f);
 }
@@ -169,6 +185,37 @@ int fab_shm_sweep(void)
     return n;
 }
 
+static int msg_post(struct fab *f, uint32_t i, pod_err *err);
+
+/* The receive buffers, registered and posted. */
+static int msg_ready(struct fab *f, const struct fab_open_opts *o, pod_err *err)
+{
+    f->msg_slots = o->msg_slots;
+    f->msg_bytes = (o->msg_bytes ? o->msg_bytes : 256 + 7) & ~7u;
+    if (f->msg_bytes > f->stage_len) {
+        pod_err_set(err, "fabric %s: messages of %u bytes exceed the %zu-byte staging buffer",
+                    f->prov, f->msg_bytes, f->stage_len);
+        return -1;
+    }
+    size_t len = (size_t)f->msg_bytes * f->msg_slots;
+    f->rbuf = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    f->rctx = calloc(f->msg_slots, sizeof *f->rctx);
+    if (f->rbuf == MAP_FAILED || !f->rctx) {
+        if (f->rbuf == MAP_FAILED) f->rbuf = NULL;
+        pod_err_set(err, "fabric %s: no memory for %u receive buffers", f->prov, f->msg_slots);
+        return -1;
+    }
+    int rc = fi_mr_reg(f->domain, f->rbuf, len, FI_RECV, 0, 3, 0, &f->rmr, NULL);
+    if (rc) {
+        pod_err_set(err, "fabric %s: registering the receive buffers: %s", f->prov, fstr(rc));
+        return -1;
+    }
+    if (mr_bind(f, f->rmr, "receive buffers", err)) return -1;
+    for (uint32_t i = 0; i < f->msg_slots; i++)
+        if (msg_post(f, i, err) != 0) return -1;
+    return 0;
+}
+
 struct fab *fab_open(const struct fab_open_opts *o, pod_err *err)
 {
     pthread_once(&lf_once, lf_load);
@@ -187,7 +234,7 @@ struct fab *fab_open(const struct fab_open_opts *o, pod_err *err)
     }
     snprintf(f->prov, sizeof f->prov, "%s", prov);
     f->timeout_ms = o->op_timeout_ms > 0 ? o->op_timeout_ms : 10000;
-    hints->caps = FI_RMA | FI_ATOMIC;
+    hints->caps = FI_RMA | FI_ATOMIC | (o->msg_slots ? FI_MSG : 0);
     hints->ep_attr->type = FI_EP_RDM;
     hints->domain_attr->mr_mode =
         FI_MR_LOCAL | FI_MR_VIRT_ADDR | FI_MR_ALLOCATED | FI_MR_PROV_KEY | FI_MR_ENDPOINT;
@@ -232,7 +279,18 @@ struct fab *fab_open(const struct fab_open_opts *o, pod_err *err)
     if ((rc = fi_endpoint(f->domain, in, &f->ep, NULL))) goto fail;
     step = "fi_ep_bind";
     if ((rc = fi_ep_bind(f->ep, &f->av->fid, 0))) goto fail;
-    if ((rc = fi_ep_bind(f->ep, &f->cq->fid, FI_TRANSMIT | FI_RECV))) goto fail;
+    if (o->msg_slots) {
+        step = "fi_cq_open (receives)";
+        struct fi_cq_attr rca = {.size = o->msg_slots, .format = FI_CQ_FORMAT_MSG,
+                                 .wait_obj = FI_WAIT_NONE};
+        if ((rc = fi_cq_open(f->domain, &rca, &f->rcq, NULL))) goto fail;
+        step = "fi_ep_bind";
+        if ((rc = fi_ep_bind(f->ep, &f->cq->fid, FI_TRANSMIT)) ||
+            (rc = fi_ep_bind(f->ep, &f->rcq->fid, FI_RECV)))
+            goto fail;
+    } else if ((rc = fi_ep_bind(f->ep, &f->cq->fid, FI_TRANSMIT | FI_RECV))) {
+        goto fail;
+    }
     step = "fi_enable";
     static pthread_once_t stale_removed = PTHREAD_ONCE_INIT;
     if (is_shm(prov)) pthread_once(&stale_removed, shm_remove_stale_own);
@@ -255,14 +313,18 @@ struct fab *fab_open(const struct fab_open_opts *o, pod_err *err)
         return NULL;
     }
     step = "fi_mr_reg (staging)";
-    if ((rc = fi_mr_reg(f->domain, f->stage, f->stage_len, FI_READ | FI_WRITE, 0, 2, 0, &f->lmr,
-                        NULL)))
+    if ((rc = fi_mr_reg(f->domain, f->stage, f->stage_len,
+                        FI_READ | FI_WRITE | (o->msg_slots ? FI_SEND : 0), 0, 2, 0, &f->lmr, NULL)))
         goto fail;
     if (mr_bind(f, f->lmr, "staging buffer", err)) {
         fab_close(f);
         return NULL;
     }
     f->desc = fi_mr_desc(f->lmr);
+    if (o->msg_slots && msg_ready(f, o, err) != 0) {
+        fab_close(f);
+        return NULL;
+    }
     return f;
 fail:
     pod_err_set(err, "fabric %s: %s: %s", prov, step, fstr(rc));
@@ -587,5 +649,151 @@ int fab_faa(struct fab *f, int peer, uint64_t off, uint64_t add, uint64_t *old, 
     struct fab_op o = {.kind = FAB_FAA, .off = off, .operand = add, .len = 8};
     int rc = fab_batch(f, peer, &o, 1, err);
     if (old) *old = o.old;
+    return rc;
+}
+
+/* ---- messages ------------------------------------------------------------------ */
+
+static int msg_post(struct fab *f, uint32_t i, pod_err *err)
+{
+    uint64_t deadline = now_ns() + (uint64_t)f->timeout_ms * 1000000ull;
+    for (;;) {
+        ssize_t rc = fi_recv(f->ep, f->rbuf + (size_t)i * f->msg_bytes, f->msg_bytes,
+                             fi_mr_desc(f->rmr), FI_ADDR_UNSPEC, &f->rctx[i]);
+        if (!rc) return 0;
+        if (rc != -FI_EAGAIN || now_ns() > deadline) {
+            pod_err_set(err, "fabric %s: posting a receive buffer: %s", f->prov, fstr(rc));
+            return -1;
+        }
+        struct fi_cq_entry ent[16];
+        (void)fi_cq_read(f->cq, ent, 0); /* progress */
+        sched_yield();
+    }
+}
+
+int fab_msg_peer_add(struct fab *f, const void *name, size_t len, pod_err *err)
+{
+    if (!f->msg_slots) {
+        pod_err_set(err, "fabric %s: this endpoint was opened without messages", f->prov);
+        return -1;
+    }
+    if (f->nmpeers == MAX_MSG_PEERS) {
+        pod_err_set(err, "fabric %s: more than %d endpoints to send messages to", f->prov,
+                    MAX_MSG_PEERS);
+        return -1;
+    }
+    if (!(f->nmpeers & (f->nmpeers - 1)) || !f->mpeer) {
+        size_t cap = f->nmpeers ? (size_t)f->nmpeers * 2 : 8;
+        fi_addr_t *p = realloc(f->mpeer, cap * sizeof *p);
+        if (!p) {
+            pod_err_set(err, "fabric %s: out of memory", f->prov);
+            return -1;
+        }
+        f->mpeer = p;
+    }
+    (void)len;
+    int rc = fi_av_insert(f->av, name, 1, &f->mpeer[f->nmpeers], 0, NULL);
+    if (rc != 1) {
+        pod_err_set(err, "fabric %s: an endpoint's address is not usable (fi_av_insert: %s)",
+                    f->prov, rc < 0 ? fstr(rc) : "not inserted");
+        return -1;
+    }
+    return f->nmpeers++;
+}
+
+uint32_t fab_msg_max(const struct fab *f) { return f->msg_bytes; }
+
+int fab_send(struct fab *f, int peer, const void *msg, uint32_t len, pod_err *err)
+{
+    if (peer < 0 || peer >= f->nmpeers) {
+        pod_err_set(err, "fabric %s: no message peer %d", f->prov, peer);
+        return -1;
+    }
+    if (len > f->msg_bytes) {
+        pod_err_set(err, "fabric %s: a message of %u bytes is longer than the %u the endpoints "
+                    "receive", f->prov, len, f->msg_bytes);
+        return -1;
+    }
+    memcpy(f->stage, msg, len);
+    uint64_t deadline = now_ns() + (uint64_t)f->timeout_ms * 1000000ull;
+    struct fi_cq_entry ent[1];
+    ssize_t rc;
+    while ((rc = fi_send(f->ep, f->stage, len, f->desc, f->mpeer[peer], &f->ctx[0])) ==
+           -FI_EAGAIN) {
+        (void)fi_cq_read(f->cq, ent, 0); /* progress: the queue frees as sends complete */
+        if (now_ns() > deadline) break;
+        sched_yield();
+    }
+    if (rc) {
+        pod_err_set(err, "fabric %s: sending a message of %u bytes: %s", f->prov, len, fstr(rc));
+        return -1;
+    }
+    for (unsigned spins = 0;;) {
+        ssize_t got = fi_cq_read(f->cq, ent, 1);
+        if (got == 1) return 0;
+        if (got == -FI_EAVAIL) {
+            cq_error(f, err, "sending a message");
+            return -1;
+        }
+        if (got != -FI_EAGAIN) {
+            pod_err_set(err, "fabric %s: fi_cq_read: %s", f->prov, fstr(got));
+            return -1;
+        }
+        if (lanes_count() > 1) lanes_yield();
+        if (++spins > 64) sched_yield();
+        if ((spins & 63) == 0 && now_ns() > deadline) {
+            pod_err_set(err, "fabric %s: a message of %u bytes was not sent within %d ms: does its "
+                        "receiver still run?", f->prov, len, f->timeout_ms);
+            return -1;
+        }
+    }
+}
+
+int fab_recv(struct fab *f, void *buf, uint32_t cap, uint32_t *len, int timeout_ms, pod_err *err)
+{
+    if (!f->msg_slots) {
+        pod_err_set(err, "fabric %s: this endpoint was opened without messages", f->prov);
+        return -1;
+    }
+    uint64_t deadline = timeout_ms > 0 ? now_ns() + (uint64_t)timeout_ms * 1000000ull : 0;
+    struct fi_cq_msg_entry e;
+    for (unsigned spins = 0;;) {
+        ssize_t got = fi_cq_read(f->rcq, &e, 1);
+        if (got == 1) break;
+        if (got == -FI_EAVAIL) {
+            struct fi_cq_err_entry ee = {0};
+            char detail[200] = "";
+            if (fi_cq_readerr(f->rcq, &ee, 0) >= 0)
+                fi_cq_strerror(f->rcq, ee.prov_errno, ee.err_data, detail, sizeof detail);
+            pod_err_set(err, "fabric %s: receiving a message: %s (%s)", f->prov,
+                        fstr(ee.err ? ee.err : FI_EIO), detail);
+            /* its buffer goes back: later messages still arrive */
+            if (ee.op_context) {
+                pod_err pe;
+                (void)msg_post(f, (uint32_t)((struct fi_context2 *)ee.op_context - f->rctx), &pe);
+            }
+            return -1;
+        }
+        if (got != -FI_EAGAIN) {
+            pod_err_set(err, "fabric %s: fi_cq_read: %s", f->prov, fstr(got));
+            return -1;
+        }
+        (void)fi_cq_read(f->cq, &e, 0); /* progress of the sends' side too */
+        if (!deadline || ((++spins & 63) == 0 && now_ns() > deadline)) return 0;
+        if (lanes_count() > 1) lanes_yield();
+        else if (spins > 64) sched_yield();
+    }
+    uint32_t i = (uint32_t)((struct fi_context2 *)e.op_context - f->rctx);
+    int rc = 1;
+    if (e.len > cap) {
+        pod_err_set(err, "fabric %s: a message of %zu bytes does not fit the %u-byte buffer given",
+                    f->prov, e.len, cap);
+        rc = -1;
+    } else {
+        memcpy(buf, f->rbuf + (size_t)i * f->msg_bytes, e.len);
+        *len = (uint32_t)e.len;
+    }
+    pod_err pe;
+    if (msg_post(f, i, rc == 1 ? err : &pe) != 0) return -1;
     return rc;
 }

@@ -48,6 +48,9 @@ struct fab_open_opts {
     bool server;          /* a memory node: a CQ it can sleep on where the provider has one */
     int op_timeout_ms;    /* bound on one operation or batch; 0: 10000 */
     size_t staging;       /* bytes of the registered staging buffer (clients); 0: 1 MiB */
+    /* > 0: the endpoint also sends and receives messages (fab_send,
+     * fab_recv) of at most msg_bytes (0: 256) into msg_slots buffers */
+    uint32_t msg_slots, msg_bytes;
 };
 
 struct fab *fab_open(const struct fab_open_opts *o, pod_err *err);
@@ -107,6 +110,21 @@ int fab_write(struct fab *f, int peer, uint64_t off, const void *buf, uint32_t l
 int fab_cas(struct fab *f, int peer, uint64_t off, uint64_t compare, uint64_t swap, uint64_t *old,
             pod_err *err);
 int fab_faa(struct fab *f, int peer, uint64_t off, uint64_t add, uint64_t *old, pod_err *err);
+
+/* ---- messages between endpoints opened with msg_slots (compute nodes'
+ * requests to each other; memory nodes take none) ----
+ * A message is at most fab_msg_max bytes, the same on both sides; one lands
+ * in any receive buffer of its receiver, whoever sent it: a request says
+ * itself where its reply goes. Sends wait for their completion (bounded). */
+
+/* A peer to send messages to, by the address its fab_name gave: its index
+ * (>= 0), or -1 with err. Independent of fab_peer_add's memory nodes. */
+int fab_msg_peer_add(struct fab *f, const void *name, size_t len, pod_err *err);
+uint32_t fab_msg_max(const struct fab *f);
+int fab_send(struct fab *f, int peer, const void *msg, uint32_t len, pod_err *err);
+/* The next message into buf (cap bytes), its length in *len: 1; 0 if none
+ * came within timeout_ms (0: look once); -1 with err. */
+int fab_recv(struct fab *f, void *buf, uint32_t cap, uint32_t *len, int timeout_ms, pod_err *err);
 
 /* shm leaves each process's region (/dev/shm/PID:N:M) behind when the
  * process is killed: remove those of processes that no longer exist. The
