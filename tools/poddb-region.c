@@ -299,7 +299,7 @@ static void config_json(const struct pod_config *c)
         json_arr_end(&w);
         json_kv_i64(&w, "pool_size", (int64_t)c->dm.pool_size); /* bytes */
         json_kv_str(&w, "protocol", pod_dm_protocol_name(c->dm.protocol));
-        if (c->dm.protocol == POD_DM_MOTOR) json_kv_i64(&w, "versions", c->dm.versions);
+        if (pod_dm_multiversion(c->dm.protocol)) json_kv_i64(&w, "versions", c->dm.versions);
         json_kv_i64(&w, "undo_log_size", (int64_t)c->dm.undo_log_size); /* bytes */
         json_kv_i64(&w, "replicas", c->dm.replicas);
         json_kv_i64(&w, "inflight", c->dm.inflight);
@@ -318,7 +318,7 @@ static void memnodes_text(const struct pod_config *c)
     printf("mode    dm: pod %s, provider %s, pool %s per memory node\n", c->dm.pod,
            c->dm.provider, pool);
     char versions[32] = "";
-    if (c->dm.protocol == POD_DM_MOTOR)
+    if (pod_dm_multiversion(c->dm.protocol))
         snprintf(versions, sizeof versions, " (%d versions a record)", c->dm.versions);
     printf("dm      protocol %s%s, %d backup%s of each memory node, %d transaction%s in flight "
            "per worker thread, NIC model %s\n",

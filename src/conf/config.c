@@ -527,11 +527,12 @@ static const struct conf_key dm_keys[DM_NKEYS] = {
     [DM_POOL_SIZE] = {"pool_size", false, "a byte size in 1MiB..128TiB: each memory node's pool "
                                           "(poddb-memnode --pool-size; default 256MiB)"},
     [DM_PROTOCOL] = {"protocol", false, "ford (the default: optimistic reads, undo logs, a dead "
-                                        "compute node recovered), rs-2pl or motor (ford over "
-                                        "records of several versions, snapshot reads)"},
+                                        "compute node recovered), rs-2pl, motor (ford over "
+                                        "records of several versions, snapshot reads) or lotus "
+                                        "(motor's records, locks in the compute nodes' tables)"},
     [DM_UNDO_LOG_SIZE] = {"undo_log_size", false, "a byte size in 64KiB..1GiB: each compute "
-                                                  "node's undo log under ford and motor (default "
-                                                  "1MiB)"},
+                                                  "node's undo log under ford, motor and lotus "
+                                                  "(default 1MiB)"},
     [DM_REPLICAS] = {"replicas", false, "an integer in 0..3: the backups of each memory node's "
                                         "records on the next memory nodes, at most one fewer "
                                         "than dm.memnodes lists, ford only (default 1 under "
@@ -543,10 +544,11 @@ static const struct conf_key dm_keys[DM_NKEYS] = {
                                           "atomic_mops, rw_mops, gbps: a model of an RDMA NIC "
                                           "(docs/dm.md)"},
     [DM_VERSIONS] = {"versions", false, "an integer in 2..16: the versions each record keeps "
-                                        "under motor (default 2)"},
+                                        "under motor and lotus (default 2)"},
 };
 static const char *const dm_protocol_names[] = {
-    [POD_DM_FORD] = "ford", [POD_DM_RS_2PL] = "rs-2pl", [POD_DM_MOTOR] = "motor"};
+    [POD_DM_FORD] = "ford", [POD_DM_RS_2PL] = "rs-2pl", [POD_DM_MOTOR] = "motor",
+    [POD_DM_LOTUS] = "lotus"};
 
 const char *pod_dm_protocol_name(enum pod_dm_protocol p)
 {
@@ -831,8 +833,8 @@ static int check_replicas(const struct conf_reader *c, const struct conf_item *i
     if (n > 0 && !ford)
         return fail_node(c, it->value, it->path,
                          "%d needs dm.protocol: ford (%s)", n,
-                         cfg->dm.protocol == POD_DM_MOTOR
-                             ? "motor's snapshot reads may see a version that reached a memory "
+                         pod_dm_multiversion(cfg->dm.protocol)
+                             ? "its snapshot reads may see a version that reached a memory "
                                "node and not its backup"
                              : "rs-2pl cannot recover the compute nodes that a lost memory node "
                                "stops");
@@ -878,9 +880,10 @@ static int load_dm(const struct conf_reader *c, const struct conf_item *section,
         return -1;
     cfg->dm.versions = DM_VERSIONS_DEFAULT;
     if (it[DM_VERSIONS].value) {
-        if (cfg->dm.protocol != POD_DM_MOTOR)
+        if (!pod_dm_multiversion(cfg->dm.protocol))
             return fail_node(c, it[DM_VERSIONS].value, it[DM_VERSIONS].path,
-                             "only with dm.protocol: motor (%s keeps one version of a record)",
+                             "only with dm.protocol: motor or lotus (%s keeps one version of a "
+                             "record)",
                              dm_protocol_names[cfg->dm.protocol]);
         if (get_int(c, &it[DM_VERSIONS], 2, DM_VERSIONS_MAX, &cfg->dm.versions) < 0) return -1;
     }

@@ -84,6 +84,7 @@ enum pod_dm_protocol {
     POD_DM_FORD = 0, /* FORD-style: optimistic reads, undo logs (src/txn/ford.c) */
     POD_DM_RS_2PL,   /* 2PL NO_WAIT (src/txn/rs2pl.c): no recovery of a dead compute node */
     POD_DM_MOTOR,    /* Motor-style MVCC: ford over multi-versioned records (src/txn/ford.c) */
+    POD_DM_LOTUS,    /* Lotus: motor's records, locks in the compute nodes' tables (src/txn/ford.c) */
     POD_DM_NPROTOCOLS
 };
 #define DM_VERSIONS_DEFAULT 2 /* dm.versions */
@@ -237,6 +238,11 @@ const char *pod_eviction_name(enum pod_eviction e);
 const char *pod_mode_name(enum pod_mode m);
 /* "ford", "rs-2pl", "motor" */
 const char *pod_dm_protocol_name(enum pod_dm_protocol p);
+/* Its records keep dm.versions versions (motor, lotus). */
+static inline bool pod_dm_multiversion(enum pod_dm_protocol p)
+{
+    return p == POD_DM_MOTOR || p == POD_DM_LOTUS;
+}
 
 /* Parse a byte size: an integer, or a number with a unit: B, K/KiB, M/MiB,
  * G/GiB, T/TiB (binary) or KB, MB, GB, TB (decimal). Returns 0 or -1. */

@@ -133,7 +133,7 @@ static void put_dm(uint64_t *h, const struct pod_config *c)
     put_i64(h, (int64_t)c->dm.protocol);
     put_field(h, "dm.replicas");
     put_i64(h, c->dm.replicas);
-    if (c->dm.protocol == POD_DM_MOTOR) { /* the records' layout */
+    if (pod_dm_multiversion(c->dm.protocol)) { /* the records' layout */
         put_field(h, "dm.versions");
         put_i64(h, c->dm.versions);
     }

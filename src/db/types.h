@@ -55,6 +55,7 @@ enum pod_cc_kind {
     POD_CC_RS_2PL = 0,    /* 2PL NO_WAIT (src/txn/rs2pl.c) */
     POD_CC_FORD,          /* FORD-style optimistic reads, undo logs (src/txn/ford.c) */
     POD_CC_MOTOR,         /* ford over multi-versioned records, snapshot reads (src/txn/ford.c) */
+    POD_CC_LOTUS,         /* motor's records, locks in lock tables of the compute nodes (ford.c) */
 };
 
 struct pod_db_options {
@@ -129,6 +130,7 @@ struct pod_db {
      * has none), set when its workers first start (cc_ops.start) */
     struct rs_member member;
     rs_loc clock;              /* motor: the pod's clock record (commit timestamps) */
+    void *cc_state;            /* the protocol's own (lotus: its lock service); cc_ops.stop frees it */
     bool cc_started;
     struct pod_db_hooks hooks;
 };

@@ -13,6 +13,7 @@
 #define LK_ACQUIRE 1u
 #define LK_RELEASE 2u
 #define LK_REPLY 3u
+#define LK_RELEASE_CN 4u     /* every lock of compute node `cn` given back; answered */
 #define MAX_OWNERS 256u      /* a holder names its compute node in 8 bits */
 #define CLIENTS_CAP 8192u    /* reply addresses a service keeps: compute nodes x lanes */
 
@@ -80,7 +81,8 @@ static int reply_peer(struct lock_service *s, const struct lk_req *q, pod_err *e
 static void serve(struct lock_service *s, const struct lk_req *q, uint32_t len)
 {
     if (len < req_bytes(0) || q->magic != LK_MAGIC || q->n > LK_BATCH || len < req_bytes(q->n) ||
-        q->name_len > LK_NAME_MAX || (q->kind != LK_ACQUIRE && q->kind != LK_RELEASE)) {
+        q->name_len > LK_NAME_MAX ||
+        (q->kind != LK_ACQUIRE && q->kind != LK_RELEASE && q->kind != LK_RELEASE_CN)) {
         __atomic_fetch_add(&s->st.bad, 1, __ATOMIC_RELAXED);
         return;
     }
@@ -91,7 +93,9 @@ static void serve(struct lock_service *s, const struct lk_req *q, uint32_t len)
         return;
     }
     struct lk_rep r = {.magic = LK_MAGIC, .kind = LK_REPLY, .seq = q->seq, .why = LT_OK};
-    for (; r.granted < q->n; r.granted++) {
+    if (q->kind == LK_RELEASE_CN) /* granted: how many were released */
+        r.granted = (uint32_t)lock_table_release_cn(s->t, q->cn);
+    for (; q->kind == LK_ACQUIRE && r.granted < q->n; r.granted++) {
         enum lt_result res = lock_table_acquire(s->t, q->hash[r.granted],
                                                 q->write_mask >> r.granted & 1, q->holder);
         if (res != LT_OK) {
@@ -260,17 +264,13 @@ static int send_req(struct lock_client *c, uint32_t kind, uint32_t owner, uint64
                          .seq = ++c->seq, .holder = holder, .write_mask = write_mask, .n = n,
                          .name_len = c->name_len};
     memcpy(q->name, c->name, c->name_len);
-    memcpy(q->hash, hash, 8 * (size_t)n);
+    if (n) memcpy(q->hash, hash, 8 * (size_t)n);
     return fab_send(c->f, c->owner[owner], q, req_bytes(n), err);
 }
 
-int lock_client_acquire(struct lock_client *c, uint32_t owner, uint64_t holder,
-                        const uint64_t *hash, uint64_t write_mask, uint32_t n, uint32_t *granted,
-                        enum lt_result *why, pod_err *err)
+/* The reply to the request just sent: 0, or -1 with err. */
+static int await_reply(struct lock_client *c, uint32_t owner, struct lk_rep *out, pod_err *err)
 {
-    *granted = 0;
-    *why = LT_OK;
-    if (send_req(c, LK_ACQUIRE, owner, holder, hash, write_mask, n, err) != 0) return -1;
     for (;;) {
         struct lk_rep r;
         uint32_t len;
@@ -287,16 +287,40 @@ int lock_client_acquire(struct lock_client *c, uint32_t owner, uint64_t holder,
             return -1;
         }
         if (r.seq != c->seq) continue; /* a reply to a call given up on */
-        if (r.granted > n) {
-            pod_err_set(err, "lock client: compute node %u granted %u of %u locks", owner,
-                        r.granted, n);
-            return -1;
-        }
-        *granted = r.granted;
-        if (r.granted == n) return 0;
-        *why = (enum lt_result)r.why;
-        return 1;
+        *out = r;
+        return 0;
     }
+}
+
+int lock_client_acquire(struct lock_client *c, uint32_t owner, uint64_t holder,
+                        const uint64_t *hash, uint64_t write_mask, uint32_t n, uint32_t *granted,
+                        enum lt_result *why, pod_err *err)
+{
+    *granted = 0;
+    *why = LT_OK;
+    struct lk_rep r;
+    if (send_req(c, LK_ACQUIRE, owner, holder, hash, write_mask, n, err) != 0 ||
+        await_reply(c, owner, &r, err) != 0)
+        return -1;
+    if (r.granted > n) {
+        pod_err_set(err, "lock client: compute node %u granted %u of %u locks", owner, r.granted,
+                    n);
+        return -1;
+    }
+    *granted = r.granted;
+    if (r.granted == n) return 0;
+    *why = (enum lt_result)r.why;
+    return 1;
+}
+
+int lock_client_release_cn(struct lock_client *c, uint32_t owner, size_t *released, pod_err *err)
+{
+    struct lk_rep r;
+    if (send_req(c, LK_RELEASE_CN, owner, 0, NULL, 0, 0, err) != 0 ||
+        await_reply(c, owner, &r, err) != 0)
+        return -1;
+    if (released) *released = r.granted;
+    return 0;
 }
 
 int lock_client_release(struct lock_client *c, uint32_t owner, uint64_t holder,

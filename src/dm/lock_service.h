@@ -74,5 +74,9 @@ int lock_client_acquire(struct lock_client *c, uint32_t owner, uint64_t holder,
 /* Give back n (<= LK_BATCH) locks of holder at owner; not waited for. */
 int lock_client_release(struct lock_client *c, uint32_t owner, uint64_t holder,
                         const uint64_t *hash, uint32_t n, pod_err *err);
+/* Give back, at owner, every lock of this client's compute node (what a
+ * compute node that restarted asks of the others: its previous run's
+ * locks), waited for: 0 with *released the count, or -1 with err. */
+int lock_client_release_cn(struct lock_client *c, uint32_t owner, size_t *released, pod_err *err);
 
 #endif

@@ -26,7 +26,7 @@
 #include "dm/fabric.h"
 
 #define DM_POOL_MAGIC 0x314c4f4f504d4450ull /* "PDMPOOL1" */
-#define DM_LAYOUT_VERSION 7u
+#define DM_LAYOUT_VERSION 8u
 #define DM_POD_NAME_MAX 64
 #define DM_MAX_TABLES 1024u
 #define DM_HEADER_BYTES 4096u
@@ -113,6 +113,19 @@ struct dm_cn_slot {
 #define DM_MEMBERSHIP(index, count) \
     (DM_MEMBERSHIP_TAG << 32 | (uint64_t)(count) << 16 | (uint64_t)(index))
 
+/* ---- the compute nodes' message addresses (memory node 0's; after the
+ * catalog): entry s is slot s's lock service address (Lotus), written by
+ * its compute node at start; conn is the slot's connection id then (a
+ * reader compares it with the slot's conn word: an entry of a run that
+ * ended is stale). ---- */
+#define DM_CN_DIR_OFF (DM_CATALOG_OFF + DM_MAX_TABLES * DM_CATALOG_ENTRY)
+#define DM_CN_DIR_NAME_MAX 112u
+struct dm_cn_dir_entry {
+    uint64_t conn;            /*  0: the writer's connection id (without DM_CN_CONNECTED) */
+    uint32_t len, pad;        /*  8: the address's bytes */
+    unsigned char name[DM_CN_DIR_NAME_MAX]; /* 16 */
+};                            /* 128 bytes */
+
 /* state of a catalog entry (its first word, changed by CAS and WRITE) */
 #define DM_CAT_FREE 0ull
 #define DM_CAT_CREATING 1ull /* a compute node is laying the table out */
@@ -156,6 +169,9 @@ _Static_assert(sizeof(struct dm_cn_slot) == 32, "compute-node slot layout");
 _Static_assert(DM_CN_SLOTS_OFF + DM_CN_SLOTS * sizeof(struct dm_cn_slot) == DM_HEADER_BYTES,
                "compute-node slots fill the header");
 _Static_assert(sizeof(struct dm_catalog_entry) == DM_CATALOG_ENTRY, "catalog entry layout");
+_Static_assert(sizeof(struct dm_cn_dir_entry) == 128, "directory entry layout");
+_Static_assert(DM_CN_DIR_OFF + DM_CN_SLOTS * sizeof(struct dm_cn_dir_entry) <= DM_DATA_START,
+               "the directory fits before the data");
 
 /* ---- bootstrap: one request and one reply over the memory node's Unix
  * socket; the connection then stays open for the client's lifetime. ---- */

@@ -144,6 +144,7 @@ pod_db *pod_db_new(const struct pod_db_options *o, char *err, size_t errlen)
     }
     if (db->store && o->cc == POD_CC_FORD) db->cc = &cc_ford;
     if (db->store && o->cc == POD_CC_MOTOR) db->cc = &cc_motor;
+    if (db->store && o->cc == POD_CC_LOTUS) db->cc = &cc_lotus;
     /* What pod/ and log/, below this layer, call up into (db/types.h). */
     db->hooks = (struct pod_db_hooks){
         .row_removed = log_row_removed,
@@ -172,6 +173,7 @@ void pod_db_free(pod_db *db)
     for (uint32_t i = 0; i < db->ntables; i++) table_free(db->tables[i]);
     for (int i = 0; db->workers && i < db->opt.nworkers; i++) worker_free(db->workers[i]);
     worker_free(db->admin);
+    if (db->cc && db->cc->stop) db->cc->stop(db);
     for (uint32_t i = 0; i < db->nprocs; i++) free((char *)db->procs[i].name);
     free(db->workers);
     free(db->threads);

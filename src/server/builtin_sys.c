@@ -182,7 +182,7 @@ static int sys_config(pod_txn *tx, const pod_args *a, pod_result *res, void *ctx
         kv_row(res, &row, "dm.protocol", "%s", pod_dm_protocol_name(c->dm.protocol));
         if (c->dm.protocol != POD_DM_RS_2PL)
             kv_row(res, &row, "dm.undo_log_size", "%llu", (unsigned long long)c->dm.undo_log_size);
-        if (c->dm.protocol == POD_DM_MOTOR) kv_row(res, &row, "dm.versions", "%d", c->dm.versions);
+        if (pod_dm_multiversion(c->dm.protocol)) kv_row(res, &row, "dm.versions", "%d", c->dm.versions);
         kv_row(res, &row, "dm.replicas", "%d", c->dm.replicas);
         kv_row(res, &row, "dm.inflight", "%d", c->dm.inflight);
         for (int i = 0; i < c->dm.nmemnodes; i++)

@@ -1654,6 +1654,7 @@ static int build_db(struct pod_server *s, pod_err *err)
             mns[i] = c->dm.memnodes[i];
         o.cc = c->dm.protocol == POD_DM_FORD    ? POD_CC_FORD
                : c->dm.protocol == POD_DM_MOTOR ? POD_CC_MOTOR
+               : c->dm.protocol == POD_DM_LOTUS ? POD_CC_LOTUS
                                                 : POD_CC_RS_2PL;
         o.versions = (uint32_t)c->dm.versions;
         /* each worker thread runs dm.inflight workers as lanes */

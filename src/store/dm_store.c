@@ -1536,6 +1536,41 @@ fail:
     return NULL;
 }
 
+/* ---- the members' message addresses (pool.h, DM_CN_DIR_OFF) ---- */
+
+static const char *msg_provider(struct record_store *s) { return fab_provider(ds(s)->f); }
+
+static int dir_publish(struct record_store *s, uint32_t slot, const void *name, size_t len,
+                       pod_err *err)
+{
+    struct dm_store *d = ds(s);
+    if (!slot || slot >= DM_CN_SLOTS || len > DM_CN_DIR_NAME_MAX) {
+        pod_err_set(err, "dm record store: a directory entry for slot %u of %zu bytes: slots "
+                    "1..%u, at most %u bytes", slot, len, DM_CN_SLOTS - 1, DM_CN_DIR_NAME_MAX);
+        return -1;
+    }
+    struct dm_cn_dir_entry e = {.conn = d->root->conn_gen, .len = (uint32_t)len};
+    memcpy(e.name, name, len);
+    write_placed(d, 0, DM_CN_DIR_OFF + (uint64_t)slot * sizeof e, &e, sizeof e);
+    return 0;
+}
+
+static int dir_lookup(struct record_store *s, uint32_t slot, void *name, size_t *len)
+{
+    struct dm_store *d = ds(s);
+    if (!slot || slot >= DM_CN_SLOTS) return 0;
+    struct dm_cn_dir_entry e;
+    uint64_t conn;
+    rd(d, 0, SLOT_OFF(slot) + offsetof(struct dm_cn_slot, conn), &conn, sizeof conn);
+    rd(d, 0, DM_CN_DIR_OFF + (uint64_t)slot * sizeof e, &e, sizeof e);
+    if (!(conn & DM_CN_CONNECTED) || e.conn != (conn & ~DM_CN_CONNECTED) || !e.len ||
+        e.len > DM_CN_DIR_NAME_MAX || e.len > *len)
+        return 0;
+    memcpy(name, e.name, e.len);
+    *len = e.len;
+    return 1;
+}
+
 static const struct rs_ops dm_ops = {
     .name = "dm",
     .ordered = false,
@@ -1559,6 +1594,9 @@ static const struct rs_ops dm_ops = {
     .member_join = member_join,
     .owner_check = owner_check,
     .owner_recovered = owner_recovered,
+    .msg_provider = msg_provider,
+    .dir_publish = dir_publish,
+    .dir_lookup = dir_lookup,
     .counters = counters,
     .destroy = destroy,
 };

@@ -23,6 +23,7 @@
 #define PODDB_STORE_RECORD_STORE_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #include "util/err.h"
@@ -118,6 +119,8 @@ struct rs_op {
     bool ok;
 };
 
+#define RS_DIR_NAME_MAX 112 /* a message address in the members' directory */
+
 struct record_store;
 
 struct rs_ops {
@@ -210,6 +213,16 @@ struct rs_ops {
     /* dead (from owner_check or member_join) has been recovered: its locks
      * are stale from now on. */
     void (*owner_recovered)(struct record_store *s, const struct rs_member *dead);
+    /* The members' message addresses (Lotus's lock services): the fabric
+     * provider they use (NULL: none, the members share one process), and
+     * a directory of one address per slot. dir_publish sets this member's
+     * (slot's) entry; dir_lookup reads slot's: 1 with the address in
+     * name (*len bytes, at most RS_DIR_NAME_MAX), 0 when the slot has
+     * none or its compute node is not connected. */
+    const char *(*msg_provider)(struct record_store *s);
+    int (*dir_publish)(struct record_store *s, uint32_t slot, const void *name, size_t len,
+                       pod_err *err);
+    int (*dir_lookup)(struct record_store *s, uint32_t slot, void *name, size_t *len);
 
     /* The store's counters; NULL when it keeps none (memory it reaches
      * with loads and stores has no operations worth counting). */

@@ -52,6 +52,9 @@ struct cc_ops {
     int (*start)(pod_db *db, char *err, size_t errlen);
     /* A table was created (before any worker runs). May be NULL. */
     int (*table_added)(pod_db *db, pod_table *t, char *err, size_t errlen);
+    /* The database goes, its workers gone: what start made (cc_state).
+     * May be NULL. */
+    void (*stop)(pod_db *db);
 
     /* proc.h's operations; update_range with whole is pod_update_ref */
     int (*get)(pod_txn *tx, pod_table *t, const void *key, void *out, bool for_update);
@@ -100,5 +103,6 @@ extern const struct cc_ops cc_tigon_2pl; /* txn.c */
 extern const struct cc_ops cc_rs_2pl;    /* rs2pl.c */
 extern const struct cc_ops cc_ford;      /* ford.c */
 extern const struct cc_ops cc_motor;     /* ford.c: ford over multi-versioned records */
+extern const struct cc_ops cc_lotus;     /* ford.c: motor's records, locks in compute nodes' tables */
 
 #endif

@@ -80,6 +80,7 @@
 #include <string.h>
 
 #include "cxl/record.h"
+#include "dm/lock_service.h"
 #include "log/crc32c.h"
 #include "storage/table.h"
 #include "store/record_store.h"
@@ -202,6 +203,15 @@ struct ford_txn {
     bool too_old;            /* the conflict: the snapshot's version was overwritten */
     unsigned char *cvt;      /* a record's CVT as read */
     uint32_t cvt_cap;
+    /* lotus (lotus != NULL): the locks asked for, held until commit or
+     * abort gives them back, in the compute nodes' lock tables */
+    struct lotus_db *lotus;
+    struct lock_client *lk;  /* this worker's requests to the other compute nodes */
+    struct lotus_lock *locks;
+    uint32_t nlocks, locks_cap;
+    uint64_t holder;         /* LT_HOLDER of this attempt */
+    uint64_t attempts;
+    uint32_t unreachable;    /* the conflict: this compute node's lock service did not answer */
     uint64_t conflict_word;
     char msg[CC_MSG_LEN];
 };
@@ -233,6 +243,13 @@ static int nomem(struct ford_txn *x, const char *what)
 {
     x->status = POD_E_NOMEM;
     return pod_txn_fail((pod_txn *)(void *)x, POD_E_NOMEM, "out of memory for %s", what);
+}
+
+/* Give back the record word's lock (ford, motor; under lotus the word is
+ * not a lock). */
+static void unlock_word(struct ford_txn *x, rs_loc loc)
+{
+    if (x->mine) OPS(x)->word_faa(x->rs, loc, (uint64_t)0 - x->mine);
 }
 
 /* ---- the access set ------------------------------------------------------------ */
@@ -387,7 +404,14 @@ static pod_table *table_by_id(pod_db *db, uint32_t id)
 /* The versions of a record under db's protocol: 0 under ford. */
 static uint32_t db_versions(const pod_db *db)
 {
-    return db->cc == &cc_motor ? db->opt.versions : 0;
+    return db->cc == &cc_motor || db->cc == &cc_lotus ? db->opt.versions : 0;
+}
+
+/* What a record's word holds while compute node `owner` (its owner word)
+ * has it locked: that word, or 0 under lotus (the lock is in a lock table). */
+static inline uint64_t held_word(const pod_db *db, uint64_t owner)
+{
+    return db->cc == &cc_lotus ? 0 : owner;
 }
 
 /* The log entry at *at of buf: *e, its key and before-image; *at moves past it. */
@@ -494,7 +518,7 @@ static void undo_log(pod_db *db, struct record_store *rs, const struct rs_member
         free(buf);
         return;
     }
-    uint64_t theirs = owner_word(dead->slot, dead->incarnation);
+    uint64_t theirs = held_word(db, owner_word(dead->slot, dead->incarnation));
     uint32_t undone = 0;
     if (db_versions(db)) {
         uint64_t ts;
@@ -610,6 +634,149 @@ static enum got met(struct ford_txn *x, pod_table *t, rs_loc loc, const void *ke
     return g;
 }
 
+/* ---- lotus: record locks in the compute nodes' lock tables ------------------------
+ * A key's lock lives at the compute node that owns its shard (the owner of
+ * its table's partition, else a hash of the key: lt_shard); taking it is a
+ * call on this compute node's own table or a request to the owner's lock
+ * service (src/dm/lock_service.h), never an atomic on a memory node. */
+#define LOTUS_TABLE_BYTES (8u << 20)
+#define LOTUS_TIMEOUT_MS 2000
+
+struct lotus_db {
+    struct lock_service *svc; /* this compute node's; NULL when the store has no members */
+    struct lock_table *table; /* svc's, or the one the database's workers share */
+    const char *provider;
+    uint32_t me, ncn;         /* this compute node's slot; the pod's compute nodes */
+};
+
+struct lotus_lock {
+    uint64_t hash;
+    uint32_t owner;           /* slot of the compute node whose table has it */
+    bool write;
+};
+
+static uint32_t lotus_owner(const struct ford_txn *x, const pod_table *t, const void *key,
+                            uint64_t hash)
+{
+    const struct lotus_db *L = x->lotus;
+    if (!L->svc || L->ncn <= 1) return L->me;
+    if (t->nparts > 1) { /* the critical field: the partition's (TPC-C: the warehouse) */
+        uint32_t host = t->parts[table_partition_of(t, key)].owner;
+        if (host < L->ncn) return host + 1;
+    }
+    return lt_shard_owner(lt_shard(hash >> 40), L->ncn) + 1;
+}
+
+static struct lock_client *lotus_client(struct ford_txn *x, uint32_t owner)
+{
+    struct lotus_db *L = x->lotus;
+    pod_err e;
+    if (!x->lk && !(x->lk = lock_client_new(L->provider, L->me, (uint32_t)x->w->id,
+                                            LOTUS_TIMEOUT_MS, &e))) {
+        pod_warn("lotus: %s", e.msg);
+        return NULL;
+    }
+    if (!lock_client_knows(x->lk, owner)) {
+        unsigned char name[RS_DIR_NAME_MAX];
+        size_t len = sizeof name;
+        if (OPS(x)->dir_lookup(x->rs, owner, name, &len) != 1 ||
+            lock_client_owner(x->lk, owner, name, len, &e) != 0)
+            return NULL; /* not running: its locks are not to be had now */
+    }
+    return x->lk;
+}
+
+/* The lock of t's key, for writing or reading: GOT_OK or GOT_CONFLICT
+ * (the status set). Kept in x->locks even when refused: abort gives back
+ * whatever was asked for. */
+static enum got lotus_lock(struct ford_txn *x, const pod_table *t, const void *key, bool write)
+{
+    uint64_t hash = lt_key_hash(t->id, key, t->key_size);
+    struct lotus_lock *l = NULL;
+    for (uint32_t i = 0; i < x->nlocks && !l; i++)
+        if (x->locks[i].hash == hash) l = &x->locks[i];
+    if (l && (l->write || !write)) return GOT_OK;
+    if (!l) {
+        if (x->nlocks == x->locks_cap) {
+            uint32_t cap = x->locks_cap ? x->locks_cap * 2 : 32;
+            struct lotus_lock *n = realloc(x->locks, cap * sizeof *n);
+            if (!n) {
+                nomem(x, "the lock set");
+                return GOT_CONFLICT;
+            }
+            x->locks = n;
+            x->locks_cap = cap;
+        }
+        l = &x->locks[x->nlocks++];
+        *l = (struct lotus_lock){.hash = hash, .owner = lotus_owner(x, t, key, hash)};
+    }
+    enum lt_result r;
+    if (l->owner == x->lotus->me) {
+        r = lock_table_acquire(x->lotus->table, hash, write, x->holder);
+    } else {
+        struct lock_client *c = lotus_client(x, l->owner);
+        uint32_t granted;
+        pod_err e;
+        int rc = c ? lock_client_acquire(c, l->owner, x->holder, &hash, write, 1, &granted, &r,
+                                         &e)
+                   : -1;
+        if (rc < 0) { /* it may have taken it: released with the rest */
+            x->unreachable = l->owner;
+            conflict(x, write ? POD_CAUSE_WRITE_LOCK : POD_CAUSE_READ_LOCK, 0);
+            return GOT_CONFLICT;
+        }
+        if (rc == 0) r = LT_OK;
+    }
+    if (r == LT_NOMEM) {
+        nomem(x, "a lock");
+        return GOT_CONFLICT;
+    }
+    if (r != LT_OK) {
+        conflict(x, write ? POD_CAUSE_WRITE_LOCK : POD_CAUSE_READ_LOCK, 0);
+        return GOT_CONFLICT;
+    }
+    l->write = l->write || write;
+    return GOT_OK;
+}
+
+static void lotus_send_release(struct ford_txn *x, uint32_t owner, const uint64_t *hash,
+                               uint32_t n)
+{
+    pod_err e;
+    if (n && x->lk && lock_client_knows(x->lk, owner) &&
+        lock_client_release(x->lk, owner, x->holder, hash, n, &e) != 0)
+        pod_warn("lotus: giving back %u locks at compute node slot %u: %s (they go when it "
+                 "restarts)", n, owner, e.msg);
+}
+
+/* Every lock asked for, given back: the own table's at once, the others'
+ * in one request per owner (not waited for). */
+static void lotus_release(struct ford_txn *x)
+{
+    struct lotus_db *L = x->lotus;
+    uint64_t batch[LK_BATCH];
+    for (uint32_t i = 0; i < x->nlocks; i++) {
+        struct lotus_lock *l = &x->locks[i];
+        if (l->owner == UINT32_MAX) continue; /* sent with an earlier one's */
+        if (l->owner == L->me) {
+            lock_table_release(L->table, l->hash, x->holder);
+            continue;
+        }
+        uint32_t owner = l->owner, n = 0;
+        for (uint32_t j = i; j < x->nlocks; j++) {
+            if (x->locks[j].owner != owner) continue;
+            batch[n++] = x->locks[j].hash;
+            x->locks[j].owner = UINT32_MAX;
+            if (n == LK_BATCH || j == x->nlocks - 1) {
+                lotus_send_release(x, owner, batch, n);
+                n = 0;
+            }
+        }
+        lotus_send_release(x, owner, batch, n);
+    }
+    x->nlocks = 0;
+}
+
 /* Lock the record (CAS 0 -> ours) and read its row behind the lock, one batch. */
 static enum got lock_and_read(struct ford_txn *x, struct access *a, const void *key)
 {
@@ -623,6 +790,12 @@ static enum got lock_and_read(struct ford_txn *x, struct access *a, const void *
     *c = (struct rs_op){.kind = RS_OP_CAS, .loc = a->loc, .expected = 0, .desired = x->mine};
     *r = (struct rs_op){.kind = RS_OP_READ, .loc = a->loc, .head = &a->head, .buf = a->copy,
                         .len = a->table->tuple_size};
+    uint64_t w = 0;
+    if (x->lotus) { /* locked already (lotus_lock): the READ alone, with the word */
+        *c = *r;
+        c->word = &w;
+        r = c;
+    }
     if (x->nver) { /* the whole CVT */
         uint32_t bytes = x->nver * mv_cell_bytes(a->table);
         if (!mv_room(x, bytes)) {
@@ -632,11 +805,12 @@ static enum got lock_and_read(struct ford_txn *x, struct access *a, const void *
         r->buf = x->cvt;
         r->len = bytes;
     }
-    OPS(x)->batch(x->rs, x->ops.ops, 2);
-    if (!x->ops.ops[0].ok)
+    OPS(x)->batch(x->rs, x->ops.ops, x->lotus ? 1 : 2);
+    if (x->lotus && (w & FW_DEAD)) return GOT_RESTART; /* removed: look it up again */
+    if (!x->lotus && !x->ops.ops[0].ok)
         return met(x, a->table, a->loc, key, x->ops.ops[0].old, POD_CAUSE_WRITE_LOCK);
     if (x->nver && !mv_locked(x, a)) {
-        OPS(x)->word_faa(x->rs, a->loc, (uint64_t)0 - x->mine);
+        unlock_word(x, a->loc);
         pod_txn_fail((pod_txn *)(void *)x, POD_E_INVALID, "%s: a record without a cell to write",
                      a->table->name);
         x->status = POD_E_INVALID;
@@ -734,6 +908,9 @@ static int find(struct ford_txn *x, pod_table *t, const void *key, uint8_t want,
                 struct access **acc)
 {
     *acc = NULL;
+    /* lotus locks first, whether the key is there or not: a lock on a
+     * missing key keeps it missing (an insert takes it for writing) */
+    if (x->lotus && lotus_lock(x, t, key, want == A_WRITE) != GOT_OK) return x->status;
     for (int tries = 0; tries < OP_RESTARTS; tries++) {
         rs_loc loc = tries ? 0 : hinted(x, t, key); /* a restart looks again */
         if (!loc && OPS(x)->lookup(x->rs, t->id, key, &loc) != RS_OK) {
@@ -779,7 +956,7 @@ static int find(struct ford_txn *x, pod_table *t, const void *key, uint8_t want,
             return x->status;
         }
         if (!a->head.valid) { /* being removed, or taken over and found dead: again */
-            if (want == A_WRITE) OPS(x)->word_faa(x->rs, loc, (uint64_t)0 - x->mine);
+            if (want == A_WRITE) unlock_word(x, loc);
             drop_last(x);
             continue;
         }
@@ -787,7 +964,7 @@ static int find(struct ford_txn *x, pod_table *t, const void *key, uint8_t want,
         a->valid_read = a->head.valid;
         if (want == A_WRITE) pod_crash_point("ford-locked");
         if (want == A_WRITE && !x->nver && !keep_before(x, a)) {
-            OPS(x)->word_faa(x->rs, loc, (uint64_t)0 - x->mine);
+            unlock_word(x, loc);
             drop_last(x);
             return nomem(x, "a before-image");
         }
@@ -882,6 +1059,7 @@ static int ford_insert(pod_txn *tx, pod_table *t, const void *key, const void *t
     int rc = check_op(x, t, key);
     if (rc) return rc;
     if (!tuple) return pod_txn_fail(tx, POD_E_INVALID, "%s: tuple is NULL", t->name);
+    if (x->lotus && lotus_lock(x, t, key, true) != GOT_OK) return x->status;
     for (int tries = 0; tries < OP_RESTARTS; tries++) {
         rs_loc loc;
         if (OPS(x)->lookup(x->rs, t->id, key, &loc) == RS_OK) {
@@ -904,7 +1082,7 @@ static int ford_insert(pod_txn *tx, pod_table *t, const void *key, const void *t
         int st = OPS(x)->alloc(x->rs, t->id, key, &loc);
         if (st != RS_OK) return nomem(x, "a record");
         uint64_t zero = 0;
-        OPS(x)->word_cas(x->rs, loc, &zero, x->mine); /* nobody knows it yet */
+        if (x->mine) OPS(x)->word_cas(x->rs, loc, &zero, x->mine); /* nobody knows it yet */
         struct rs_row_head h = {0, 0};
         if (!x->nver) OPS(x)->row_write(x->rs, loc, &h, tuple, 0, t->tuple_size);
         st = OPS(x)->index_insert(x->rs, t->id, key, loc);
@@ -1197,20 +1375,21 @@ static void ford_commit(pod_txn *tx)
 {
     struct ford_txn *x = X(tx);
     uint64_t epoch = x->db->epoch;
-    if (snapshot_only(x)) {
+    bool any = false;
+    for (uint32_t i = 0; i < x->nacc && !any; i++) any = changes(&x->acc[i]);
+    if (snapshot_only(x) || (x->lotus && !any)) { /* lotus: every read was locked */
+        if (x->lotus) lotus_release(x);
         x->nacc = 0;
         access_map_clear(&x->map);
         return;
     }
-    bool any = false;
-    for (uint32_t i = 0; i < x->nacc && !any; i++) any = changes(&x->acc[i]);
     bool logged = any && x->db->member.slot;
     /* (a) and (b) in one batch: the log written while the reads are
      * checked. A validation that fails leaves a log to mark done before
      * any lock is released (ford_abort). */
     struct validation v = {0};
     uint32_t k = 0;
-    if (validation_ops(x, &k, &v) != POD_OK) return; /* the caller aborts */
+    if (!x->lotus && validation_ops(x, &k, &v) != POD_OK) return; /* the caller aborts */
     if (any && x->nver && mv_cell_ops(x, &k) != POD_OK) return;
     if (logged && log_ops(x, epoch, &k) != POD_OK) return;
     if (any && x->nver && !logged) { /* the new cells placed before the timestamp */
@@ -1248,10 +1427,10 @@ static void ford_commit(pod_txn *tx)
     static const uint64_t unlocked = 0;
     for (uint32_t i = 0; i < x->nacc; i++) {
         struct access *a = &x->acc[i];
-        if (a->mode != A_WRITE || (a->flags & F_DELETED)) continue;
+        if (a->mode != A_WRITE || (a->flags & F_DELETED) || !x->mine) continue;
         struct rs_op *o = op_buf_next(&x->ops, &n);
         if (!o) {
-            OPS(x)->word_faa(x->rs, a->loc, (uint64_t)0 - x->mine);
+            unlock_word(x, a->loc);
             continue;
         }
         *o = (struct rs_op){.kind = RS_OP_WRITE, .loc = a->loc, .word = (uint64_t *)&unlocked};
@@ -1269,6 +1448,7 @@ static void ford_commit(pod_txn *tx)
         OPS(x)->word_faa(x->rs, a->loc, FW_REMOVED - x->mine);
         OPS(x)->free(x->rs, a->table->id, a->loc);
     }
+    if (x->lotus) lotus_release(x);
     x->nacc = 0;
     access_map_clear(&x->map);
 }
@@ -1317,14 +1497,16 @@ static void ford_abort(pod_txn *tx)
             OPS(x)->free(x->rs, a->table->id, a->loc);
             continue;
         }
+        if (!x->mine) continue;
         struct rs_op *o = op_buf_next(&x->ops, &n);
         if (!o) {
-            OPS(x)->word_faa(x->rs, a->loc, (uint64_t)0 - x->mine);
+            unlock_word(x, a->loc);
             continue;
         }
         *o = (struct rs_op){.kind = RS_OP_FAA, .loc = a->loc, .add = (uint64_t)0 - x->mine};
     }
     if (n) OPS(x)->batch(x->rs, x->ops.ops, n);
+    if (x->lotus) lotus_release(x);
     x->nacc = 0;
     access_map_clear(&x->map);
 }
@@ -1352,6 +1534,8 @@ static void ford_txn_free(pod_txn *tx)
     op_buf_free(&x->ops);
     free(x->log);
     free(x->cvt);
+    lock_client_free(x->lk);
+    free(x->locks);
     free(x);
 }
 
@@ -1370,6 +1554,16 @@ static void ford_begin(pod_txn *tx)
     x->mine = me->slot ? owner_word(me->slot, me->incarnation) : owner_word(1, 1);
     x->t_start = 0;
     x->missed = x->cells_written = x->too_old = false;
+    if (x->db->cc == &cc_lotus) {
+        /* lotus: reads are locked, the newest committed version is theirs;
+         * records' words are no locks; holders are named per attempt */
+        x->lotus = x->db->cc_state;
+        x->t_start = MV_INVISIBLE - 1;
+        x->mine = 0;
+        x->nlocks = 0;
+        x->unreachable = 0;
+        x->holder = LT_HOLDER(x->lotus->me, (uint64_t)x->w->id << 40 | (++x->attempts & ((1ull << 40) - 1)));
+    }
     arena_reset(&x->mem);
     x->hints = NULL;
     x->nhints = x->hints_cap = 0;
@@ -1384,7 +1578,13 @@ static pod_db *ford_db(pod_txn *tx) { return X(tx)->db; }
 static void ford_describe_conflict(const pod_txn *tx, char *out, size_t n)
 {
     uint64_t w = CX(tx)->conflict_word;
-    if (CX(tx)->too_old)
+    if (CX(tx)->unreachable)
+        snprintf(out, n, "the lock service of compute node slot %u (host %u) did not answer "
+                         "(lotus)", CX(tx)->unreachable, CX(tx)->unreachable - 1);
+    else if (CX(tx)->lotus && CX(tx)->cause != POD_CAUSE_VALIDATION)
+        snprintf(out, n, "a key locked by another transaction (lotus: in a compute node's lock "
+                         "table)");
+    else if (CX(tx)->too_old)
         snprintf(out, n, "the version of a record at the transaction's snapshot was overwritten "
                          "(dm.versions: %u)", CX(tx)->nver);
     else if (w & FW_LOCK)
@@ -1482,17 +1682,98 @@ static int ford_table_added(pod_db *db, pod_table *t, char *err, size_t errlen)
     return 0;
 }
 
-/* motor: the clock is found (or made) with the first table, before any
- * transaction runs. */
+/* motor, lotus: the clock is found (or made) with the first table, before
+ * any transaction runs. */
 static int motor_table_added(pod_db *db, pod_table *t, char *err, size_t errlen)
 {
     if (db->opt.versions < 2 || db->opt.versions > 255) {
-        snprintf(err, errlen, "motor keeps 2..255 versions of a record, not %u",
+        snprintf(err, errlen, "%s keeps 2..255 versions of a record, not %u", db->cc->name,
                  db->opt.versions);
         return -1;
     }
     if (!db->clock && mv_clock(db, err, errlen) != 0) return -1;
     return ford_table_added(db, t, err, errlen);
+}
+
+/* lotus, with the first table: a lock table the database's transactions
+ * share (those of its admin worker too, which may run before the workers
+ * start); start puts the lock service's in its place when the store has
+ * members. */
+static int lotus_table_added(pod_db *db, pod_table *t, char *err, size_t errlen)
+{
+    if (!db->cc_state) {
+        struct lotus_db *L = calloc(1, sizeof *L);
+        pod_err e;
+        if (!L || !(L->table = lock_table_new(LOTUS_TABLE_BYTES, &e))) {
+            free(L);
+            snprintf(err, errlen, "lotus: out of memory for the lock table");
+            return -1;
+        }
+        L->me = 1;
+        L->ncn = 1;
+        db->cc_state = L;
+    }
+    return motor_table_added(db, t, err, errlen);
+}
+
+/* lotus: this compute node's lock service, after ford's start, when the
+ * store has members; its previous run's locks given back at the others. */
+static int lotus_start(pod_db *db, char *err, size_t errlen)
+{
+    if (ford_start(db, err, errlen) != 0) return -1;
+    struct record_store *rs = db->store;
+    const struct rs_ops *o = rs->ops;
+    struct lotus_db *L = db->cc_state;
+    if (!L) return 0; /* no table: no transaction takes a lock */
+    pod_err e;
+    L->provider = o->msg_provider && db->member.slot ? o->msg_provider(rs) : NULL;
+    if (!L->provider) return 0;
+    L->me = db->member.slot;
+    L->ncn = db->opt.nhosts > 0 ? (uint32_t)db->opt.nhosts : 1;
+    L->svc = lock_service_start(&(struct lock_service_opts){.provider = L->provider,
+                                                            .table_bytes = LOTUS_TABLE_BYTES},
+                                &e);
+    if (!L->svc) goto fail;
+    lock_table_free(L->table); /* the admin worker's, empty between its transactions */
+    L->table = lock_service_table(L->svc);
+    unsigned char name[RS_DIR_NAME_MAX];
+    size_t len = sizeof name;
+    if (lock_service_name(L->svc, name, &len, &e) != 0 ||
+        o->dir_publish(rs, L->me, name, len, &e) != 0)
+        goto fail;
+    /* A previous run of this slot may hold locks at the others: its
+     * transactions are rolled back or forward (ford_start), their locks go. */
+    struct lock_client *c = lock_client_new(L->provider, L->me, UINT32_MAX, LOTUS_TIMEOUT_MS, &e);
+    if (!c) goto fail;
+    for (uint32_t s = 1; s <= L->ncn; s++) {
+        len = sizeof name;
+        size_t released = 0;
+        if (s == L->me || o->dir_lookup(rs, s, name, &len) != 1) continue;
+        if (lock_client_owner(c, s, name, len, &e) != 0 ||
+            lock_client_release_cn(c, s, &released, &e) != 0)
+            pod_warn("lotus: compute node slot %u did not give back this one's previous locks: %s",
+                     s, e.msg);
+        else if (released)
+            pod_info("lotus: compute node slot %u gave back %zu locks of this one's previous run",
+                     s, released);
+    }
+    lock_client_free(c);
+    pod_info("lotus: lock service of compute node slot %u of %u up (%u MiB lock table)", L->me,
+             L->ncn, LOTUS_TABLE_BYTES >> 20);
+    return 0;
+fail:
+    snprintf(err, errlen, "lotus: %s", e.msg);
+    return -1;
+}
+
+static void lotus_stop(pod_db *db)
+{
+    struct lotus_db *L = db->cc_state;
+    if (!L) return;
+    if (L->svc) lock_service_stop(L->svc);
+    else lock_table_free(L->table);
+    free(L);
+    db->cc_state = NULL;
 }
 
 /* The operations ford and motor share. */
@@ -1508,7 +1789,6 @@ static int motor_table_added(pod_db *db, pod_table *t, char *err, size_t errlen)
     .describe_conflict = ford_describe_conflict, \
     .touched_tables = ford_touched_tables, \
     .db = ford_db, \
-    .start = ford_start, \
     .get = ford_get, \
     .get_ref = ford_get_ref, \
     .update_range = ford_update_range, \
@@ -1520,6 +1800,7 @@ static int motor_table_added(pod_db *db, pod_table *t, char *err, size_t errlen)
 
 const struct cc_ops cc_ford = {
     .name = "ford",
+    .start = ford_start,
     .table_added = ford_table_added,
     FORD_FAMILY_OPS,
 };
@@ -1527,6 +1808,16 @@ const struct cc_ops cc_ford = {
 /* motor: the same operations over multi-versioned records (struct ford_txn.nver). */
 const struct cc_ops cc_motor = {
     .name = "motor",
+    .start = ford_start,
     .table_added = motor_table_added,
+    FORD_FAMILY_OPS,
+};
+
+/* lotus: motor's records, the locks in the compute nodes' lock tables. */
+const struct cc_ops cc_lotus = {
+    .name = "lotus",
+    .start = lotus_start,
+    .stop = lotus_stop,
+    .table_added = lotus_table_added,
     FORD_FAMILY_OPS,
 };

@@ -916,6 +916,18 @@ START_TEST(test_dm_every_field)
                  "versions: 3}\n" DM_HOSTS_OK DM_ENGINE_OK);
     ck_assert_int_eq(c->dm.versions, 3);
     ck_assert(pod_config_digest(c) != motor2_digest);
+    /* lotus: motor's records (versions in the digest), no backups */
+    c = parse_ok("mode: dm\ndm: {pod: p, memnodes: [/a.sock, /b.sock], protocol: lotus, "
+                 "versions: 3}\n" DM_HOSTS_OK DM_ENGINE_OK);
+    ck_assert_int_eq(c->dm.protocol, POD_DM_LOTUS);
+    ck_assert_str_eq(pod_dm_protocol_name(c->dm.protocol), "lotus");
+    ck_assert_int_eq(c->dm.versions, 3);
+    ck_assert_int_eq(c->dm.replicas, 0);
+    uint64_t lotus3_digest = pod_config_digest(c);
+    c = parse_ok("mode: dm\ndm: {pod: p, memnodes: [/a.sock, /b.sock], protocol: lotus}\n"
+                 DM_HOSTS_OK DM_ENGINE_OK);
+    ck_assert_int_eq(c->dm.versions, 2);
+    ck_assert(pod_config_digest(c) != lotus3_digest);
     /* dm.replicas: 1 under ford with 2 or more memory nodes, else 0; 0..n-1 when written. */
     ck_assert_int_eq(d.dm.replicas, 1);
     ck_assert_int_eq(parse_ok(DM_OK)->dm.replicas, 0);
@@ -1276,11 +1288,13 @@ static const struct bad_case {
     {"unknown dm protocol", "mode: dm\ndm:\n  pod: p\n  memnodes: [/m.sock]\n  protocol: occ\n"
      DM_HOSTS_OK DM_ENGINE_OK,
      "5:13: dm.protocol: unknown value 'occ' (expected ford (the default: optimistic reads, "
-     "undo logs, a dead compute node recovered), rs-2pl or motor (ford over records of several "
-     "versions, snapshot reads))"},
+     "undo logs, a dead compute node recovered), rs-2pl, motor (ford over records of several "
+     "versions, snapshot reads) or lotus (motor's records, locks in the compute nodes' "
+     "tables))"},
     {"versions under ford",
      "mode: dm\ndm:\n  pod: p\n  memnodes: [/m.sock]\n  versions: 3\n" DM_HOSTS_OK DM_ENGINE_OK,
-     "5:13: dm.versions: only with dm.protocol: motor (ford keeps one version of a record)"},
+     "5:13: dm.versions: only with dm.protocol: motor or lotus (ford keeps one version of a "
+     "record)"},
     {"one version under motor",
      "mode: dm\ndm:\n  pod: p\n  memnodes: [/m.sock]\n  protocol: motor\n  versions: 1\n"
      DM_HOSTS_OK DM_ENGINE_OK,
@@ -1288,7 +1302,12 @@ static const struct bad_case {
     {"backups under motor",
      "mode: dm\ndm:\n  pod: p\n  memnodes: [/a.sock, /b.sock]\n  protocol: motor\n"
      "  replicas: 1\n" DM_HOSTS_OK DM_ENGINE_OK,
-     "6:13: dm.replicas: 1 needs dm.protocol: ford (motor's snapshot reads may see a version "
+     "6:13: dm.replicas: 1 needs dm.protocol: ford (its snapshot reads may see a version "
+     "that reached a memory node and not its backup)"},
+    {"backups under lotus",
+     "mode: dm\ndm:\n  pod: p\n  memnodes: [/a.sock, /b.sock]\n  protocol: lotus\n"
+     "  replicas: 1\n" DM_HOSTS_OK DM_ENGINE_OK,
+     "6:13: dm.replicas: 1 needs dm.protocol: ford (its snapshot reads may see a version "
      "that reached a memory node and not its backup)"},
     {"undo log smaller than 64KiB",
      "mode: dm\ndm:\n  pod: p\n  memnodes: [/m.sock]\n  undo_log_size: 4KiB\n" DM_HOSTS_OK,

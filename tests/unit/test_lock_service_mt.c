@@ -5,7 +5,8 @@
  * - rules: a batch is taken in order up to the first refusal, which says
  *   why; a write lock excludes another holder's read; a release (not
  *   waited for) lets the lock go; batches of LK_BATCH pass and larger ones
- *   are refused at the client; an unknown owner is refused; the service's
+ *   are refused at the client; an unknown owner is refused; a compute
+ *   node's locks go at once (release_cn); the service's
  *   table shows the locks; a service that stopped makes an acquire fail
  *   within the client's timeout instead of hanging.
  * - concurrent: client threads of two "compute nodes" take and give back
@@ -157,6 +158,13 @@ START_TEST(rules)
     ck_assert_int_eq(lock_client_acquire(c1, 7, t1, many, 0, 1, &g, &why, &e), -1);
     ck_assert_msg(strstr(e.msg, "unknown"), "%s", e.msg);
     ck_assert(!lock_client_knows(c1, 7) && lock_client_knows(c1, 1));
+    /* a compute node's locks all given back at once (a restarted one asks) */
+    uint64_t cn2[2] = {h(50), h(51)};
+    ck_assert_int_eq(acq(c2, 1, LT_HOLDER(2, 300), cn2, 0x1, 2, &g, &why), 0);
+    ck_assert_int_eq(acq(c2, 1, LT_HOLDER(2, 301), &many[3], 0, 1, &g, &why), 0);
+    size_t released = 0;
+    ck_assert_msg(lock_client_release_cn(c2, 1, &released, &e) == 0, "%s", e.msg);
+    ck_assert_uint_eq(released, 3);
     /* every lock given back, at both (waiting for the last releases) */
     for (tries = 0;; tries++) {
         size_t l0, l1, hh;

@@ -352,11 +352,13 @@ END_TEST
 /* The optimistic protocols: ford validates its audits' reads; motor's
  * audits read a snapshot (two versions a record) and commit without
  * validation, so a torn or inconsistent snapshot would show as a wrong
- * total. */
+ * total; lotus locks every key first, in the lock table its workers
+ * share (a store of one user). */
 START_TEST(optimistic_scans)
 {
     scans_and_audits(POD_CC_FORD, "ford");
     scans_and_audits(POD_CC_MOTOR, "motor");
+    scans_and_audits(POD_CC_LOTUS, "lotus");
 }
 END_TEST
 
