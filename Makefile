@@ -146,6 +146,7 @@ test: deps
 TSAN_SERVER_TESTS := test_server test_pod_mp test_liveness_mp test_server_limits test_dm_store_mp
 TSAN_SCRIPTS := $(wildcard tests/integration/bench_*.sh) tests/integration/dm_pod.sh tests/integration/dm_nic.sh \
                 tests/integration/dm_cn_kill.sh tests/integration/dm_cn_kill_motor.sh \
+                tests/integration/dm_cn_kill_lotus.sh \
                 tests/integration/dm_mn_kill.sh
 TSAN_BINS := $(patsubst tools/%.c,build/tsan/bin/%,$(BIN_SRCS))
 tsan: deps

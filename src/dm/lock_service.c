@@ -246,6 +246,11 @@ bool lock_client_knows(const struct lock_client *c, uint32_t owner)
     return owner < MAX_OWNERS && c->owner[owner] >= 0;
 }
 
+void lock_client_forget(struct lock_client *c, uint32_t owner)
+{
+    if (owner < MAX_OWNERS) c->owner[owner] = -1;
+}
+
 /* The request of n locks, sent to owner. */
 static int send_req(struct lock_client *c, uint32_t kind, uint32_t owner, uint64_t holder,
                     const uint64_t *hash, uint64_t write_mask, uint32_t n, pod_err *err)

@@ -61,6 +61,8 @@ void lock_client_free(struct lock_client *c);
 int lock_client_owner(struct lock_client *c, uint32_t owner, const void *name, size_t len,
                       pod_err *err);
 bool lock_client_knows(const struct lock_client *c, uint32_t owner);
+/* Forget owner's address (it did not answer: it is to be looked up again). */
+void lock_client_forget(struct lock_client *c, uint32_t owner);
 
 /* Take n (<= LK_BATCH) locks of holder at owner, hash[i] a write lock when
  * bit i of write_mask is set, in order, stopping at the first refused.

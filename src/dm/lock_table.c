@@ -164,18 +164,23 @@ void lock_table_release(struct lock_table *t, uint64_t hash, uint64_t holder)
     unlatch(b);
 }
 
-size_t lock_table_release_cn(struct lock_table *t, uint32_t cn)
+size_t lock_table_release_match(struct lock_table *t, uint64_t mask, uint64_t value)
 {
     size_t n = 0;
     for (size_t i = 0; i < t->nbuckets; i++) {
         struct bucket *b = &t->b[i];
         latch(b);
         for (uint32_t j = 0; j < b->n;)
-            if (LT_HOLDER_CN(b->h[j].holder) == cn) drop(b, j), n++;
+            if ((b->h[j].holder & mask) == value) drop(b, j), n++;
             else j++;
         unlatch(b);
     }
     return n;
+}
+
+size_t lock_table_release_cn(struct lock_table *t, uint32_t cn)
+{
+    return lock_table_release_match(t, LT_HOLDER(0xff, 0), LT_HOLDER(cn, 0));
 }
 
 void lock_table_count(struct lock_table *t, size_t *locks, size_t *holders)

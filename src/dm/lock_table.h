@@ -69,6 +69,9 @@ void lock_table_release(struct lock_table *t, uint64_t hash, uint64_t holder);
 /* Give back every lock a holder of compute node cn holds: what the others
  * do for a compute node that died. The count released. */
 size_t lock_table_release_cn(struct lock_table *t, uint32_t cn);
+/* Give back every lock of the holders h with (h & mask) == value (a
+ * compute node's run, when its holders name it): the count released. */
+size_t lock_table_release_match(struct lock_table *t, uint64_t mask, uint64_t value);
 
 /* Locks held (slots in use), and holders, over the whole table: what a test
  * or sys.stats looks at, not exact while others lock. */

@@ -122,7 +122,8 @@ struct dm_cn_slot {
 #define DM_CN_DIR_NAME_MAX 112u
 struct dm_cn_dir_entry {
     uint64_t conn;            /*  0: the writer's connection id (without DM_CN_CONNECTED) */
-    uint32_t len, pad;        /*  8: the address's bytes */
+    uint32_t len;             /*  8: the address's bytes */
+    uint32_t inc;             /* 12: the writer's incarnation in the slot (dm_cn_slot.state) */
     unsigned char name[DM_CN_DIR_NAME_MAX]; /* 16 */
 };                            /* 128 bytes */
 

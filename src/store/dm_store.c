@@ -1549,13 +1549,15 @@ static int dir_publish(struct record_store *s, uint32_t slot, const void *name, 
                     "1..%u, at most %u bytes", slot, len, DM_CN_SLOTS - 1, DM_CN_DIR_NAME_MAX);
         return -1;
     }
-    struct dm_cn_dir_entry e = {.conn = d->root->conn_gen, .len = (uint32_t)len};
+    struct dm_cn_dir_entry e = {.conn = d->root->conn_gen, .len = (uint32_t)len,
+                                .inc = d->root->my_inc};
     memcpy(e.name, name, len);
     write_placed(d, 0, DM_CN_DIR_OFF + (uint64_t)slot * sizeof e, &e, sizeof e);
     return 0;
 }
 
-static int dir_lookup(struct record_store *s, uint32_t slot, void *name, size_t *len)
+static int dir_lookup(struct record_store *s, uint32_t slot, void *name, size_t *len,
+                      uint32_t *incarnation, bool *connected)
 {
     struct dm_store *d = ds(s);
     if (!slot || slot >= DM_CN_SLOTS) return 0;
@@ -1563,11 +1565,11 @@ static int dir_lookup(struct record_store *s, uint32_t slot, void *name, size_t 
     uint64_t conn;
     rd(d, 0, SLOT_OFF(slot) + offsetof(struct dm_cn_slot, conn), &conn, sizeof conn);
     rd(d, 0, DM_CN_DIR_OFF + (uint64_t)slot * sizeof e, &e, sizeof e);
-    if (!(conn & DM_CN_CONNECTED) || e.conn != (conn & ~DM_CN_CONNECTED) || !e.len ||
-        e.len > DM_CN_DIR_NAME_MAX || e.len > *len)
-        return 0;
+    if (!e.len || e.len > DM_CN_DIR_NAME_MAX || e.len > *len) return 0;
     memcpy(name, e.name, e.len);
     *len = e.len;
+    *incarnation = e.inc;
+    *connected = (conn & DM_CN_CONNECTED) && e.conn == (conn & ~DM_CN_CONNECTED);
     return 1;
 }
 

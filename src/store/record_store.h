@@ -216,13 +216,15 @@ struct rs_ops {
     /* The members' message addresses (Lotus's lock services): the fabric
      * provider they use (NULL: none, the members share one process), and
      * a directory of one address per slot. dir_publish sets this member's
-     * (slot's) entry; dir_lookup reads slot's: 1 with the address in
-     * name (*len bytes, at most RS_DIR_NAME_MAX), 0 when the slot has
-     * none or its compute node is not connected. */
+     * (slot's) entry, with its incarnation; dir_lookup reads slot's: 1
+     * with the address in name (*len bytes, at most RS_DIR_NAME_MAX), the
+     * incarnation that wrote it and whether that run still holds its
+     * connection (false: it died, or stopped); 0 when the slot has none. */
     const char *(*msg_provider)(struct record_store *s);
     int (*dir_publish)(struct record_store *s, uint32_t slot, const void *name, size_t len,
                        pod_err *err);
-    int (*dir_lookup)(struct record_store *s, uint32_t slot, void *name, size_t *len);
+    int (*dir_lookup)(struct record_store *s, uint32_t slot, void *name, size_t *len,
+                      uint32_t *incarnation, bool *connected);
 
     /* The store's counters; NULL when it keeps none (memory it reaches
      * with loads and stores has no operations worth counting). */

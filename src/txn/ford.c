@@ -75,9 +75,11 @@
  *   W | owner slot << 55 | inc       locked by that compute node's incarnation (bits 0-31)
  *   DEAD | W                         REMOVED: out of the index; a lookup that finds it retries */
 #include <inttypes.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "cxl/record.h"
 #include "dm/lock_service.h"
@@ -641,17 +643,33 @@ static enum got met(struct ford_txn *x, pod_table *t, rs_loc loc, const void *ke
  * service (src/dm/lock_service.h), never an atomic on a memory node. */
 #define LOTUS_TABLE_BYTES (8u << 20)
 #define LOTUS_TIMEOUT_MS 2000
+#define LOTUS_WATCH_MS 100  /* the janitor's look at the other compute nodes */
+#define LOTUS_GRACE_MS 1000 /* a restarted compute node's wait before it serves locks */
+/* A holder: the compute node's slot, and its incarnation (24 bits), the
+ * worker (8) and the attempt (24) in the transaction bits. */
+#define LOTUS_INC_MASK LT_HOLDER(0xff, 0xffffffull << 32)
+#define LOTUS_RUN(slot, inc) LT_HOLDER(slot, (uint64_t)((inc) & 0xffffff) << 32)
 
 struct lotus_db {
     struct lock_service *svc; /* this compute node's; NULL when the store has no members */
     struct lock_table *table; /* svc's, or the one the database's workers share */
     const char *provider;
     uint32_t me, ncn;         /* this compute node's slot; the pod's compute nodes */
+    /* The janitor: finds the compute nodes that died, has their logs
+     * recovered and gives back their locks in this one's table. */
+    pod_db *db;
+    struct record_store *h;   /* its handle of the store */
+    pthread_t janitor;
+    bool janitor_on, stop;
+    uint32_t gen[RS_MAX_MEMBERS];      /* bumped when slot s is found gone */
+    uint32_t seen_inc[RS_MAX_MEMBERS]; /* the run of s found gone last */
+    uint32_t done_inc[RS_MAX_MEMBERS]; /* the run of s whose locks were given back here */
 };
 
 struct lotus_lock {
     uint64_t hash;
     uint32_t owner;           /* slot of the compute node whose table has it */
+    uint32_t gen;             /* the owner's gen when asked: changed, the lock may be lost */
     bool write;
 };
 
@@ -679,7 +697,9 @@ static struct lock_client *lotus_client(struct ford_txn *x, uint32_t owner)
     if (!lock_client_knows(x->lk, owner)) {
         unsigned char name[RS_DIR_NAME_MAX];
         size_t len = sizeof name;
-        if (OPS(x)->dir_lookup(x->rs, owner, name, &len) != 1 ||
+        uint32_t inc;
+        bool connected;
+        if (OPS(x)->dir_lookup(x->rs, owner, name, &len, &inc, &connected) != 1 || !connected ||
             lock_client_owner(x->lk, owner, name, len, &e) != 0)
             return NULL; /* not running: its locks are not to be had now */
     }
@@ -709,6 +729,7 @@ static enum got lotus_lock(struct ford_txn *x, const pod_table *t, const void *k
         }
         l = &x->locks[x->nlocks++];
         *l = (struct lotus_lock){.hash = hash, .owner = lotus_owner(x, t, key, hash)};
+        l->gen = __atomic_load_n(&x->lotus->gen[l->owner % RS_MAX_MEMBERS], __ATOMIC_ACQUIRE);
     }
     enum lt_result r;
     if (l->owner == x->lotus->me) {
@@ -721,6 +742,7 @@ static enum got lotus_lock(struct ford_txn *x, const pod_table *t, const void *k
                                          &e)
                    : -1;
         if (rc < 0) { /* it may have taken it: released with the rest */
+            if (c) lock_client_forget(c, l->owner); /* looked up again next time */
             x->unreachable = l->owner;
             conflict(x, write ? POD_CAUSE_WRITE_LOCK : POD_CAUSE_READ_LOCK, 0);
             return GOT_CONFLICT;
@@ -775,6 +797,23 @@ static void lotus_release(struct ford_txn *x)
         lotus_send_release(x, owner, batch, n);
     }
     x->nlocks = 0;
+}
+
+/* Before a commit writes: every compute node whose table has one of its
+ * locks still runs (the janitor has not found it gone since), else the
+ * lock may have been lost with it and the commit aborts. */
+static bool lotus_locks_hold(struct ford_txn *x)
+{
+    for (uint32_t i = 0; i < x->nlocks; i++) {
+        const struct lotus_lock *l = &x->locks[i];
+        if (l->owner == x->lotus->me ||
+            __atomic_load_n(&x->lotus->gen[l->owner % RS_MAX_MEMBERS], __ATOMIC_ACQUIRE) == l->gen)
+            continue;
+        x->unreachable = l->owner;
+        conflict(x, POD_CAUSE_WRITE_LOCK, 0);
+        return false;
+    }
+    return true;
 }
 
 /* Lock the record (CAS 0 -> ours) and read its row behind the lock, one batch. */
@@ -1389,6 +1428,7 @@ static void ford_commit(pod_txn *tx)
      * any lock is released (ford_abort). */
     struct validation v = {0};
     uint32_t k = 0;
+    if (x->lotus && !lotus_locks_hold(x)) return; /* the caller aborts */
     if (!x->lotus && validation_ops(x, &k, &v) != POD_OK) return; /* the caller aborts */
     if (any && x->nver && mv_cell_ops(x, &k) != POD_OK) return;
     if (logged && log_ops(x, epoch, &k) != POD_OK) return;
@@ -1562,7 +1602,8 @@ static void ford_begin(pod_txn *tx)
         x->mine = 0;
         x->nlocks = 0;
         x->unreachable = 0;
-        x->holder = LT_HOLDER(x->lotus->me, (uint64_t)x->w->id << 40 | (++x->attempts & ((1ull << 40) - 1)));
+        x->holder = LOTUS_RUN(x->lotus->me, me->incarnation) |
+                    ((uint64_t)x->w->id & 0xff) << 24 | (++x->attempts & 0xffffff);
     }
     arena_reset(&x->mem);
     x->hints = NULL;
@@ -1716,6 +1757,51 @@ static int lotus_table_added(pod_db *db, pod_table *t, char *err, size_t errlen)
     return motor_table_added(db, t, err, errlen);
 }
 
+/* lotus's janitor: a compute node whose run no longer holds its
+ * connection died (or stopped). Its transactions' logs are rolled back or
+ * forward (by this one, or by whoever claimed them: owner_check), then its
+ * locks in this compute node's table go; the transactions here that hold
+ * locks in its table abort at commit (gen). */
+static void lotus_watch(struct lotus_db *L)
+{
+    const struct rs_ops *o = L->h->ops;
+    for (uint32_t s = 1; s <= L->ncn && s < RS_MAX_MEMBERS; s++) {
+        unsigned char name[RS_DIR_NAME_MAX];
+        size_t len = sizeof name;
+        uint32_t inc;
+        bool connected;
+        if (s == L->me || o->dir_lookup(L->h, s, name, &len, &inc, &connected) != 1 || connected ||
+            L->done_inc[s] == inc)
+            continue;
+        if (L->seen_inc[s] != inc) {
+            L->seen_inc[s] = inc;
+            __atomic_fetch_add(&L->gen[s], 1, __ATOMIC_ACQ_REL);
+        }
+        struct rs_member dead;
+        switch (o->owner_check(L->h, s, inc, &dead)) {
+        case RS_OWNER_LIVE: continue; /* being recovered by another, or not yet seen dead */
+        case RS_OWNER_RECOVER: recover(L->db, L->h, &dead); break;
+        case RS_OWNER_STALE: break;
+        }
+        size_t n = lock_table_release_match(L->table, LOTUS_INC_MASK, LOTUS_RUN(s, inc));
+        L->done_inc[s] = inc;
+        pod_info("lotus: compute node slot %u (host %u, incarnation %u) is gone: %zu of its locks "
+                 "given back here", s, s - 1, inc, n);
+    }
+}
+
+static void *lotus_janitor(void *arg)
+{
+    struct lotus_db *L = arg;
+    while (!__atomic_load_n(&L->stop, __ATOMIC_ACQUIRE)) {
+        lotus_watch(L);
+        for (int i = 0; i < LOTUS_WATCH_MS / 10 && !__atomic_load_n(&L->stop, __ATOMIC_ACQUIRE);
+             i++)
+            usleep(10000);
+    }
+    return NULL;
+}
+
 /* lotus: this compute node's lock service, after ford's start, when the
  * store has members; its previous run's locks given back at the others. */
 static int lotus_start(pod_db *db, char *err, size_t errlen)
@@ -1730,14 +1816,27 @@ static int lotus_start(pod_db *db, char *err, size_t errlen)
     if (!L->provider) return 0;
     L->me = db->member.slot;
     L->ncn = db->opt.nhosts > 0 ? (uint32_t)db->opt.nhosts : 1;
+    L->db = db;
+    unsigned char name[RS_DIR_NAME_MAX];
+    size_t len = sizeof name;
+    uint32_t inc;
+    bool connected;
+    /* A previous run of this slot served locks: the transactions of the
+     * others that hold some of them abort at commit once their janitor
+     * finds it gone (LOTUS_WATCH_MS); serving only after LOTUS_GRACE_MS
+     * leaves them that time (its table starts empty). */
+    if (o->dir_lookup(rs, L->me, name, &len, &inc, &connected) == 1) {
+        pod_info("lotus: this compute node's previous run served locks: serving in %d ms",
+                 LOTUS_GRACE_MS);
+        usleep(LOTUS_GRACE_MS * 1000);
+    }
     L->svc = lock_service_start(&(struct lock_service_opts){.provider = L->provider,
                                                             .table_bytes = LOTUS_TABLE_BYTES},
                                 &e);
     if (!L->svc) goto fail;
     lock_table_free(L->table); /* the admin worker's, empty between its transactions */
     L->table = lock_service_table(L->svc);
-    unsigned char name[RS_DIR_NAME_MAX];
-    size_t len = sizeof name;
+    len = sizeof name;
     if (lock_service_name(L->svc, name, &len, &e) != 0 ||
         o->dir_publish(rs, L->me, name, len, &e) != 0)
         goto fail;
@@ -1748,7 +1847,8 @@ static int lotus_start(pod_db *db, char *err, size_t errlen)
     for (uint32_t s = 1; s <= L->ncn; s++) {
         len = sizeof name;
         size_t released = 0;
-        if (s == L->me || o->dir_lookup(rs, s, name, &len) != 1) continue;
+        if (s == L->me || o->dir_lookup(rs, s, name, &len, &inc, &connected) != 1 || !connected)
+            continue;
         if (lock_client_owner(c, s, name, len, &e) != 0 ||
             lock_client_release_cn(c, s, &released, &e) != 0)
             pod_warn("lotus: compute node slot %u did not give back this one's previous locks: %s",
@@ -1758,6 +1858,12 @@ static int lotus_start(pod_db *db, char *err, size_t errlen)
                      s, released);
     }
     lock_client_free(c);
+    if (!(L->h = o->attach ? o->attach(rs, &e) : rs)) goto fail;
+    if (pthread_create(&L->janitor, NULL, lotus_janitor, L) != 0) {
+        pod_err_set(&e, "cannot start the janitor thread");
+        goto fail;
+    }
+    L->janitor_on = true;
     pod_info("lotus: lock service of compute node slot %u of %u up (%u MiB lock table)", L->me,
              L->ncn, LOTUS_TABLE_BYTES >> 20);
     return 0;
@@ -1770,6 +1876,10 @@ static void lotus_stop(pod_db *db)
 {
     struct lotus_db *L = db->cc_state;
     if (!L) return;
+    if (L->janitor_on) {
+        __atomic_store_n(&L->stop, true, __ATOMIC_RELEASE);
+        pthread_join(L->janitor, NULL);
+    }
     if (L->svc) lock_service_stop(L->svc);
     else lock_table_free(L->table);
     free(L);

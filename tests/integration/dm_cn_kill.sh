@@ -24,7 +24,11 @@
 # Under motor (DM_KILL_PROTOCOL=motor) the same, over records of several
 # versions: its crash points are ford's (a commit's log and INVISIBLE cells
 # placed; its cells made visible), and recovery rolls a commit forward or
-# back.
+# back. Under lotus (DM_KILL_PROTOCOL=lotus) the victim also owns the locks
+# of half the keys (its lock table dies with it): on odd rounds compute node
+# 0's janitor finds it gone, has its commit rolled back or forward and gives
+# back its locks, and compute node 0's writes of keys whose locks the victim
+# kept wait (retrying) until it is back; the victim restarts 2 s into them.
 # At the end both compute nodes serve kv calls.
 source tests/lib.sh
 source tests/bench-pod.sh
@@ -34,8 +38,8 @@ ROUNDS=${DM_KILL_ROUNDS:-6}
 PROTOCOL=${DM_KILL_PROTOCOL:-ford}
 PROTOCOL_CONF="  inflight: 4"
 UNDONE='rolled back a transaction'
-if [ "$PROTOCOL" = motor ]; then
-  PROTOCOL_CONF="  protocol: motor
+if [ "$PROTOCOL" = motor ] || [ "$PROTOCOL" = lotus ]; then
+  PROTOCOL_CONF="  protocol: $PROTOCOL
   replicas: 0
   inflight: 4"
   UNDONE='motor: rolled \(back\|forward\) a commit'
@@ -127,13 +131,20 @@ for r in $(seq 1 "$ROUNDS"); do
   crash=$(crash_for $((r + 1)))
   CRASH[$((r + 1))]=$crash
   if [ $((r % 2)) = 0 ]; then start_cn 1 "$crash"; fi
-  # No stuck lock: both groups written by compute node 0.
-  multi put v "after$r" | "$CLI" --conf "$conf" --host 0 -t 30000 >/dev/null ||
+  # No stuck lock: both groups written by compute node 0 (under lotus, on
+  # odd rounds, finished once the victim is back: it owns some locks).
+  multi put v "after$r" | "$CLI" --conf "$conf" --host 0 -t 30000 >/dev/null &
+  writer=$!
+  if [ $((r % 2)) = 1 ] && [ "$PROTOCOL" = lotus ]; then
+    sleep 2
+    start_cn 1 "$crash"
+  fi
+  wait "$writer" ||
     fail "round $r: compute node 0 cannot write group v after the kill: $(tail -5 "$TMP/host0.log")"
   kill "$survivor" 2>/dev/null || true
   wait "$survivor" 2>/dev/null || true
   grep -q '"error"' "$TMP/survivor.$r" && fail "round $r: the survivor's call failed: $(grep error "$TMP/survivor.$r" | head -3)"
-  if [ $((r % 2)) = 1 ]; then start_cn 1 "$crash"; fi
+  if [ $((r % 2)) = 1 ] && [ "$PROTOCOL" != lotus ]; then start_cn 1 "$crash"; fi
   s_val=$(group_value 1 s)
   [ "$(group_value 0 v)" = "after$r" ] || fail "round $r: group v lost compute node 0's write"
   pass "round $r: victim killed after $acked acknowledged calls; no stuck lock, group s holds $s_val whole"
@@ -164,7 +175,13 @@ start_cn 1 "dm-bucket-locked:$((20 + RANDOM % 50))"
 for _ in $(seq 1 100); do kill -0 "${CN[1]}" 2>/dev/null || break; sleep 0.1; done
 kill -0 "${CN[1]}" 2>/dev/null && fail "compute node 1 did not reach its crash point in an insert"
 wait "${CN[1]}" 2>/dev/null || true
-"$CLI" --conf "$conf" --host 0 -t 60000 --json <"$TMP/inserts.calls" >"$TMP/inserts.again" ||
+"$CLI" --conf "$conf" --host 0 -t 60000 --json <"$TMP/inserts.calls" >"$TMP/inserts.again" &
+inserter=$!
+if [ "$PROTOCOL" = lotus ]; then # some keys' locks are the victim's to give
+  sleep 2
+  start_cn 1
+fi
+wait "$inserter" ||
   fail "compute node 0 could not insert after compute node 1 died in an insert: $(grep -v '"ok"' "$TMP/inserts.again" | head -3)"
 grep -q 'took over the lock of index bucket' "$TMP/host0.log" ||
   fail "compute node 0 did not take the dead compute node's bucket lock over: $(tail -5 "$TMP/host0.log")"
@@ -173,6 +190,10 @@ pass "an index bucket locked by a compute node that died is taken over"
 # instead of 5, new ones, which it switches to once its previous run is
 # recovered.
 sed 's/^  inflight: 4$/  inflight: 8/' "$conf" >"$TMP/more.yaml"
+if [ "$PROTOCOL" = lotus ]; then
+  kill -TERM "${CN[1]}"
+  wait "${CN[1]}" || fail "compute node 1: exit status $? on SIGTERM"
+fi
 CN_CONF="$TMP/more.yaml" start_cn 1
 grep -q 'incarnation [0-9]*), 9 undo logs of' "$TMP/host1.log" ||
   fail "compute node 1 restarted with 8 transactions in flight: $(grep 'undo logs' "$TMP/host1.log" | tail -2)"
@@ -184,6 +205,12 @@ undo=$(grep -cE 'crash point ford-(rows|log)-written reached' "$TMP/host1.log" |
 [ "$recovered" -ge "$ROUNDS" ] && [ "$crashes" -ge $((ROUNDS / 3)) ] && [ "$rolled" -ge "$undo" ] ||
   fail "$recovered recoveries, $rolled rolled back, $crashes crash points ($undo with a commit to undo) over $ROUNDS kills: $(grep -E 'ford|motor|crash' "$TMP/host0.log" "$TMP/host1.log" | tail -20)"
 pass "$PROTOCOL: $recovered recoveries of a killed compute node ($crashes at crash points), $rolled with a commit in flight rolled back or forward"
+if [ "$PROTOCOL" = lotus ]; then
+  gone=$(grep -c 'lotus: compute node slot 2 (host 1, incarnation [0-9]*) is gone' "$TMP/host0.log" || true)
+  [ "$gone" -ge "$ROUNDS" ] ||
+    fail "compute node 0's janitor found the victim gone $gone times in $ROUNDS kills: $(grep lotus "$TMP/host0.log" | tail -5)"
+  pass "lotus: compute node 0's janitor found the victim gone after $gone kills and gave back its locks"
+fi
 
 # Both compute nodes serve on: kv puts and gets through each.
 for h in 0 1; do
