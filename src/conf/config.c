@@ -834,7 +834,7 @@ static int check_replicas(const struct conf_reader *c, const struct conf_item *i
         return fail_node(c, it->value, it->path,
                          "%d needs dm.protocol: ford (%s)", n,
                          pod_dm_multiversion(cfg->dm.protocol)
-                             ? "its snapshot reads may see a version that reached a memory "
+                             ? "its readers may see a version that reached a memory "
                                "node and not its backup"
                              : "rs-2pl cannot recover the compute nodes that a lost memory node "
                                "stops");

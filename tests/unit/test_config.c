@@ -1302,12 +1302,12 @@ static const struct bad_case {
     {"backups under motor",
      "mode: dm\ndm:\n  pod: p\n  memnodes: [/a.sock, /b.sock]\n  protocol: motor\n"
      "  replicas: 1\n" DM_HOSTS_OK DM_ENGINE_OK,
-     "6:13: dm.replicas: 1 needs dm.protocol: ford (its snapshot reads may see a version "
+     "6:13: dm.replicas: 1 needs dm.protocol: ford (its readers may see a version "
      "that reached a memory node and not its backup)"},
     {"backups under lotus",
      "mode: dm\ndm:\n  pod: p\n  memnodes: [/a.sock, /b.sock]\n  protocol: lotus\n"
      "  replicas: 1\n" DM_HOSTS_OK DM_ENGINE_OK,
-     "6:13: dm.replicas: 1 needs dm.protocol: ford (its snapshot reads may see a version "
+     "6:13: dm.replicas: 1 needs dm.protocol: ford (its readers may see a version "
      "that reached a memory node and not its backup)"},
     {"undo log smaller than 64KiB",
      "mode: dm\ndm:\n  pod: p\n  memnodes: [/m.sock]\n  undo_log_size: 4KiB\n" DM_HOSTS_OK,
