@@ -519,6 +519,9 @@ struct outcome {
      * the window: READ, WRITE, CAS, FAA, round trips */
     bool store_known;
     double store_per_txn[5];
+    /* messages to other compute nodes per committed transaction (lotus) */
+    bool messages_known;
+    double messages_per_txn;
     /* --check */
     const char *check;        /* "passed", "FAILED", "not run" */
     char check_text[4096];
@@ -631,6 +634,9 @@ static void print_table(const struct outcome *x)
                "round trips %.1f (all compute nodes, aborted attempts included)\n",
                x->store_per_txn[0], x->store_per_txn[1], x->store_per_txn[2], x->store_per_txn[3],
                x->store_per_txn[4]);
+    if (x->messages_known)
+        printf("messages      %.1f per committed txn to other compute nodes (lock requests and "
+               "releases)\n", x->messages_per_txn);
     printf("per type      %-28s %12s %10s %10s\n", "", "committed/s", "aborts/s", "errors/s");
     for (int t = 0; t < bench_ntypes(x->wl); t++)
         printf("              %-28s %12.0f %10.1f %10.1f\n", bench_type_name(x->wl, t),
@@ -739,6 +745,7 @@ static void print_json(const struct outcome *x)
         json_null(&w);
     }
     json_kv_known(&w, "round_trips_per_txn", x->store_known, x->store_per_txn[4]);
+    json_kv_known(&w, "messages_per_txn", x->messages_known, x->messages_per_txn);
     json_key(&w, "per_second");
     json_arr_begin(&w);
     for (uint32_t i = 0; i < r->nsec; i++) json_u64(&w, r->per_sec[i]);
@@ -863,6 +870,10 @@ static void pod_rates(struct outcome *x, const struct bench_sysstats *a, uint64_
         if (x->store_known)
             x->store_per_txn[k] = (double)(b->pod[s] - a->pod[s]) / (double)commits;
     }
+    x->messages_known = commits > 0 && a->known[BENCH_CC_MESSAGES] && b->known[BENCH_CC_MESSAGES];
+    if (x->messages_known)
+        x->messages_per_txn =
+            (double)(b->pod[BENCH_CC_MESSAGES] - a->pod[BENCH_CC_MESSAGES]) / (double)commits;
 }
 
 static int run_workload(struct opts *o, const struct pod_config *conf, enum bench_wl wl)

@@ -12,7 +12,7 @@ const char *const bench_pod_stat_names[BENCH_NPODSTATS] = {
     "pod.moved_in",  "pod.moved_out",  "pod.hwcc_used", "pod.hwcc_quota",
     "pod.waits",     "pod.wait_ns",    "pod.waits_over_128us",
     "store.reads",   "store.writes",   "store.cas",     "store.faa",
-    "store.round_trips"};
+    "store.round_trips", "cc.messages"};
 
 int bench_pod_connect(struct bench_pod *p, const struct pod_config *c, int timeout_ms)
 {

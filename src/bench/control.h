@@ -62,7 +62,9 @@ enum bench_pod_stat { BENCH_MOVED_IN, BENCH_MOVED_OUT, BENCH_HWCC_USED, BENCH_HW
                       BENCH_WAITS, BENCH_WAIT_NS, BENCH_WAITS_LONG,
                       /* a compute node's record store (mode: dm): operations, round trips */
                       BENCH_STORE_READS, BENCH_STORE_WRITES, BENCH_STORE_CAS, BENCH_STORE_FAA,
-                      BENCH_STORE_ROUND_TRIPS, BENCH_NPODSTATS };
+                      BENCH_STORE_ROUND_TRIPS,
+                      /* messages between compute nodes (lotus's lock requests) */
+                      BENCH_CC_MESSAGES, BENCH_NPODSTATS };
 extern const char *const bench_pod_stat_names[BENCH_NPODSTATS]; /* "pod.moved_in", ... */
 
 struct bench_sysstats {

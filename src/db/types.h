@@ -78,6 +78,7 @@ struct pod_db_options {
     enum pod_cc_kind cc;       /* ARRAY, GIVEN: the protocol over the store */
     uint32_t undo_log_bytes;   /* ford on a shared store: each compute node's undo log */
     uint32_t versions;         /* motor: the versions a record keeps (2..) */
+    uint64_t msg_rtt_ns;       /* lotus under the NIC model: a lock request's least round trip */
 };
 
 struct pod_worker;

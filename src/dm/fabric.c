@@ -434,6 +434,29 @@ int fab_progress(struct fab *f, int timeout_ms, pod_err *err)
     return 0;
 }
 
+/* One look at the ops' CQ: the completions reaped (up to max, into ent);
+ * 0 when there were none, after letting the thread's other lanes run
+ * (src/util/lanes.h) and, once nothing came back for a while, the CPU go
+ * (to the memory node, on shm); -FI_EAVAIL for an error completion (the
+ * caller says which op failed: cq_error); -1 with err otherwise. */
+static ssize_t reap(struct fab *f, struct fi_cq_entry *ent, size_t max, unsigned *spins,
+                    pod_err *err)
+{
+    ssize_t got = fi_cq_read(f->cq, ent, max);
+    if (got > 0) {
+        *spins = 0;
+        return got;
+    }
+    if (got == -FI_EAVAIL) return got;
+    if (got != -FI_EAGAIN) {
+        pod_err_set(err, "fabric %s: fi_cq_read: %s", f->prov, fstr(got));
+        return -1;
+    }
+    if (lanes_count() > 1) lanes_yield();
+    if (++*spins > 64) sched_yield();
+    return 0;
+}
+
 /* Post ops[0..n) (n <= WAVE, their staging within the buffer), op i to
  * peer pp[i], and wait for all. */
 static int wave(struct fab *f, struct fab_peer *const *pp, struct fab_op *ops, uint32_t n,
@@ -476,10 +499,9 @@ static int wave(struct fab *f, struct fab_peer *const *pp, struct fab_op *ops, u
             }
             posted++;
         }
-        ssize_t got = fi_cq_read(f->cq, ent, 16);
+        ssize_t got = reap(f, ent, 16, &spins, err);
         if (got > 0) {
             done += (uint32_t)got;
-            spins = 0;
             continue;
         }
         if (got == -FI_EAVAIL) {
@@ -489,15 +511,7 @@ static int wave(struct fab *f, struct fab_peer *const *pp, struct fab_op *ops, u
             cq_error(f, err, during);
             return -1;
         }
-        if (got != -FI_EAGAIN) {
-            pod_err_set(err, "fabric %s: fi_cq_read: %s", f->prov, fstr(got));
-            return -1;
-        }
-        /* the thread's other lanes run while this batch is in flight
-         * (src/util/lanes.h); the CPU goes (to the memory node, on shm)
-         * once nothing came back for a while */
-        if (lanes_count() > 1) lanes_yield();
-        if (++spins > 64) sched_yield();
+        if (got < 0) return -1;
         if ((spins & 63) == 0 && now_ns() > deadline) {
             pod_err_set(err, "fabric %s: %u of %u ops (first: %s at offset %llu) on memory node "
                         "%s%s did not complete within %d ms: is the memory node running?%s",
@@ -729,18 +743,13 @@ int fab_send(struct fab *f, int peer, const void *msg, uint32_t len, pod_err *er
         return -1;
     }
     for (unsigned spins = 0;;) {
-        ssize_t got = fi_cq_read(f->cq, ent, 1);
+        ssize_t got = reap(f, ent, 1, &spins, err);
         if (got == 1) return 0;
         if (got == -FI_EAVAIL) {
             cq_error(f, err, "sending a message");
             return -1;
         }
-        if (got != -FI_EAGAIN) {
-            pod_err_set(err, "fabric %s: fi_cq_read: %s", f->prov, fstr(got));
-            return -1;
-        }
-        if (lanes_count() > 1) lanes_yield();
-        if (++spins > 64) sched_yield();
+        if (got < 0) return -1;
         if ((spins & 63) == 0 && now_ns() > deadline) {
             pod_err_set(err, "fabric %s: a message of %u bytes was not sent within %d ms: does its "
                         "receiver still run?", f->prov, len, f->timeout_ms);

@@ -7,6 +7,8 @@
 #include <string.h>
 
 #include "dm/fabric.h"
+#include "dm/nic_model.h"
+#include "util/clock.h"
 
 #define LK_MAGIC 0x4b434f4cu /* "LOCK" */
 #define LK_NAME_MAX 96u      /* a reply address (fab_name): shm's and tcp's are shorter */
@@ -190,6 +192,8 @@ struct lock_client {
     uint32_t cn, lane;
     uint64_t seq;
     int timeout_ms;
+    uint64_t rtt_ns;         /* NIC model: the least an answered request takes */
+    uint64_t sent_ns;        /* when the request awaited was sent */
     int owner[MAX_OWNERS];   /* fab message peer of each compute node's service, or -1 */
     uint32_t name_len;
     unsigned char name[LK_NAME_MAX];
@@ -251,6 +255,8 @@ void lock_client_forget(struct lock_client *c, uint32_t owner)
     if (owner < MAX_OWNERS) c->owner[owner] = -1;
 }
 
+void lock_client_model_rtt(struct lock_client *c, uint64_t rtt_ns) { c->rtt_ns = rtt_ns; }
+
 /* The request of n locks, sent to owner. */
 static int send_req(struct lock_client *c, uint32_t kind, uint32_t owner, uint64_t holder,
                     const uint64_t *hash, uint64_t write_mask, uint32_t n, pod_err *err)
@@ -270,6 +276,7 @@ static int send_req(struct lock_client *c, uint32_t kind, uint32_t owner, uint64
                          .name_len = c->name_len};
     memcpy(q->name, c->name, c->name_len);
     if (n) memcpy(q->hash, hash, 8 * (size_t)n);
+    c->sent_ns = c->rtt_ns ? pod_mono_ns() : 0;
     return fab_send(c->f, c->owner[owner], q, req_bytes(n), err);
 }
 
@@ -293,6 +300,7 @@ static int await_reply(struct lock_client *c, uint32_t owner, struct lk_rep *out
         }
         if (r.seq != c->seq) continue; /* a reply to a call given up on */
         *out = r;
+        if (c->rtt_ns) nic_model_wait_until(c->sent_ns + c->rtt_ns);
         return 0;
     }
 }

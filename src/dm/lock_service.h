@@ -63,6 +63,10 @@ int lock_client_owner(struct lock_client *c, uint32_t owner, const void *name, s
 bool lock_client_knows(const struct lock_client *c, uint32_t owner);
 /* Forget owner's address (it did not answer: it is to be looked up again). */
 void lock_client_forget(struct lock_client *c, uint32_t owner);
+/* Under the NIC model (dm/nic_model.h): an answered request takes at least
+ * rtt_ns, a round trip of the modelled NIC (the fabric's messages are the
+ * machine's own otherwise); 0: off. */
+void lock_client_model_rtt(struct lock_client *c, uint64_t rtt_ns);
 
 /* Take n (<= LK_BATCH) locks of holder at owner, hash[i] a write lock when
  * bit i of write_mask is set, in order, stopping at the first refused.

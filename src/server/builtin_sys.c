@@ -13,6 +13,7 @@
 
 #include "engine/db.h"
 #include "engine/watchdog.h"
+#include "txn/cc.h"
 #include "server/server.h"
 #include "storage/table.h"
 #include "store/record_store.h"
@@ -126,6 +127,8 @@ static int sys_stats(pod_txn *tx, const pod_args *a, pod_result *res, void *ctx)
         name_i64_row(res, "store.faa", rc.faa);
         name_i64_row(res, "store.round_trips", rc.round_trips);
     }
+    /* Messages to other compute nodes (lotus's lock requests and releases). */
+    if (db->cc && db->cc->messages) name_i64_row(res, "cc.messages", db->cc->messages(db));
     struct pod_counters pc;
     if (pod_counters_get(db, &pc)) {
         name_i64_row(res, "pod.moved_in", pc.st.moved_in);

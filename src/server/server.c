@@ -1657,6 +1657,7 @@ static int build_db(struct pod_server *s, pod_err *err)
                : c->dm.protocol == POD_DM_LOTUS ? POD_CC_LOTUS
                                                 : POD_CC_RS_2PL;
         o.versions = (uint32_t)c->dm.versions;
+        if (c->dm.nic_model.enabled) o.msg_rtt_ns = (uint64_t)(c->dm.nic_model.rtt_us * 1000.0);
         /* each worker thread runs dm.inflight workers as lanes */
         if ((int64_t)o.nworkers * c->dm.inflight > POD_MAX_WORKERS) {
             pod_err_set(err, "hosts[%d].workers (%d) times dm.inflight (%d) is %d: at most %d "

@@ -55,6 +55,9 @@ struct cc_ops {
     /* The database goes, its workers gone: what start made (cc_state).
      * May be NULL. */
     void (*stop)(pod_db *db);
+    /* The messages this database sent to other compute nodes so far
+     * (lotus: lock requests and releases). NULL: it sends none. */
+    uint64_t (*messages)(pod_db *db);
 
     /* proc.h's operations; update_range with whole is pod_update_ref */
     int (*get)(pod_txn *tx, pod_table *t, const void *key, void *out, bool for_update);

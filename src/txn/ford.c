@@ -664,6 +664,7 @@ struct lotus_db {
     uint32_t gen[RS_MAX_MEMBERS];      /* bumped when slot s is found gone */
     uint32_t seen_inc[RS_MAX_MEMBERS]; /* the run of s found gone last */
     uint32_t done_inc[RS_MAX_MEMBERS]; /* the run of s whose locks were given back here */
+    uint64_t messages;        /* requests and releases sent to other compute nodes */
 };
 
 struct lotus_lock {
@@ -694,6 +695,7 @@ static struct lock_client *lotus_client(struct ford_txn *x, uint32_t owner)
         pod_warn("lotus: %s", e.msg);
         return NULL;
     }
+    if (x->db->opt.msg_rtt_ns) lock_client_model_rtt(x->lk, x->db->opt.msg_rtt_ns);
     if (!lock_client_knows(x->lk, owner)) {
         unsigned char name[RS_DIR_NAME_MAX];
         size_t len = sizeof name;
@@ -738,11 +740,11 @@ static enum got lotus_lock(struct ford_txn *x, const pod_table *t, const void *k
         struct lock_client *c = lotus_client(x, l->owner);
         uint32_t granted;
         pod_err e;
+        if (c) __atomic_fetch_add(&x->lotus->messages, 1, __ATOMIC_RELAXED);
         int rc = c ? lock_client_acquire(c, l->owner, x->holder, &hash, write, 1, &granted, &r,
                                          &e)
                    : -1;
-        if (rc < 0) { /* it may have taken it: released with the rest */
-            if (c) lock_client_forget(c, l->owner); /* looked up again next time */
+        if (rc < 0) { /* it may have taken it: released with the rest, then forgotten */
             x->unreachable = l->owner;
             conflict(x, write ? POD_CAUSE_WRITE_LOCK : POD_CAUSE_READ_LOCK, 0);
             return GOT_CONFLICT;
@@ -765,8 +767,9 @@ static void lotus_send_release(struct ford_txn *x, uint32_t owner, const uint64_
                                uint32_t n)
 {
     pod_err e;
-    if (n && x->lk && lock_client_knows(x->lk, owner) &&
-        lock_client_release(x->lk, owner, x->holder, hash, n, &e) != 0)
+    if (!n || !x->lk || !lock_client_knows(x->lk, owner)) return;
+    __atomic_fetch_add(&x->lotus->messages, 1, __ATOMIC_RELAXED);
+    if (lock_client_release(x->lk, owner, x->holder, hash, n, &e) != 0)
         pod_warn("lotus: giving back %u locks at compute node slot %u: %s (they go when it "
                  "restarts)", n, owner, e.msg);
 }
@@ -797,6 +800,9 @@ static void lotus_release(struct ford_txn *x)
         lotus_send_release(x, owner, batch, n);
     }
     x->nlocks = 0;
+    /* an owner that did not answer: its address is looked up again next
+     * time (after the release, which follows the request it may yet take) */
+    if (x->unreachable && x->lk) lock_client_forget(x->lk, x->unreachable);
 }
 
 /* Before a commit writes: every compute node whose table has one of its
@@ -1417,6 +1423,7 @@ static void ford_commit(pod_txn *tx)
     bool any = false;
     for (uint32_t i = 0; i < x->nacc && !any; i++) any = changes(&x->acc[i]);
     if (snapshot_only(x) || (x->lotus && !any)) { /* lotus: every read was locked */
+        if (x->lotus && !lotus_locks_hold(x)) return; /* the caller aborts */
         if (x->lotus) lotus_release(x);
         x->nacc = 0;
         access_map_clear(&x->map);
@@ -1872,6 +1879,12 @@ fail:
     return -1;
 }
 
+static uint64_t lotus_messages(pod_db *db)
+{
+    struct lotus_db *L = db->cc_state;
+    return L ? __atomic_load_n(&L->messages, __ATOMIC_RELAXED) : 0;
+}
+
 static void lotus_stop(pod_db *db)
 {
     struct lotus_db *L = db->cc_state;
@@ -1928,6 +1941,7 @@ const struct cc_ops cc_lotus = {
     .name = "lotus",
     .start = lotus_start,
     .stop = lotus_stop,
+    .messages = lotus_messages,
     .table_added = lotus_table_added,
     FORD_FAMILY_OPS,
 };

@@ -154,27 +154,32 @@ struct mn_hello {
     char err[600];
 };
 
+static struct fab *child_mn; /* in the child */
+
+static void memnode_setup(void *arg, void *reply)
+{
+    struct mn_hello *out = reply;
+    pod_err e;
+    static uint64_t pool[512] __attribute__((aligned(4096)));
+    *out = (struct mn_hello){.name_len = FAB_NAME_MAX};
+    child_mn = fab_open(&(struct fab_open_opts){.provider = arg, .server = true}, &e);
+    if (!child_mn || fab_expose(child_mn, pool, sizeof pool, &out->r, &e) != 0 ||
+        fab_name(child_mn, out->name, &out->name_len, &e) != 0)
+        snprintf(out->err, sizeof out->err, "memory node: %s", e.msg);
+}
+
+static void memnode_serve(void *arg)
+{
+    (void)arg;
+    pod_err e;
+    if (!child_mn) _exit(1);
+    (void)fab_progress(child_mn, 10, &e);
+}
+
 static pid_t memnode_child(const char *prov, struct mn_hello *h)
 {
-    int p[2];
-    ck_assert_int_eq(pipe(p), 0);
-    pid_t pid = fork();
-    ck_assert_int_ge(pid, 0);
-    if (pid == 0) {
-        close(p[0]);
-        pod_err e;
-        struct mn_hello out = {.name_len = FAB_NAME_MAX};
-        struct fab *mn = fab_open(&(struct fab_open_opts){.provider = prov, .server = true}, &e);
-        static uint64_t pool[512] __attribute__((aligned(4096)));
-        if (!mn || fab_expose(mn, pool, sizeof pool, &out.r, &e) != 0 ||
-            fab_name(mn, out.name, &out.name_len, &e) != 0)
-            snprintf(out.err, sizeof out.err, "memory node: %s", e.msg);
-        if (write(p[1], &out, sizeof out) != (ssize_t)sizeof out || out.err[0]) _exit(1);
-        for (;;) (void)fab_progress(mn, 10, &e);
-    }
-    close(p[1]);
-    ck_assert_int_eq(read(p[0], h, sizeof *h), (ssize_t)sizeof *h);
-    close(p[0]);
+    int pid = tu_fork_server(memnode_setup, memnode_serve, (void *)prov, h, sizeof *h);
+    ck_assert_msg(pid > 0, "[%s] the memory node child did not start", prov);
     ck_assert_msg(!h->err[0], "[%s] %s", prov, h->err);
     return pid;
 }

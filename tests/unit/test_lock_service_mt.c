@@ -82,26 +82,27 @@ struct svc_addr {
     char err[600];
 };
 
+static void service_setup(void *arg, void *reply)
+{
+    struct svc_addr *a = reply;
+    pod_err e;
+    *a = (struct svc_addr){.len = sizeof a->name};
+    struct lock_service *s = lock_service_start(
+        &(struct lock_service_opts){.provider = arg, .table_bytes = 1 << 12}, &e);
+    if (!s || lock_service_name(s, a->name, &a->len, &e) != 0)
+        snprintf(a->err, sizeof a->err, "%s", e.msg);
+}
+
+static void service_serve(void *arg)
+{
+    (void)arg;
+    pause();
+}
+
 static pid_t service_child(const char *prov, struct svc_addr *out)
 {
-    int p[2];
-    ck_assert_int_eq(pipe(p), 0);
-    pid_t pid = fork();
-    ck_assert_int_ge(pid, 0);
-    if (pid == 0) {
-        close(p[0]);
-        pod_err e;
-        struct svc_addr a = {.len = sizeof a.name};
-        struct lock_service *s = lock_service_start(
-            &(struct lock_service_opts){.provider = prov, .table_bytes = 1 << 12}, &e);
-        if (!s || lock_service_name(s, a.name, &a.len, &e) != 0)
-            snprintf(a.err, sizeof a.err, "%s", e.msg);
-        if (write(p[1], &a, sizeof a) != (ssize_t)sizeof a || a.err[0]) _exit(1);
-        for (;;) pause();
-    }
-    close(p[1]);
-    ck_assert_int_eq(read(p[0], out, sizeof *out), (ssize_t)sizeof *out);
-    close(p[0]);
+    int pid = tu_fork_server(service_setup, service_serve, (void *)prov, out, sizeof *out);
+    ck_assert_msg(pid > 0, "[%s] the lock service child did not start", prov);
     ck_assert_msg(!out->err[0], "[%s] %s", prov, out->err);
     return pid;
 }

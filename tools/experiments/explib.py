@@ -833,7 +833,10 @@ class Pods:
                 else:
                     shutil.copy(src, self.keep)
         shutil.rmtree(self.work, ignore_errors=True)
-        for f in glob.glob(f"/dev/shm/{self.tag}-*"):
+        # the regions, and the NIC model's schedules of the dm pods (named
+        # after the pod, which ends with the tag's end: dm-protocols)
+        for f in (glob.glob(f"/dev/shm/{self.tag}-*") +
+                  glob.glob(f"/dev/shm/poddb-nic1-*{self.tag[-16:]}-*")):
             try:
                 os.unlink(f)
             except OSError:

@@ -95,6 +95,30 @@ int tu_fork(int (*fn)(void *), void *arg)
     return (int)pid;
 }
 
+int tu_fork_server(void (*setup)(void *arg, void *reply), void (*serve)(void *arg), void *arg,
+                   void *reply, size_t len)
+{
+    int p[2];
+    if (pipe(p) != 0) return -1;
+    fflush(NULL);
+    pid_t pid = fork();
+    if (pid == 0) {
+        close(p[0]);
+        setup(arg, reply);
+        if (write(p[1], reply, len) != (ssize_t)len) _exit(1);
+        close(p[1]);
+        for (;;) serve(arg);
+    }
+    close(p[1]);
+    ssize_t got = pid > 0 ? read(p[0], reply, len) : -1;
+    close(p[0]);
+    if (got != (ssize_t)len) {
+        if (pid > 0) kill(pid, SIGKILL), waitpid(pid, NULL, 0);
+        return -1;
+    }
+    return (int)pid;
+}
+
 int tu_wait_child(int pid, int timeout_ms)
 {
     struct timespec nap = {0, 1000 * 1000};

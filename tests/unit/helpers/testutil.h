@@ -27,6 +27,12 @@ bool tu_wait_u64(const uint64_t *word, uint64_t want, int timeout_ms);
 /* Fork a child running fn(arg); returns its pid. The child exits with fn's
  * return value (0 = success). */
 int tu_fork(int (*fn)(void *), void *arg);
+/* Fork a server child: it runs setup(arg, reply), which fills reply (len
+ * bytes: what the parent needs to reach it), sends reply to the parent, and
+ * then serve(arg) until killed. The parent gets reply; returns the pid, or
+ * -1 when the child sent nothing. Fork before this process starts threads. */
+int tu_fork_server(void (*setup)(void *arg, void *reply), void (*serve)(void *arg), void *arg,
+                   void *reply, size_t len);
 /* Wait for a child with a timeout; returns its exit status, or -1 when it
  * died by a signal or had to be killed after timeout_ms. */
 int tu_wait_child(int pid, int timeout_ms);
