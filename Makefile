@@ -142,7 +142,7 @@ test: deps
 # ThreadSanitizer builds of the programs, and the benchmark scripts (the
 # workers' bench jobs next to their socket queue) the same way.
 # test_pod_mp: the pod's servers (owner handlers, move-out, remote transactions) under TSan;
-# test_dm_store_mp and dm_pod.sh: the memory node and compute nodes' workers on the dm store.
+# test_dm_store_mp and dm_pod.sh (on shm: DM_POD_PROVIDERS): the memory node and compute nodes' workers on the dm store.
 TSAN_SERVER_TESTS := test_server test_pod_mp test_liveness_mp test_server_limits test_dm_store_mp
 TSAN_SCRIPTS := $(wildcard tests/integration/bench_*.sh) tests/integration/dm_pod.sh tests/integration/dm_nic.sh \
                 tests/integration/dm_cn_kill.sh tests/integration/dm_cn_kill_motor.sh \
@@ -151,7 +151,7 @@ TSAN_SCRIPTS := $(wildcard tests/integration/bench_*.sh) tests/integration/dm_po
 TSAN_BINS := $(patsubst tools/%.c,build/tsan/bin/%,$(BIN_SRCS))
 tsan: deps
 	@$(MAKE) --no-print-directory $(patsubst %,build/test/tsan/%,$(TSAN_TESTS) $(TSAN_SERVER_TESTS)) $(TSAN_BINS) $(TEST_MODULES)
-	@PODDB_BIN=build/tsan/bin tests/run-tests --variant tsan $(patsubst %,build/test/tsan/%,$(TSAN_TESTS) $(TSAN_SERVER_TESTS)) -- $(TSAN_SCRIPTS)
+	@DM_POD_PROVIDERS=shm PODDB_BIN=build/tsan/bin tests/run-tests --variant tsan $(patsubst %,build/test/tsan/%,$(TSAN_TESTS) $(TSAN_SERVER_TESTS)) -- $(TSAN_SCRIPTS)
 
 # The demo: the default pod with a small TPC-C, ~10 s, --check (tools/run-demo).
 run: deps

@@ -44,7 +44,9 @@ expect_dm_run() {
     "$TMP/bench.json" || fail "$1: errors: $(cat "$TMP/bench.json")"
 }
 
-for provider in shm "tcp;ofi_rxm"; do
+# DM_POD_PROVIDERS: the providers to run on (make tsan: shm only).
+IFS=, read -r -a PROVIDERS <<<"${DM_POD_PROVIDERS:-shm,tcp;ofi_rxm}"
+for provider in "${PROVIDERS[@]}"; do
 for protocol in ford motor lotus; do
   if [ $protocol = ford ]; then
     conf=$(pod_conf "$provider" dmtest)
