@@ -1,7 +1,7 @@
 /* A map from a record's location to the index of a transaction's access to
  * it: what a protocol searches once its access set is past a linear scan
- * (audits and scans touch thousands of records). Open addressing, kept at
- * most half full. */
+ * (audits and scans touch thousands of records); lotus keys its lock set by
+ * the locks' hashes the same way. Open addressing, kept at most half full. */
 #ifndef PODDB_TXN_ACCESS_MAP_H
 #define PODDB_TXN_ACCESS_MAP_H
 

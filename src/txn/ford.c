@@ -211,6 +211,7 @@ struct ford_txn {
     struct lock_client *lk;  /* this worker's requests to the other compute nodes */
     struct lotus_lock *locks;
     uint32_t nlocks, locks_cap;
+    struct access_map lockmap; /* hash -> index in locks, past LINEAR_ACCESSES of them */
     uint64_t holder;         /* LT_HOLDER of this attempt */
     uint64_t attempts;
     uint32_t unreachable;    /* the conflict: this compute node's lock service did not answer */
@@ -690,12 +691,14 @@ static struct lock_client *lotus_client(struct ford_txn *x, uint32_t owner)
 {
     struct lotus_db *L = x->lotus;
     pod_err e;
-    if (!x->lk && !(x->lk = lock_client_new(L->provider, L->me, (uint32_t)x->w->id,
-                                            LOTUS_TIMEOUT_MS, &e))) {
-        pod_warn("lotus: %s", e.msg);
-        return NULL;
+    if (!x->lk) {
+        if (!(x->lk = lock_client_new(L->provider, L->me, (uint32_t)x->w->id, LOTUS_TIMEOUT_MS,
+                                      &e))) {
+            pod_warn("lotus: %s", e.msg);
+            return NULL;
+        }
+        if (x->db->opt.msg_rtt_ns) lock_client_model_rtt(x->lk, x->db->opt.msg_rtt_ns);
     }
-    if (x->db->opt.msg_rtt_ns) lock_client_model_rtt(x->lk, x->db->opt.msg_rtt_ns);
     if (!lock_client_knows(x->lk, owner)) {
         unsigned char name[RS_DIR_NAME_MAX];
         size_t len = sizeof name;
@@ -708,15 +711,27 @@ static struct lock_client *lotus_client(struct ford_txn *x, uint32_t owner)
     return x->lk;
 }
 
+/* The transaction's lock of hash, or NULL (find_access's way). */
+static struct lotus_lock *lotus_find(struct ford_txn *x, uint64_t hash)
+{
+    if (x->nlocks <= LINEAR_ACCESSES) {
+        for (uint32_t i = 0; i < x->nlocks; i++)
+            if (x->locks[i].hash == hash) return &x->locks[i];
+        return NULL;
+    }
+    int64_t i = access_map_find(&x->lockmap, hash);
+    return i < 0 ? NULL : &x->locks[i];
+}
+
 /* The lock of t's key, for writing or reading: GOT_OK or GOT_CONFLICT
  * (the status set). Kept in x->locks even when refused: abort gives back
  * whatever was asked for. */
 static enum got lotus_lock(struct ford_txn *x, const pod_table *t, const void *key, bool write)
 {
-    uint64_t hash = lt_key_hash(t->id, key, t->key_size);
-    struct lotus_lock *l = NULL;
-    for (uint32_t i = 0; i < x->nlocks && !l; i++)
-        if (x->locks[i].hash == hash) l = &x->locks[i];
+    /* 0 is the lock map's empty key: that hash shares hash 1's lock (a
+     * false conflict at worst, the same on every compute node) */
+    uint64_t hash = lt_key_hash(t->id, key, t->key_size) ?: 1;
+    struct lotus_lock *l = lotus_find(x, hash);
     if (l && (l->write || !write)) return GOT_OK;
     if (!l) {
         if (x->nlocks == x->locks_cap) {
@@ -728,6 +743,16 @@ static enum got lotus_lock(struct ford_txn *x, const pod_table *t, const void *k
             }
             x->locks = n;
             x->locks_cap = cap;
+        }
+        if (x->nlocks >= LINEAR_ACCESSES) { /* the map covers every lock from here on */
+            bool ok = true;
+            if (!x->lockmap.n)
+                for (uint32_t i = 0; i < x->nlocks && ok; i++)
+                    ok = access_map_put(&x->lockmap, x->locks[i].hash, i);
+            if (!ok || !access_map_put(&x->lockmap, hash, x->nlocks)) {
+                nomem(x, "the lock set");
+                return GOT_CONFLICT;
+            }
         }
         l = &x->locks[x->nlocks++];
         *l = (struct lotus_lock){.hash = hash, .owner = lotus_owner(x, t, key, hash)};
@@ -792,7 +817,7 @@ static void lotus_release(struct ford_txn *x)
             if (x->locks[j].owner != owner) continue;
             batch[n++] = x->locks[j].hash;
             x->locks[j].owner = UINT32_MAX;
-            if (n == LK_BATCH || j == x->nlocks - 1) {
+            if (n == LK_BATCH) {
                 lotus_send_release(x, owner, batch, n);
                 n = 0;
             }
@@ -800,6 +825,7 @@ static void lotus_release(struct ford_txn *x)
         lotus_send_release(x, owner, batch, n);
     }
     x->nlocks = 0;
+    access_map_clear(&x->lockmap);
     /* an owner that did not answer: its address is looked up again next
      * time (after the release, which follows the request it may yet take) */
     if (x->unreachable && x->lk) lock_client_forget(x->lk, x->unreachable);
@@ -1567,7 +1593,7 @@ static pod_txn *ford_txn_new(pod_db *db, struct pod_worker *w)
     x->db = db;
     x->w = w;
     x->rs = cc_store_handle(db, w);
-    x->head.cc = db->cc; /* ford or motor */
+    x->head.cc = db->cc; /* ford, motor or lotus */
     x->nver = db_versions(db);
     return (pod_txn *)(void *)x;
 }
@@ -1583,6 +1609,7 @@ static void ford_txn_free(pod_txn *tx)
     free(x->cvt);
     lock_client_free(x->lk);
     free(x->locks);
+    access_map_free(&x->lockmap);
     free(x);
 }
 
@@ -1608,6 +1635,7 @@ static void ford_begin(pod_txn *tx)
         x->t_start = MV_INVISIBLE - 1;
         x->mine = 0;
         x->nlocks = 0;
+        access_map_clear(&x->lockmap);
         x->unreachable = 0;
         x->holder = LOTUS_RUN(x->lotus->me, me->incarnation) |
                     ((uint64_t)x->w->id & 0xff) << 24 | (++x->attempts & 0xffffff);
